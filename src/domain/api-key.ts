@@ -1,0 +1,84 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+
+export const SCOPES = ['inventory:read', 'inventory:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const ENVIRONMENTS = ['production', 'staging'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+/** Key prefixes tell the environments apart, so a staging key is refused by production (PD 2.4). */
+export const KEY_PREFIX: Record<Environment, string> = {
+  production: 'inv_live_',
+  staging: 'inv_test_',
+};
+
+/** A stored key: everything but the key itself, which is kept only as its SHA-256. */
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  environment: Environment;
+  /** Hex SHA-256 of the whole key. */
+  keyHash: string;
+  /** The key's last four characters, to tell keys apart in listings. */
+  hint: string;
+  scopes: Scope[];
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** What a request knows about the key that authenticated it. */
+export interface Principal {
+  keyId: string;
+  keyName: string;
+  scopes: readonly Scope[];
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** A new random key (256 bits) and the record to store for it. */
+export function generateApiKey(input: {
+  name: string;
+  environment: Environment;
+  scopes: Scope[];
+  expiresAt: Date | null;
+  now?: Date;
+}): { key: string; record: ApiKeyRecord } {
+  const key = KEY_PREFIX[input.environment] + randomBytes(32).toString('base64url');
+  const record: ApiKeyRecord = {
+    id: `key_${randomUUID().replaceAll('-', '').slice(0, 20)}`,
+    name: input.name,
+    environment: input.environment,
+    keyHash: hashKey(key),
+    hint: key.slice(-4),
+    scopes: normaliseScopes(input.scopes),
+    createdAt: input.now ?? new Date(),
+    lastUsedAt: null,
+    expiresAt: input.expiresAt,
+    revokedAt: null,
+  };
+  return { key, record };
+}
+
+/** inventory:write implies inventory:read (PD 2.5). */
+export function hasScope(granted: readonly Scope[], needed: Scope): boolean {
+  return granted.includes(needed) || (needed === 'inventory:read' && granted.includes('inventory:write'));
+}
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+function normaliseScopes(scopes: Scope[]): Scope[] {
+  return SCOPES.filter((s) => scopes.includes(s));
+}
+
+/** Why a stored key no longer works, or undefined while it does. */
+export function keyUnusableReason(record: ApiKeyRecord, now: Date): 'revoked' | 'expired' | undefined {
+  if (record.revokedAt !== null) return 'revoked';
+  if (record.expiresAt !== null && record.expiresAt.getTime() <= now.getTime()) return 'expired';
+  return undefined;
+}
