@@ -1,0 +1,165 @@
+import type { TSchema } from 'typebox';
+import type { ErrorCode } from '../errors.js';
+import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../http/validation.js';
+import { ErrorSchema, InventoryItem, InventoryUpdate, PetStatus } from '../schemas/inventory.js';
+import type { OperationSpec, ResponseSpec } from '../routes/operation.js';
+
+export const API_PREFIX = '/v1';
+
+/** Schemas that appear under components and are referenced by $ref wherever they are used. */
+const NAMED_SCHEMAS = new Map<TSchema, string>([
+  [InventoryItem, 'InventoryItem'],
+  [InventoryUpdate, 'InventoryUpdate'],
+  [PetStatus, 'PetStatus'],
+  [ErrorSchema, 'Error'],
+]);
+
+export interface DocumentOptions {
+  productionUrl: string;
+  stagingUrl: string;
+  bodyLimit: number;
+}
+
+/** The OpenAPI 3.1 document of the operations under /v1 (PD 1.3, 4.2), built from their specs. */
+export function buildOpenApiDocument(operations: readonly OperationSpec[], options: DocumentOptions): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of operations) {
+    if (!op.path.startsWith(`${API_PREFIX}/`)) continue;
+    const path = op.path.slice(API_PREFIX.length);
+    paths[path] = { ...paths[path], [op.method.toLowerCase()]: operationObject(op, options) };
+  }
+  const components: Record<string, unknown> = {};
+  for (const [schema, name] of NAMED_SCHEMAS) components[name] = refs(schema, schema);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Pet Store Inventory Service',
+      version: '1.0.0',
+      description:
+        'The stock-level interface of a pet store: list the stock of every pet and set one pet\'s stock count. ' +
+        'Every error answers with the Error object; its `code` is one of a closed set.',
+    },
+    servers: [
+      { url: options.productionUrl, description: 'Production' },
+      { url: options.stagingUrl, description: 'Staging' },
+    ],
+    security: [{ bearerAuth: [] }],
+    tags: [{ name: 'inventory', description: 'Stock levels' }, { name: 'meta', description: 'About the service' }],
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An API key as the bearer token. Keys hold the scope inventory:read (GET) or inventory:write (GET and PATCH); ' +
+            'production and staging keys differ by prefix and each environment accepts only its own.',
+        },
+      },
+      headers: {
+        'X-Request-Id': {
+          description: 'The request id: the client\'s X-Request-Id when it sent a sane one, else a new one. Logs carry it too.',
+          schema: { type: 'string' },
+        },
+      },
+    },
+  };
+}
+
+function operationObject(op: OperationSpec, options: DocumentOptions): Record<string, unknown> {
+  const parameters = Object.entries(op.pathParams ?? {}).map(([name, schema]) => ({
+    name,
+    in: 'path',
+    required: true,
+    description: (schema as { description?: string }).description,
+    schema: refs({ ...schema, description: undefined }),
+  }));
+  const responses: Record<string, unknown> = {};
+  const all = { ...commonErrorResponses(op, options), ...op.responses };
+  for (const status of Object.keys(all).map(Number).sort((a, b) => a - b)) {
+    responses[String(status)] = responseObject(status, all[status]!, op);
+  }
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    description: op.scope ? `${op.description}\n\nRequires the scope \`${op.scope}\`.` : op.description,
+    tags: op.tags,
+    ...(op.scope ? {} : { security: [] }),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(op.body
+      ? {
+          requestBody: {
+            required: true,
+            description: op.body.description,
+            content: Object.fromEntries(op.body.contentTypes.map((t) => [t, { schema: refs(op.body!.schema) }])),
+          },
+        }
+      : {}),
+    responses,
+    ...op.extensions,
+  };
+}
+
+/** The errors every operation can answer with, given what it takes (auth, parameters, body). */
+function commonErrorResponses(op: OperationSpec, options: DocumentOptions): Record<number, ResponseSpec> {
+  const badRequest: ErrorCode[] = [];
+  if (op.pathParams?.petId) badRequest.push('invalid_pet_id');
+  badRequest.push('invalid_parameter');
+  if (op.body) {
+    badRequest.push(...BODY_SHAPE_ERROR_CODES);
+    const fields = Object.keys((op.body.schema as { properties?: object }).properties ?? {});
+    for (const f of fields) if (FIELD_ERROR_CODES[f]) badRequest.push(FIELD_ERROR_CODES[f]);
+  }
+  const out: Record<number, ResponseSpec> = {
+    400: { description: 'The request has an invalid parameter or body', errorCodes: badRequest },
+    500: { description: 'Unexpected error; the message is generic and the logs hold the details', errorCodes: ['internal_error'] },
+    503: { description: 'The store is unreachable or the service is shutting down', errorCodes: ['service_unavailable'] },
+  };
+  if (op.scope) {
+    out[401] = { description: 'API key missing or invalid', errorCodes: ['unauthorized'] };
+    out[403] = { description: `The API key lacks the scope ${op.scope}`, errorCodes: ['forbidden'] };
+    out[429] = { description: 'Too many failed authentications from this address', errorCodes: ['rate_limited'] };
+  }
+  if (op.body) {
+    out[413] = { description: `The body is larger than ${options.bodyLimit} bytes`, errorCodes: ['payload_too_large'] };
+    out[415] = { description: `The body is not ${op.body.contentTypes.join(' or ')}`, errorCodes: ['unsupported_media_type'] };
+  }
+  return out;
+}
+
+function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Record<string, unknown> {
+  const headers: Record<string, unknown> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+  if (status === 401) headers['WWW-Authenticate'] = { description: 'Bearer realm="inventory", with error="invalid_token" when a token was sent', schema: { type: 'string' } };
+  if (status === 429 || status === 503) headers['Retry-After'] = { description: 'Seconds to wait before retrying', schema: { type: 'integer' } };
+  let schema: unknown;
+  if (r.errorCodes) {
+    schema = {
+      allOf: [
+        { $ref: '#/components/schemas/Error' },
+        { type: 'object', properties: { code: { enum: r.errorCodes }, status: { const: status } } },
+      ],
+    };
+  } else if (r.schema) {
+    schema = refs(r.schema);
+  }
+  const extension = !op.contractStatuses?.includes(status);
+  return {
+    description: r.description,
+    headers,
+    ...(schema ? { content: { 'application/json': { schema } } } : {}),
+    ...(extension ? { 'x-extension': true } : {}),
+  };
+}
+
+/** A copy of `schema` with named schemas (other than `self`) replaced by $ref. */
+function refs(schema: unknown, self?: TSchema): unknown {
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const name = NAMED_SCHEMAS.get(schema as TSchema);
+  if (name && schema !== self) return { $ref: `#/components/schemas/${name}` };
+  if (Array.isArray(schema)) return schema.map((s) => refs(s));
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) if (value !== undefined) out[key] = refs(value);
+  return out;
+}
+

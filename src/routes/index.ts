@@ -1,0 +1,6 @@
+import { listInventory, updateInventory } from './inventory.js';
+import { getOpenApiDocument } from './openapi.js';
+import type { OperationSpec } from './operation.js';
+
+/** Every operation of the API; the OpenAPI document is built from this list. */
+export const OPERATIONS: readonly OperationSpec[] = [listInventory, updateInventory, getOpenApiDocument];
