@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
+
+/**
+ * Checks responses against the service's own OpenAPI document: a documented operation must
+ * declare the status it answered with, and the body must match that response's schema.
+ * Responses outside any operation (unknown path, 405) must be the Error object.
+ */
+export class ContractChecker {
+  readonly #ajv: Ajv2020;
+  readonly #doc: OpenApiDoc;
+  readonly #prefix: string;
+  readonly #cache = new Map<string, ValidateFunction>();
+  /** "operationId status" pairs seen, for coverage checks. */
+  readonly seen = new Set<string>();
+
+  constructor(doc: OpenApiDoc) {
+    this.#doc = doc;
+    this.#prefix = new URL(doc.servers[0]!.url).pathname;
+    this.#ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats.default(this.#ajv);
+    this.#ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+    this.#ajv.addSchema(doc as object, 'openapi');
+  }
+
+  check(method: string, path: string, status: number, headers: Record<string, string | string[] | undefined>, text: string): void {
+    const where = `${method} ${path} -> ${status}`;
+    assert.ok(headers['x-request-id'], `${where}: X-Request-Id missing`);
+    if (method === 'HEAD' || status === 304) return;
+    assert.match(String(headers['content-type']), /^application\/json; charset=utf-8$/i, `${where}: content type`);
+    const body: unknown = JSON.parse(text);
+    const found = this.#operation(method, path.split('?')[0]!);
+    if (!found) {
+      // Outside the document (health checks) only errors have a shape to keep: the Error object.
+      if (status < 400) return;
+      this.#validate('openapi#/components/schemas/Error', body, where);
+      assert.equal((body as { status: number }).status, status, `${where}: Error.status must equal the HTTP status`);
+      return;
+    }
+    const [docPath, op] = found;
+    assert.ok(op.responses[String(status)], `${where}: status ${status} is not documented for ${op.operationId}`);
+    this.seen.add(`${op.operationId} ${status}`);
+    const pointer = `openapi#/paths/${escape(docPath)}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
+    this.#validate(pointer, body, where);
+  }
+
+  #operation(method: string, path: string): [string, OpenApiOperation] | undefined {
+    if (!path.startsWith(`${this.#prefix}/`)) return undefined;
+    const rest = path.slice(this.#prefix.length);
+    const m = method === 'HEAD' ? 'get' : method.toLowerCase();
+    for (const [docPath, item] of Object.entries(this.#doc.paths)) {
+      const pattern = new RegExp(`^${docPath.replace(/\{\w+\}/g, '[^/]+')}$`);
+      if (pattern.test(rest) && item[m]) return [docPath, item[m]!];
+    }
+    return undefined;
+  }
+
+  #validate(ref: string, body: unknown, where: string): void {
+    let validate = this.#cache.get(ref);
+    if (!validate) {
+      validate = this.#ajv.getSchema(ref);
+      assert.ok(validate, `${where}: no schema at ${ref}`);
+      this.#cache.set(ref, validate);
+    }
+    assert.ok(validate(body), `${where}: body does not match the document: ${this.#ajv.errorsText(validate.errors)}`);
+  }
+}
+
+function escape(docPath: string): string {
+  return encodeURIComponent(docPath.replaceAll('~', '~0').replaceAll('/', '~1'));
+}
+
+export interface OpenApiOperation {
+  operationId: string;
+  responses: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface OpenApiDoc {
+  servers: { url: string }[];
+  paths: Record<string, Record<string, OpenApiOperation | undefined>>;
+  components: { schemas: Record<string, unknown> };
+  [key: string]: unknown;
+}
