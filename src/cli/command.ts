@@ -1,0 +1,44 @@
+import { CliError, EXIT_USAGE, type CliIO } from './io.js';
+
+export interface Command {
+  /** One line for the help of the group that holds it. */
+  summary: string;
+  /** Runs with the arguments after the command's name; resolves to the exit code. */
+  run(args: string[], io: CliIO): Promise<number>;
+}
+
+/**
+ * A command made of named subcommands (`keys create`, `pets list`, the CLI itself): it picks
+ * one by its first argument and answers --help with the list of them.
+ */
+export function commandGroup(spec: { name: string; summary: string; description: string; commands: Record<string, Command> }): Command {
+  const names = Object.keys(spec.commands);
+  const help =
+    `Usage: ${spec.name} <command> [options]\n\n${spec.description}\n\nCommands:\n` +
+    Object.entries(spec.commands)
+      .map(([name, c]) => `  ${name.padEnd(8)}${c.summary}`)
+      .join('\n') +
+    `\n\nRun "${spec.name} <command> --help" for its options.\n`;
+  return {
+    summary: spec.summary,
+    async run([name, ...rest], io) {
+      if (name === '--help' || name === '-h' || name === 'help') {
+        io.stdout(help);
+        return 0;
+      }
+      // Object.hasOwn: "constructor" must be an unknown command, not Object's method.
+      const command = name !== undefined && Object.hasOwn(spec.commands, name) ? spec.commands[name] : undefined;
+      if (!command) {
+        const what = name === undefined ? 'needs a command' : `has no command ${JSON.stringify(name)}`;
+        throw new CliError(`${spec.name} ${what}: use ${names.join(', ')} (see "${spec.name} --help")`, EXIT_USAGE);
+      }
+      return command.run(rest, io);
+    },
+  };
+}
+
+/** Prints a command's help; --help always exits 0. */
+export function printHelp(io: CliIO, text: string): number {
+  io.stdout(text);
+  return 0;
+}

@@ -1,0 +1,26 @@
+/** Where a command writes; tests pass their own to read what a command printed. */
+export interface CliIO {
+  env: Readonly<Record<string, string | undefined>>;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+export const processIO: CliIO = {
+  env: process.env,
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+/** A failure the CLI reports as one line on stderr and exit code `exitCode`. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** Exit codes: 0 ok, 1 the command failed, 2 it was called wrongly. */
+export const EXIT_USAGE = 2;

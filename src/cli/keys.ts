@@ -1,0 +1,212 @@
+import { parseArgs } from 'node:util';
+import { issueApiKey } from '../auth/issue-key.js';
+import { isScope, KEY_PREFIX, keyUnusableReason, SCOPES, type ApiKeyRecord, type Scope } from '../domain/api-key.js';
+import { DURATION_FORMAT, parseDuration } from '../domain/duration.js';
+import { CliError, EXIT_USAGE } from './io.js';
+import { commandGroup, printHelp, type Command } from './command.js';
+import { withStore } from './store-access.js';
+
+const NAME_MAX = 100;
+const DEFAULT_SCOPES: Scope[] = ['inventory:read'];
+const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
+
+const CREATE_HELP = `Usage: petstore-inventory keys create --name NAME [--scope SCOPE]... [--expires-in DURATION] [--json]
+
+Creates an API key in the store DATABASE_URL names, for the environment INVENTORY_ENV names
+(production keys start with ${KEY_PREFIX.production}, staging keys with ${KEY_PREFIX.staging}).
+The key is printed once, alone on stdout; only its SHA-256 hash is stored, so keep it now.
+
+Options:
+  --name NAME            who or what uses the key (required, at most ${NAME_MAX} characters)
+  --scope SCOPE          inventory:read (list stock) or inventory:write (list and set stock);
+                         repeat it for several. Default: inventory:read only (least privilege)
+  --expires-in DURATION  the key stops working after this long: 3600s, 90m, 12h, 30d or 2w
+                         (s, m, h, d, w; at most 3650d). Default: it never expires
+  --json                 print one JSON object: id, key, name, scopes, environment,
+                         createdAt, expiresAt
+  -h, --help             show this help
+`;
+
+const LIST_HELP = `Usage: petstore-inventory keys list [--json]
+
+Lists the API keys in the store DATABASE_URL names: id, name, environment, scopes, the key's
+last four characters, when it was created, last used and expires, and whether it is active,
+revoked or expired. The keys themselves are never shown: only their hashes are stored.
+
+Options:
+  --json      print a JSON array instead of a table
+  -h, --help  show this help
+`;
+
+const REVOKE_HELP = `Usage: petstore-inventory keys revoke ID
+
+Revokes the key with this id (the key_... id that "keys list" shows, not the key itself).
+It stops working at once on this instance and within 5 seconds on every other one.
+
+Options:
+  -h, --help  show this help
+`;
+
+const createCommand: Command = {
+  summary: 'create a key and print it (shown only once)',
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: {
+        name: { type: 'string' },
+        scope: { type: 'string', multiple: true },
+        'expires-in': { type: 'string' },
+        json: { type: 'boolean' },
+        help: HELP_OPTION,
+      },
+      strict: true,
+    });
+    if (values.help) return printHelp(io, CREATE_HELP);
+    const name = checkName(values.name);
+    const scopes = checkScopes(values.scope ?? DEFAULT_SCOPES);
+    const expiresAt = checkExpiry(values['expires-in']);
+    const { key, record } = await withStore(io, (store, config) =>
+      issueApiKey(store, { name, environment: config.environment, scopes, expiresAt }),
+    );
+    io.stdout(values.json ? `${JSON.stringify(createdKeyJson(key, record))}\n` : `${key}\n`);
+    io.stderr(
+      `Created API key ${record.id} (name "${record.name}", ${record.environment}, scopes ${record.scopes.join(', ')}, ` +
+        `${record.expiresAt ? `expires ${formatTime(record.expiresAt)}` : 'never expires'}).\n` +
+        'Store it now: it is shown only once.\n',
+    );
+    return 0;
+  },
+};
+
+const listCommand: Command = {
+  summary: 'list keys (never the keys themselves)',
+  async run(args, io) {
+    const { values } = parseArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
+    if (values.help) return printHelp(io, LIST_HELP);
+    const records = await withStore(io, (store) => store.listApiKeys());
+    const now = new Date();
+    if (values.json) {
+      io.stdout(`${JSON.stringify(records.map((r) => listedKeyJson(r, now)))}\n`);
+    } else if (records.length === 0) {
+      io.stdout('No API keys yet. Create one with: petstore-inventory keys create --name NAME\n');
+    } else {
+      io.stdout(formatTable(KEY_TABLE_HEADER, records.map((r) => keyTableRow(r, now))));
+    }
+    return 0;
+  },
+};
+
+const revokeCommand: Command = {
+  summary: 'revoke a key at once',
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
+    if (values.help) return printHelp(io, REVOKE_HELP);
+    const [id] = positionals;
+    if (id === undefined || positionals.length > 1) {
+      throw new CliError('keys revoke takes exactly one key id (see "petstore-inventory keys list")', EXIT_USAGE);
+    }
+    // Someone who pastes the key itself must not see it echoed back (PD 2.7).
+    if (Object.values(KEY_PREFIX).some((prefix) => id.startsWith(prefix))) {
+      throw new CliError('that is an API key, not a key id: pass the key_... id that "petstore-inventory keys list" shows', EXIT_USAGE);
+    }
+    const record = await withStore(io, async (store) => {
+      const found = (await store.listApiKeys()).find((r) => r.id === id);
+      if (!found) throw new CliError(`no API key has the id ${JSON.stringify(id.slice(0, 64))} (see "petstore-inventory keys list")`);
+      if (found.revokedAt || !(await store.revokeApiKey(id, new Date()))) {
+        throw new CliError(`API key ${id} ("${found.name}") is already revoked`);
+      }
+      return found;
+    });
+    io.stdout(`Revoked API key ${record.id} ("${record.name}").\n`);
+    return 0;
+  },
+};
+
+export const keysCommand: Command = commandGroup({
+  name: 'petstore-inventory keys',
+  summary: 'create, list and revoke API keys',
+  description: 'Manages the API keys clients send as "Authorization: Bearer <key>".',
+  commands: { create: createCommand, list: listCommand, revoke: revokeCommand },
+});
+
+function checkName(raw: string | undefined): string {
+  if (raw === undefined) throw new CliError('keys create needs --name NAME (who or what uses the key)', EXIT_USAGE);
+  const name = raw.trim();
+  if (name === '') throw new CliError('--name must not be empty', EXIT_USAGE);
+  if ([...name].length > NAME_MAX) throw new CliError(`--name must be at most ${NAME_MAX} characters`, EXIT_USAGE);
+  // A line break or escape code in a name would garble "keys list".
+  if (/\p{Cc}/u.test(name)) throw new CliError('--name must not contain control characters', EXIT_USAGE);
+  return name;
+}
+
+function checkScopes(raw: string[]): Scope[] {
+  const bad = raw.find((s) => !isScope(s));
+  if (bad !== undefined) throw new CliError(`--scope must be one of ${SCOPES.join(', ')} (got ${JSON.stringify(bad)})`, EXIT_USAGE);
+  return raw.filter(isScope);
+}
+
+function checkExpiry(raw: string | undefined): Date | null {
+  if (raw === undefined) return null;
+  const ms = parseDuration(raw);
+  if (ms === undefined) throw new CliError(`--expires-in must be ${DURATION_FORMAT} (got ${JSON.stringify(raw)})`, EXIT_USAGE);
+  return new Date(Date.now() + ms);
+}
+
+function createdKeyJson(key: string, r: ApiKeyRecord) {
+  return {
+    id: r.id,
+    key,
+    name: r.name,
+    scopes: r.scopes,
+    environment: r.environment,
+    createdAt: r.createdAt.toISOString(),
+    expiresAt: r.expiresAt?.toISOString() ?? null,
+  };
+}
+
+/** Built field by field, so a new record field (such as keyHash) never leaks into the output. */
+function listedKeyJson(r: ApiKeyRecord, now: Date) {
+  return {
+    id: r.id,
+    name: r.name,
+    environment: r.environment,
+    scopes: r.scopes,
+    hint: r.hint,
+    createdAt: r.createdAt.toISOString(),
+    lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
+    expiresAt: r.expiresAt?.toISOString() ?? null,
+    revokedAt: r.revokedAt?.toISOString() ?? null,
+    state: keyState(r, now),
+  };
+}
+
+const KEY_TABLE_HEADER = ['ID', 'NAME', 'ENVIRONMENT', 'SCOPES', 'KEY', 'CREATED', 'LAST USED', 'EXPIRES', 'STATE'];
+
+function keyTableRow(r: ApiKeyRecord, now: Date): string[] {
+  return [
+    r.id,
+    r.name,
+    r.environment,
+    r.scopes.join(','),
+    `…${r.hint}`,
+    formatTime(r.createdAt),
+    r.lastUsedAt ? formatTime(r.lastUsedAt) : 'never',
+    r.expiresAt ? formatTime(r.expiresAt) : 'never',
+    keyState(r, now),
+  ];
+}
+
+function keyState(r: ApiKeyRecord, now: Date): 'active' | 'revoked' | 'expired' {
+  return keyUnusableReason(r, now) ?? 'active';
+}
+
+/** ISO time to the second: enough to tell keys apart, short enough for a table. */
+function formatTime(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** Left-aligned columns two spaces apart, header first. */
+function formatTable(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  return [header, ...rows].map((row) => `${row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()}\n`).join('');
+}

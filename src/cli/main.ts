@@ -1,0 +1,35 @@
+import { ConfigError } from '../config.js';
+import { commandGroup } from './command.js';
+import { CliError, EXIT_USAGE, processIO, type CliIO } from './io.js';
+import { keysCommand } from './keys.js';
+import { petsCommand } from './pets.js';
+import { serveCommand } from './serve.js';
+
+const cli = commandGroup({
+  name: 'petstore-inventory',
+  summary: 'the inventory service and its tools',
+  description:
+    "The stock-level service of a pet store, and the tools to run it.\nEvery command reads DATABASE_URL (default sqlite:./data/inventory.db) and INVENTORY_ENV.",
+  commands: { serve: serveCommand, keys: keysCommand, pets: petsCommand },
+});
+
+/** Runs the CLI; resolves to the process exit code, never throws. */
+export async function main(argv: string[], io: CliIO = processIO): Promise<number> {
+  try {
+    return await cli.run(argv, io);
+  } catch (err) {
+    return reportFailure(err, io);
+  }
+}
+
+/** One line on stderr; exit 2 for a wrong call (usage, options, settings), 1 for a failed operation. */
+function reportFailure(err: unknown, io: CliIO): number {
+  const code = (err as { code?: unknown }).code;
+  const usage =
+    err instanceof ConfigError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) || (err instanceof CliError && err.exitCode === EXIT_USAGE);
+  // Some parseArgs messages run to several lines; the first says what is wrong.
+  const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+  io.stderr(`petstore-inventory: ${message}\n`);
+  if (err instanceof CliError) return err.exitCode;
+  return usage ? EXIT_USAGE : 1;
+}

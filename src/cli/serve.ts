@@ -1,0 +1,59 @@
+import { parseArgs } from 'node:util';
+import { loadConfig, type ConfigVariable } from '../config.js';
+import { startServer } from '../server.js';
+import type { CliIO } from './io.js';
+import type { Command } from './command.js';
+
+const HELP = `Usage: petstore-inventory serve [options]
+
+Serves the inventory API (what "npm start" runs). Flags override environment variables.
+
+Options:
+  --port N             PORT (default 8080)
+  --host HOST          HOST (default 0.0.0.0)
+  --database-url URL   DATABASE_URL (default sqlite:./data/inventory.db)
+  --log-level LEVEL    LOG_LEVEL: fatal, error, warn, info, debug, trace, silent (default info)
+  --demo               add a few demo pets when the store has none
+  -h, --help           show this help
+
+On a store with no API keys, creates one inventory:write key and prints it once with curl examples.
+SIGTERM or SIGINT stops it gracefully: in-flight requests finish, the store is closed, exit code 0.
+`;
+
+const FLAG_TO_VARIABLE: Record<string, ConfigVariable> = {
+  port: 'PORT',
+  host: 'HOST',
+  'database-url': 'DATABASE_URL',
+  'log-level': 'LOG_LEVEL',
+};
+
+export const serveCommand: Command = {
+  summary: 'serve the API (what npm start runs)',
+  async run(args: string[], io: CliIO): Promise<number> {
+    const { values } = parseArgs({
+      args,
+      strict: true,
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'database-url': { type: 'string' },
+        'log-level': { type: 'string' },
+        demo: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (values.help) {
+      io.stdout(HELP);
+      return 0;
+    }
+    const overrides: Partial<Record<ConfigVariable, string>> = {};
+    for (const [flag, variable] of Object.entries(FLAG_TO_VARIABLE)) {
+      const value = values[flag as keyof typeof values];
+      if (typeof value === 'string') overrides[variable] = value;
+    }
+    const config = loadConfig(io.env, overrides);
+    await startServer(config, { demo: values.demo ?? false, print: io.stderr });
+    // The server keeps the process alive; signals end it (see server.ts).
+    return 0;
+  },
+};
