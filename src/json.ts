@@ -1,13 +1,21 @@
 /**
- * JSON text for values that may hold bigint (int64 ids): bigints are written as their exact
- * digits, which JSON.stringify refuses and a float would round above 2^53.
+ * JSON text for values that may hold bigint (int64 ids): a bigint is written as its exact
+ * digits, which JSON.stringify refuses and a float would round above 2^53. Everything else is
+ * written as JSON.stringify would (toJSON honoured, undefined members left out).
  */
 export function stringifyJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? { [BIGINT_MARK]: v.toString() } : v)).replace(
-    BIGINT_PATTERN,
-    '$1',
-  );
+  return write(value) ?? 'null';
 }
 
-const BIGINT_MARK = '\u0000bigint';
-const BIGINT_PATTERN = /\{"\\u0000bigint":"(-?\d+)"\}/g;
+function write(value: unknown): string | undefined {
+  if (typeof value === 'bigint') return value.toString();
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return write((value as { toJSON: () => unknown }).toJSON());
+  if (Array.isArray(value)) return `[${value.map((v) => write(v) ?? 'null').join(',')}]`;
+  const members: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    const text = write(v);
+    if (text !== undefined) members.push(`${JSON.stringify(key)}:${text}`);
+  }
+  return `{${members.join(',')}}`;
+}
