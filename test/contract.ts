@@ -22,7 +22,7 @@ export class ContractChecker {
     this.#ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats.default(this.#ajv);
     this.#ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
-    this.#ajv.addSchema(doc as object, 'openapi');
+    this.#ajv.addSchema(doc, 'openapi');
   }
 
   check(method: string, path: string, status: number, headers: Record<string, string | string[] | undefined>, text: string): void {
@@ -52,7 +52,7 @@ export class ContractChecker {
     const m = method === 'HEAD' ? 'get' : method.toLowerCase();
     for (const [docPath, item] of Object.entries(this.#doc.paths)) {
       const pattern = new RegExp(`^${docPath.replace(/\{\w+\}/g, '[^/]+')}$`);
-      if (pattern.test(rest) && item[m]) return [docPath, item[m]!];
+      if (pattern.test(rest) && item[m]) return [docPath, item[m]];
     }
     return undefined;
   }

@@ -118,7 +118,8 @@ function commonErrorResponses(op: OperationSpec, options: DocumentOptions): Reco
   };
   if (op.scope) {
     out[401] = { description: 'API key missing or invalid', errorCodes: ['unauthorized'] };
-    out[403] = { description: `The API key lacks the scope ${op.scope}`, errorCodes: ['forbidden'] };
+    // Every key holds at least inventory:read, so only write operations can answer 403.
+    if (op.scope !== 'inventory:read') out[403] = { description: `The API key lacks the scope ${op.scope}`, errorCodes: ['forbidden'] };
     out[429] = { description: 'Too many failed authentications from this address', errorCodes: ['rate_limited'] };
   }
   if (op.body) {
@@ -155,7 +156,7 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
 /** A copy of `schema` with named schemas (other than `self`) replaced by $ref. */
 function refs(schema: unknown, self?: TSchema): unknown {
   if (typeof schema !== 'object' || schema === null) return schema;
-  const name = NAMED_SCHEMAS.get(schema as TSchema);
+  const name = NAMED_SCHEMAS.get(schema);
   if (name && schema !== self) return { $ref: `#/components/schemas/${name}` };
   if (Array.isArray(schema)) return schema.map((s) => refs(s));
   const out: Record<string, unknown> = {};

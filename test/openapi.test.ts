@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { ERROR_CATALOGUE, ERROR_CODES, StoreUnavailableError } from '../src/errors.js';
+import type { InventoryItem } from '../src/schemas/inventory.js';
+import { assertError, buildTestApp, failingOn } from './helper.js';
+import type { OpenApiDoc } from './contract.js';
+
+const PETS: InventoryItem[] = [{ petId: 1n, quantity: 5, status: 'available' }];
+
+async function documentOf(t: Parameters<typeof buildTestApp>[0], config = {}) {
+  const api = await buildTestApp(t, { config });
+  const res = await api.request({ method: 'GET', url: '/v1/openapi.json' });
+  assert.equal(res.status, 200);
+  return res.json<OpenApiDoc>();
+}
+
+/** The value at a path of keys inside a parsed document. */
+function dig(value: unknown, ...path: string[]): unknown {
+  return path.reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], value);
+}
+
+test('GET /v1/openapi.json is a valid OpenAPI 3.1 document, served without a key (PD 1.3)', async (t) => {
+  const doc = await documentOf(t);
+  assert.equal(doc.openapi, '3.1.0');
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
+});
+
+test('servers hold the production and staging base URLs from configuration, both ending in /v1', async (t) => {
+  const doc = await documentOf(t, { PUBLIC_BASE_URL: 'https://inventory.example.com/v1', STAGING_BASE_URL: 'https://staging.inventory.example.com/v1' });
+  assert.deepEqual(
+    doc.servers.map((s) => s.url),
+    ['https://inventory.example.com/v1', 'https://staging.inventory.example.com/v1'],
+  );
+});
+
+test('the two operations are described exactly as the spec has them', async (t) => {
+  const doc = await documentOf(t);
+  const list = doc.paths['/inventory']!.get!;
+  const update = doc.paths['/inventory/{petId}']!.patch!;
+  assert.equal(list.operationId, 'listInventory');
+  assert.equal(update.operationId, 'updateInventory');
+  assert.equal(update['x-experimental'], true, 'PD 1.3, 8.1');
+  assert.equal(list['x-experimental'], undefined);
+  assert.deepEqual(update.parameters, [
+    { name: 'petId', in: 'path', required: true, description: 'The ID of the pet whose stock is updated', schema: { type: 'integer', format: 'int64' } },
+  ]);
+  const body = update.requestBody as { required: boolean; content: Record<string, { schema: unknown }> };
+  assert.equal(body.required, true);
+  assert.deepEqual(Object.keys(body.content), ['application/json', 'application/merge-patch+json']);
+  const schemas = doc.components.schemas;
+  assert.deepEqual(dig(schemas, 'InventoryItem', 'required'), ['petId', 'quantity', 'status']);
+  assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'petId'), { type: 'integer', format: 'int64', description: 'Identifier of the animal this entry tracks' });
+  assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'status'), { $ref: '#/components/schemas/PetStatus' });
+  assert.deepEqual(dig(schemas, 'PetStatus', 'enum'), ['available', 'pending', 'sold']);
+  assert.deepEqual(dig(schemas, 'InventoryUpdate', 'required'), ['quantity']);
+  assert.deepEqual(dig(schemas, 'Error', 'required'), ['code', 'message', 'status']);
+  assert.equal(dig(doc, 'components', 'securitySchemes', 'bearerAuth', 'type'), 'http');
+  assert.equal(dig(doc, 'components', 'securitySchemes', 'bearerAuth', 'scheme'), 'bearer');
+  assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
+  assert.deepEqual(doc.paths['/openapi.json']!.get!.security, []);
+});
+
+test('the Error code enum is the closed catalogue (PD 4.2)', async (t) => {
+  const doc = await documentOf(t);
+  const codes = dig(doc.components.schemas, 'Error', 'properties', 'code', 'enum') as typeof ERROR_CODES;
+  assert.deepEqual(codes, ERROR_CODES);
+  for (const code of ['unauthorized', 'forbidden', 'not_found', 'invalid_pet_id', 'invalid_quantity', 'missing_field', 'unknown_field', 'invalid_body', 'malformed_json', 'invalid_parameter', 'unsupported_media_type', 'payload_too_large', 'method_not_allowed', 'rate_limited', 'service_unavailable', 'internal_error']) {
+    assert.ok((codes as string[]).includes(code), code);
+  }
+});
+
+test('the spec statuses are plain; every other status is marked x-extension (PD 1.2)', async (t) => {
+  const doc = await documentOf(t);
+  const responses = (path: string, method: string) => doc.paths[path]![method]!.responses as Record<string, Record<string, unknown>>;
+  const plain = (r: Record<string, Record<string, unknown>>) => Object.keys(r).filter((s) => !r[s]!['x-extension']);
+  assert.deepEqual(plain(responses('/inventory', 'get')), ['200', '401']);
+  assert.deepEqual(plain(responses('/inventory/{petId}', 'patch')), ['200', '400', '401', '404']);
+  assert.equal(responses('/inventory/{petId}', 'patch')['403']!['x-extension'], true);
+  for (const [status, response] of Object.entries(responses('/inventory/{petId}', 'patch'))) {
+    const schema = JSON.stringify(response.content);
+    if (Number(status) >= 400) assert.match(schema, /"status":\{"const":\d+\}/, status);
+  }
+});
+
+test('every documented response of both operations is reachable and matches the document', async (t) => {
+  const api = await buildTestApp(t, { items: PETS, config: { BODY_LIMIT: '64', AUTH_FAILURES_PER_MINUTE: '2' } });
+  const patch = (url: string, body: string, headers: Record<string, string> = {}, key = api.keys.write) =>
+    api.request({ method: 'PATCH', url, key, headers: { 'content-type': 'application/json', ...headers }, body });
+  await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/inventory?x=1', key: api.keys.read });
+  await patch('/v1/inventory/1', '{"quantity":1}');
+  await patch('/v1/inventory/x', '{"quantity":1}');
+  await patch('/v1/inventory/2', '{"quantity":1}');
+  await patch('/v1/inventory/1', '{"quantity":1}', {}, api.keys.read);
+  await patch('/v1/inventory/1', '{"quantity":1}', { 'content-type': 'text/plain' });
+  await patch('/v1/inventory/1', `{"quantity":1}${' '.repeat(80)}`);
+  await api.request({ method: 'GET', url: '/v1/openapi.json' });
+  await api.request({ method: 'GET', url: '/v1/openapi.json?x=1' });
+  // Two failures (the limit) get 401; after that the address is throttled: 429 on both.
+  await patch('/v1/inventory/1', '{"quantity":1}', {}, 'nope');
+  await api.request({ method: 'GET', url: '/v1/inventory', key: 'nope' });
+  await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+  await patch('/v1/inventory/1', '{"quantity":1}');
+
+  const failing = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(s, 'listInventory', new Error('boom')), 'setQuantity', new StoreUnavailableError('down')) });
+  assertError(await failing.request({ method: 'GET', url: '/v1/inventory', key: failing.keys.read }), 500, 'internal_error');
+  assertError(
+    await failing.request({ method: 'PATCH', url: '/v1/inventory/1', key: failing.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' }),
+    503,
+    'service_unavailable',
+  );
+  const broken = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(s, 'setQuantity', new Error('boom')), 'listInventory', new StoreUnavailableError('down')) });
+  await broken.request({ method: 'GET', url: '/v1/inventory', key: broken.keys.read });
+  await broken.request({ method: 'PATCH', url: '/v1/inventory/1', key: broken.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
+
+  const seen = new Set([...api.contract.seen, ...failing.contract.seen, ...broken.contract.seen]);
+  const doc = await documentOf(t);
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const op of Object.values(ops)) {
+      if (!op || op.operationId === 'getOpenApiDocument') continue;
+      for (const status of Object.keys(op.responses)) {
+        assert.ok(seen.has(`${op.operationId} ${status}`), `${op.operationId} (${path}) ${status} was never produced`);
+      }
+    }
+  }
+  assert.ok(seen.has('getOpenApiDocument 200') && seen.has('getOpenApiDocument 400'));
+});
+
+test('each error code has one status, used wherever the code appears', () => {
+  for (const [code, entry] of Object.entries(ERROR_CATALOGUE)) {
+    assert.ok(entry.status >= 400 && entry.status <= 599, code);
+    assert.ok(entry.message.length > 10, code);
+  }
+});
