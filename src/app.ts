@@ -45,6 +45,8 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.bodyLimit,
     requestTimeout: config.requestTimeoutMs,
+    // Node checks for timed-out requests every 30 s by default; check often enough to keep the limit.
+    http: { connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))) },
     // Fastify accepts a hop count at run time; its typings omit number.
     trustProxy: config.trustProxy as boolean | string,
     // Our own onRequest hook answers 503 in the Error shape while closing.
