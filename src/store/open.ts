@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { openPostgresStore } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
 import type { InventoryStore } from './store.js';
 
@@ -9,18 +10,25 @@ export async function openStore(databaseUrl: string): Promise<InventoryStore> {
     case 'sqlite':
       return openSqliteStore(target.filename);
     case 'postgres':
-      throw new Error('DATABASE_URL names PostgreSQL, which this build does not support yet; use sqlite:PATH');
+      return openPostgresStore(target.url, { schema: target.schema });
   }
 }
 
-export type DatabaseTarget = { backend: 'sqlite'; filename: string } | { backend: 'postgres'; url: string };
+export type DatabaseTarget =
+  | { backend: 'sqlite'; filename: string }
+  | { backend: 'postgres'; url: string; schema?: string };
 
 /**
  * `sqlite:PATH` (relative to the working directory or absolute), `sqlite::memory:`, or
- * `postgres://...` / `postgresql://...`. Throws with a message naming what is wrong.
+ * `postgres://...` / `postgresql://...`, optionally `?schema=NAME` for the schema to keep the tables
+ * in (created if missing). Throws with a message naming what is wrong.
  */
 export function parseDatabaseUrl(databaseUrl: string): DatabaseTarget {
-  if (/^postgres(ql)?:\/\//.test(databaseUrl)) return { backend: 'postgres', url: databaseUrl };
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    // pg ignores parameters it does not know, so the URL is passed on whole.
+    const schema = /[?&]schema=([^&#]*)/.exec(databaseUrl)?.[1];
+    return schema === undefined ? { backend: 'postgres', url: databaseUrl } : { backend: 'postgres', url: databaseUrl, schema };
+  }
   const match = /^sqlite:(.+)$/.exec(databaseUrl);
   if (!match) {
     // Only the scheme is echoed: the rest of a URL may hold a password.

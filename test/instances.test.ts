@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { describe, test, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
+import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from './backends.js';
+import { BIN, startServerProcess, type ServerProcess } from './process.js';
+import { TcpProxy } from './tcp-proxy.js';
+
+const run = promisify(execFile);
+
+/** Runs the CLI against the test database. */
+async function cli(db: TestDatabase, ...args: string[]): Promise<string> {
+  const { stdout } = await run(BIN, args, { env: { ...process.env, DATABASE_URL: db.databaseUrl } });
+  return stdout;
+}
+
+async function call(server: ServerProcess, key: string, method: string, path: string, body?: object) {
+  const res = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/** A database with pets 1..n and a write key, and two instances serving it. */
+async function twoInstances(t: TestContext, pets: number, env: Record<string, string> = {}) {
+  const db = await createTestDatabase('postgres', t);
+  await (await db.open()).close();
+  const key = (await cli(db, 'keys', 'create', '--name', 'instances', '--scope', 'inventory:write')).trim();
+  for (let id = 1; id <= pets; id++) await cli(db, 'pets', 'add', '--pet-id', String(id), '--status', 'available', '--quantity', '0');
+  const [a, b] = await Promise.all([startServerProcess(t, { DATABASE_URL: db.databaseUrl, ...env }), startServerProcess(t, { DATABASE_URL: db.databaseUrl, ...env })]);
+  return { db, key, a, b };
+}
+
+describe('several instances on one PostgreSQL database', { skip: await backendSkip('postgres') }, () => {
+  test('N instances starting at once migrate exactly once', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const servers = await Promise.all([1, 2, 3, 4].map(() => startServerProcess(t, { DATABASE_URL: db.databaseUrl })));
+    for (const s of servers) assert.equal((await fetch(`${s.baseUrl}/readyz`)).status, 200);
+    const versions = await db.migrationVersions();
+    assert.deepEqual(versions, [...new Set(versions)], 'each version once');
+    assert.ok(versions.length > 0);
+    // Exactly one of them found an empty store and printed a first-run key.
+    assert.equal(servers.filter((s) => s.stderr().includes('First run')).length, 1);
+  });
+
+  test('a PATCH through A is seen by the next GET through B', async (t) => {
+    const { key, a, b } = await twoInstances(t, 3);
+    assert.equal((await call(a, key, 'PATCH', '/v1/inventory/2', { quantity: 41 })).status, 200);
+    const list = await call(b, key, 'GET', '/v1/inventory');
+    assert.equal(list.text, '[{"petId":1,"quantity":0,"status":"available"},{"petId":2,"quantity":41,"status":"available"},{"petId":3,"quantity":0,"status":"available"}]');
+  });
+
+  test('a revoked key is refused by every instance within 5 seconds (PD 2.6)', async (t) => {
+    const { db, key, a, b } = await twoInstances(t, 1);
+    assert.equal((await call(a, key, 'GET', '/v1/inventory')).status, 200);
+    assert.equal((await call(b, key, 'GET', '/v1/inventory')).status, 200);
+    const id = (JSON.parse(await cli(db, 'keys', 'list', '--json')) as { id: string; name: string }[]).find((k) => k.name === 'instances')!.id;
+    await cli(db, 'keys', 'revoke', id);
+    const revokedAt = Date.now();
+    for (const server of [a, b]) {
+      while ((await call(server, key, 'GET', '/v1/inventory')).status !== 401) {
+        assert.ok(Date.now() - revokedAt < 5000, 'still accepted 5 s after revocation');
+        await new Promise((done) => setTimeout(done, 100));
+      }
+    }
+    t.diagnostic(`revocation honoured by both instances after ${Date.now() - revokedAt} ms`);
+  });
+
+  test('200 concurrent PATCHes through both answer 200; each pet ends at its last acknowledged write', async (t) => {
+    const pets = 4;
+    const { key, a, b } = await twoInstances(t, pets);
+    // All 200 in flight at once, on 4 pets, alternating instances.
+    const burst = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => call(i % 2 ? a : b, key, 'PATCH', `/v1/inventory/${(i % pets) + 1}`, { quantity: 1000 + i })),
+    );
+    assert.deepEqual(burst.filter((r) => r.status !== 200), []);
+    const afterBurst = JSON.parse((await call(a, key, 'GET', '/v1/inventory')).text) as { petId: number; quantity: number }[];
+    for (const { petId, quantity } of afterBurst) {
+      assert.equal((quantity - 1000) % pets, petId - 1, `pet ${petId} holds a value written to it`);
+    }
+    // Then chains, one per pet and all at once: each write waits for the previous one's 200.
+    const last = new Map<number, number>();
+    await Promise.all(
+      Array.from({ length: pets }, async (_, p) => {
+        for (let step = 0; step < 10; step++) {
+          const quantity = 5000 + p * 100 + step;
+          const res = await call(step % 2 ? a : b, key, 'PATCH', `/v1/inventory/${p + 1}`, { quantity });
+          assert.equal(res.status, 200);
+          last.set(p + 1, quantity);
+        }
+      }),
+    );
+    for (const server of [a, b]) {
+      const items = JSON.parse((await call(server, key, 'GET', '/v1/inventory')).text) as { petId: number; quantity: number }[];
+      for (const item of items) assert.equal(item.quantity, last.get(item.petId), `pet ${item.petId}`);
+    }
+  });
+
+  test('database outage: 503 in the Error shape within the timeout, /readyz 503, recovery without a restart', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    await (await db.open()).close();
+    const key = (await cli(db, 'keys', 'create', '--name', 'outage', '--scope', 'inventory:write')).trim();
+    await cli(db, 'pets', 'add', '--pet-id', '1', '--status', 'available');
+    const target = new URL(TEST_DATABASE_URL);
+    const proxy = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    await proxy.start();
+    t.after(() => proxy.cut());
+    const viaProxy = new URL(db.databaseUrl);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const server = await startServerProcess(t, { DATABASE_URL: viaProxy.toString() });
+    assert.equal((await call(server, key, 'PATCH', '/v1/inventory/1', { quantity: 3 })).status, 200);
+
+    await proxy.cut();
+    for (const [method, path, body] of [['GET', '/v1/inventory'], ['PATCH', '/v1/inventory/1', { quantity: 4 }], ['GET', '/readyz']] as const) {
+      const started = Date.now();
+      const res = await call(server, key, method, path, body);
+      const elapsed = Date.now() - started;
+      assert.equal(res.status, 503, `${method} ${path}: ${res.text}`);
+      const error = JSON.parse(res.text) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'status']);
+      assert.equal(error.code, 'service_unavailable');
+      assert.doesNotMatch(String(error.message), /ECONN|connect|terminat|pg|postgres/i, 'no driver message');
+      assert.ok(elapsed < 10_000, `${method} ${path} answered after ${elapsed} ms`);
+      t.diagnostic(`${method} ${path} during the outage: 503 after ${elapsed} ms`);
+    }
+
+    await proxy.restore();
+    const restoredAt = Date.now();
+    let res = await call(server, key, 'PATCH', '/v1/inventory/1', { quantity: 5 });
+    while (res.status !== 200) {
+      assert.ok(Date.now() - restoredAt < 15_000, `not recovered 15 s after the database returned: ${res.status} ${res.text}`);
+      await new Promise((done) => setTimeout(done, 100));
+      res = await call(server, key, 'PATCH', '/v1/inventory/1', { quantity: 5 });
+    }
+    t.diagnostic(`recovered ${Date.now() - restoredAt} ms after the database returned`);
+    assert.equal((await fetch(`${server.baseUrl}/readyz`)).status, 200);
+    assert.match((await call(server, key, 'GET', '/v1/inventory')).text, /"quantity":5/);
+  });
+});
