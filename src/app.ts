@@ -7,12 +7,14 @@ import type { Config } from './config.js';
 import { ApiError } from './errors.js';
 import { authenticateRequest, registerAuthentication } from './http/auth.js';
 import { badUrlError, handleClientError, registerErrorHandling, sendApiError } from './http/errors.js';
+import { IDEMPOTENCY_PURGE_INTERVAL_MS } from './http/idempotency.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { collectRouteMethods, registerMethodNotAllowed } from './http/method-not-allowed.js';
 import { requestIdFor } from './http/request-id.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { healthRoutes } from './routes/health.js';
 import { OPERATIONS } from './routes/index.js';
+import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { openApiRoutes } from './routes/openapi.js';
 import type { InventoryStore } from './store/store.js';
@@ -64,7 +66,14 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   app.decorate('store', store);
-  app.addHook('onClose', async () => store.close());
+  // Expired idempotency records are only dead weight (a lookup ignores them): drop them now and then.
+  const purge = setInterval(() => {
+    store.purgeIdempotencyRecords(new Date()).catch((err: unknown) => app.log.warn({ err }, 'could not purge idempotency records'));
+  }, IDEMPOTENCY_PURGE_INTERVAL_MS).unref();
+  app.addHook('onClose', async () => {
+    clearInterval(purge);
+    await store.close();
+  });
 
   let closing = false;
   app.addHook('preClose', async () => {
@@ -95,7 +104,8 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   });
   await app.register(healthRoutes);
   await app.register(openApiRoutes(JSON.stringify(document)));
-  await app.register(inventoryRoutes);
+  await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch }));
+  await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
   return app;

@@ -26,6 +26,8 @@ export interface Config {
   trustProxy: boolean | number | string;
   /** How long a graceful shutdown waits for in-flight requests, in ms. */
   shutdownTimeoutMs: number;
+  /** PATCH without If-Match is 428 precondition_required (off by default: the spec's clients send none). */
+  requireIfMatch: boolean;
 }
 
 /** One line per setting: the README's configuration table mirrors it. */
@@ -42,6 +44,7 @@ export const CONFIG_VARIABLES = {
   AUTH_FAILURES_PER_MINUTE: 'authFailuresPerMinute',
   TRUST_PROXY: 'trustProxy',
   SHUTDOWN_TIMEOUT_MS: 'shutdownTimeoutMs',
+  REQUIRE_IF_MATCH: 'requireIfMatch',
 } as const satisfies Record<string, keyof Config>;
 
 export type ConfigVariable = keyof typeof CONFIG_VARIABLES;
@@ -83,6 +86,7 @@ export function loadConfig(
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', get('AUTH_FAILURES_PER_MINUTE'), 30, 1, 1_000_000),
     trustProxy: trustProxy(get('TRUST_PROXY')),
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', get('SHUTDOWN_TIMEOUT_MS'), 10_000, 0, 3_600_000),
+    requireIfMatch: oneOf('REQUIRE_IF_MATCH', get('REQUIRE_IF_MATCH'), ['true', 'false'], 'false') === 'true',
   };
   return config;
 }

@@ -71,10 +71,12 @@ export async function backendAvailable(backend: Backend): Promise<boolean> {
 }
 
 /**
- * describe()'s `skip` for a backend's suite: a reason when the backend is unreachable, false when
- * it is reachable or when CI=true, where its tests must run and fail instead.
+ * describe()'s `skip` for a backend's suite: a reason when TEST_BACKENDS leaves the backend out or
+ * it is unreachable; false when it is reachable or when CI=true, where its tests must run and fail instead.
  */
 export async function backendSkip(backend: Backend): Promise<string | false> {
+  // For suites written for one backend (not looped over BACKENDS): TEST_BACKENDS narrows them too.
+  if (!BACKENDS.includes(backend)) return `${backend} is not in TEST_BACKENDS`;
   if (IN_CI || (await backendAvailable(backend))) return false;
   return `PostgreSQL unreachable at ${withoutPassword(TEST_DATABASE_URL)}`;
 }

@@ -28,7 +28,15 @@ export class ContractChecker {
   check(method: string, path: string, status: number, headers: Record<string, string | string[] | undefined>, text: string): void {
     const where = `${method} ${path} -> ${status}`;
     assert.ok(headers['x-request-id'], `${where}: X-Request-Id missing`);
-    if (method === 'HEAD' || status === 304) return;
+    if (method === 'HEAD') return;
+    if (status === 304) {
+      // No body to check; the status must still be documented.
+      const found = this.#operation(method, path.split('?')[0]!);
+      assert.ok(found?.[1].responses['304'], `${where}: 304 is not documented`);
+      this.seen.add(`${found[1].operationId} 304`);
+      this.#checkHeaders(found[1], 304, headers, where);
+      return;
+    }
     assert.match(String(headers['content-type']), /^application\/json; charset=utf-8$/i, `${where}: content type`);
     const body: unknown = JSON.parse(text);
     const found = this.#operation(method, path.split('?')[0]!);
@@ -42,8 +50,17 @@ export class ContractChecker {
     const [docPath, op] = found;
     assert.ok(op.responses[String(status)], `${where}: status ${status} is not documented for ${op.operationId}`);
     this.seen.add(`${op.operationId} ${status}`);
+    this.#checkHeaders(op, status, headers, where);
     const pointer = `openapi#/paths/${escape(docPath)}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
     this.#validate(pointer, body, where);
+  }
+
+  /** Headers the document marks required for this response must be there. */
+  #checkHeaders(op: OpenApiOperation, status: number, headers: Record<string, string | string[] | undefined>, where: string): void {
+    const documented = (op.responses[String(status)] as { headers?: Record<string, { required?: boolean }> }).headers ?? {};
+    for (const [name, header] of Object.entries(documented)) {
+      if (header.required) assert.ok(headers[name.toLowerCase()], `${where}: required header ${name} missing`);
+    }
   }
 
   #operation(method: string, path: string): [string, OpenApiOperation] | undefined {

@@ -8,8 +8,9 @@ import { issueApiKey } from '../src/auth/issue-key.js';
 import { loadConfig, type Config, type ConfigVariable } from '../src/config.js';
 import type { Environment, Scope } from '../src/domain/api-key.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import { openStore } from '../src/store/open.js';
 import type { InventoryStore } from '../src/store/store.js';
+import { openTestStore, type Backend } from './backends.js';
 import { ContractChecker, type OpenApiDoc } from './contract.js';
 
 export type Transport = 'inject' | 'http';
@@ -40,6 +41,8 @@ export interface TestApp {
   keys: { write: string; read: string };
   /** Every log line the app wrote. */
   logs: () => Record<string, unknown>[];
+  /** Where the app listens, e.g. http://127.0.0.1:PORT (transport 'http' only). */
+  baseUrl: string;
   /** Sends a request over the chosen transport and checks the response against the OpenAPI document. */
   request(req: TestRequest): Promise<TestResponse>;
   contract: ContractChecker;
@@ -47,16 +50,27 @@ export interface TestApp {
 
 export interface TestAppOptions {
   transport?: Transport;
+  /** The store's backend, on a fresh database of its own (default sqlite). */
+  backend?: Backend;
+  /** Open the store on this existing database (a DATABASE_URL) instead of a fresh one; the caller removes the database. */
+  databaseUrl?: string;
   config?: Partial<Record<ConfigVariable, string>>;
   items?: readonly InventoryItem[];
   /** Swap the store the app gets, e.g. to make one call fail. */
   wrapStore?: (store: InventoryStore) => InventoryStore;
 }
 
-/** Builds the app on an in-memory SQLite store with two keys; closed when the test ends. */
+/** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
 export async function buildTestApp(t: TestContext, options: TestAppOptions = {}): Promise<TestApp> {
   const config = loadConfig({ LOG_LEVEL: 'info', ...options.config });
-  const store = openSqliteStore(':memory:');
+  // Registered before the database's own cleanup (node:test runs after hooks in order), so the app, then the store
+  // (if the app was never built; else a no-op), close before the database is removed.
+  const toClose: { close(): Promise<unknown> }[] = [];
+  t.after(async () => {
+    for (const c of toClose.reverse()) await c.close();
+  });
+  const store = options.databaseUrl ? await openStore(options.databaseUrl) : await openTestStore(options.backend ?? 'sqlite', t);
+  toClose.push(store);
   if (options.items?.length) await store.addItems(options.items);
   const write = await makeKey(store, config.environment, ['inventory:write']);
   const read = await makeKey(store, config.environment, ['inventory:read']);
@@ -64,9 +78,10 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   const lines: string[] = [];
   logStream.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
   const app = await buildApp({ config, store: options.wrapStore ? options.wrapStore(store) : store, logStream });
-  t.after(() => app.close());
+  toClose.push(app);
 
   const send = options.transport === 'http' ? await httpTransport(app) : injectTransport(app);
+  const address = app.server.address();
   const docResponse = await app.inject({ method: 'GET', url: '/v1/openapi.json' });
   const contract = new ContractChecker(JSON.parse(docResponse.body) as OpenApiDoc);
 
@@ -74,6 +89,10 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     app,
     store,
     config,
+    get baseUrl() {
+      if (typeof address !== 'object' || address === null) throw new Error("baseUrl needs buildTestApp(t, { transport: 'http' })");
+      return `http://127.0.0.1:${address.port}`;
+    },
     keys: { write, read },
     logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
     contract,

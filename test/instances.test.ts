@@ -14,13 +14,13 @@ async function cli(db: TestDatabase, ...args: string[]): Promise<string> {
   return stdout;
 }
 
-async function call(server: ServerProcess, key: string, method: string, path: string, body?: object) {
+async function call(server: ServerProcess, key: string, method: string, path: string, body?: object, headers: Record<string, string> = {}) {
   const res = await fetch(`${server.baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
-  return { status: res.status, text: await res.text() };
+  return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
 /** A database with pets 1..n and a write key, and two instances serving it. */
@@ -96,6 +96,60 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
       const items = JSON.parse((await call(server, key, 'GET', '/v1/inventory')).text) as { petId: number; quantity: number }[];
       for (const item of items) assert.equal(item.quantity, last.get(item.petId), `pet ${item.petId}`);
     }
+  });
+
+  test('20 clients × 25 read-modify-writes (GET, then PATCH If-Match, retry on 412) through both: +500 exactly, 500 chained history rows', async (t) => {
+    const { key, a, b } = await twoInstances(t, 1);
+    let conflicts = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, c) => {
+        for (let done = 0; done < 25; ) {
+          // Read through one instance and write through the other, alternating.
+          const [reader, writer] = (c + done) % 2 ? [a, b] : [b, a];
+          const read = await call(reader, key, 'GET', '/v1/inventory/1');
+          const { quantity } = JSON.parse(read.text) as { quantity: number };
+          const res = await call(writer, key, 'PATCH', '/v1/inventory/1', { quantity: quantity + 1 }, { 'if-match': read.headers.get('etag')! });
+          if (res.status === 412) {
+            conflicts++;
+            continue;
+          }
+          assert.equal(res.status, 200, res.text);
+          done++;
+        }
+      }),
+    );
+    assert.match((await call(b, key, 'GET', '/v1/inventory/1')).text, /"quantity":500/);
+    const rows: { previousQuantity: number; quantity: number }[] = [];
+    for (let cursor: string | null = ''; cursor !== null; ) {
+      const page = JSON.parse((await call(a, key, 'GET', `/v1/inventory/1/history?limit=500${cursor ? `&cursor=${cursor}` : ''}`)).text) as {
+        items: typeof rows;
+        nextCursor: string | null;
+      };
+      rows.push(...page.items);
+      cursor = page.nextCursor;
+    }
+    assert.equal(rows.length, 500);
+    rows.forEach((row, i) => assert.equal(row.previousQuantity, i === rows.length - 1 ? 0 : rows[i + 1]!.quantity, `row ${i}`));
+    t.diagnostic(`${conflicts} conflicts (412) retried across two instances`);
+  });
+
+  test('an idempotent PATCH through A is replayed by B; concurrent retries through both execute once', async (t) => {
+    const { key, a, b } = await twoInstances(t, 2);
+    const first = await call(a, key, 'PATCH', '/v1/inventory/1', { quantity: 9 }, { 'idempotency-key': 'order-77' });
+    assert.equal(first.status, 200);
+    const retry = await call(b, key, 'PATCH', '/v1/inventory/1', { quantity: 9 }, { 'idempotency-key': 'order-77' });
+    assert.deepEqual([retry.status, retry.text, retry.headers.get('idempotent-replayed')], [200, first.text, 'true']);
+    const other = await call(b, key, 'PATCH', '/v1/inventory/1', { quantity: 10 }, { 'idempotency-key': 'order-77' });
+    assert.equal(other.status, 422);
+    assert.equal((JSON.parse(other.text) as { code: string }).code, 'idempotency_key_reused');
+
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call(i % 2 ? a : b, key, 'PATCH', '/v1/inventory/2', { quantity: 5 }, { 'idempotency-key': 'burst' })),
+    );
+    assert.deepEqual(new Set(burst.map((r) => r.status)), new Set([200]));
+    assert.equal(burst.filter((r) => r.headers.get('idempotent-replayed') !== 'true').length, 1, 'executed once');
+    const history = JSON.parse((await call(a, key, 'GET', '/v1/inventory/2/history')).text) as { items: unknown[] };
+    assert.equal(history.items.length, 1);
   });
 
   test('database outage: 503 in the Error shape within the timeout, /readyz 503, recovery without a restart', async (t) => {

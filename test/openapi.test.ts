@@ -43,9 +43,17 @@ test('the two operations are described exactly as the spec has them', async (t) 
   assert.equal(update.operationId, 'updateInventory');
   assert.equal(update['x-experimental'], true, 'PD 1.3, 8.1');
   assert.equal(list['x-experimental'], undefined);
-  assert.deepEqual(update.parameters, [
-    { name: 'petId', in: 'path', required: true, description: 'The ID of the pet whose stock is updated', schema: { type: 'integer', format: 'int64' } },
+  const [petId, ...extensionParameters] = update.parameters as Record<string, unknown>[];
+  assert.deepEqual(petId, { name: 'petId', in: 'path', required: true, description: 'The ID of the pet whose stock is updated', schema: { type: 'integer', format: 'int64' } });
+  // Headers the integrity extensions read: optional, so the spec's clients send none of them.
+  assert.deepEqual(extensionParameters.map((p) => [p.name, p.in, p.required, p['x-extension']]), [
+    ['If-Match', 'header', false, true],
+    ['Idempotency-Key', 'header', false, true],
   ]);
+  assert.equal(dig(doc.components.schemas, 'InventoryUpdate', 'properties', 'reason', 'x-extension'), true);
+  for (const op of [doc.paths['/inventory/{petId}']!.get!, doc.paths['/inventory/{petId}/history']!.get!]) {
+    assert.equal(op['x-extension'], true, `${op.operationId} is an extension (PD 1.2)`);
+  }
   const body = update.requestBody as { required: boolean; content: Record<string, { schema: unknown }> };
   assert.equal(body.required, true);
   assert.deepEqual(Object.keys(body.content), ['application/json', 'application/merge-patch+json']);
@@ -88,7 +96,8 @@ test('every documented response of both operations is reachable and matches the 
   const api = await buildTestApp(t, { items: PETS, config: { BODY_LIMIT: '64', AUTH_FAILURES_PER_MINUTE: '2' } });
   const patch = (url: string, body: string, headers: Record<string, string> = {}, key = api.keys.write) =>
     api.request({ method: 'PATCH', url, key, headers: { 'content-type': 'application/json', ...headers }, body });
-  await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+  const list = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'if-none-match': String(list.headers.etag) } });
   await api.request({ method: 'GET', url: '/v1/inventory?x=1', key: api.keys.read });
   await patch('/v1/inventory/1', '{"quantity":1}');
   await patch('/v1/inventory/x', '{"quantity":1}');
@@ -97,25 +106,43 @@ test('every documented response of both operations is reachable and matches the 
   await patch('/v1/inventory/1', '{"quantity":1}', { 'content-type': 'text/plain' });
   await patch('/v1/inventory/1', `{"quantity":1}${' '.repeat(80)}`);
   await api.request({ method: 'GET', url: '/v1/openapi.json' });
+  // The integrity extensions: item reads, conditional and idempotent updates, history.
+  const item = await api.request({ method: 'GET', url: '/v1/inventory/1', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/inventory/1', key: api.keys.read, headers: { 'if-none-match': String(item.headers.etag) } });
+  await api.request({ method: 'GET', url: '/v1/inventory/2', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/inventory/x', key: api.keys.read });
+  await patch('/v1/inventory/1', '{"quantity":1}', { 'if-match': '"v999"' });
+  await patch('/v1/inventory/1', '{"quantity":1}', { 'idempotency-key': 'k1' });
+  await patch('/v1/inventory/1', '{"quantity":2}', { 'idempotency-key': 'k1' });
+  await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/inventory/1/history?limit=0', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/inventory/2/history', key: api.keys.read });
+  const strict = await buildTestApp(t, { items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
+  await strict.request({ method: 'PATCH', url: '/v1/inventory/1', key: strict.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
+  for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await strict.request({ method: 'GET', url, key: 'nope' });
   await api.request({ method: 'GET', url: '/v1/openapi.json?x=1' });
   // Two failures (the limit) get 401; after that the address is throttled: 429 on both.
   await patch('/v1/inventory/1', '{"quantity":1}', {}, 'nope');
   await api.request({ method: 'GET', url: '/v1/inventory', key: 'nope' });
   await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+  for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await api.request({ method: 'GET', url, key: api.keys.read });
   await patch('/v1/inventory/1', '{"quantity":1}');
 
-  const failing = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(s, 'listInventory', new Error('boom')), 'setQuantity', new StoreUnavailableError('down')) });
+  const failing = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'readVersion', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')) });
   assertError(await failing.request({ method: 'GET', url: '/v1/inventory', key: failing.keys.read }), 500, 'internal_error');
   assertError(
     await failing.request({ method: 'PATCH', url: '/v1/inventory/1', key: failing.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' }),
     503,
     'service_unavailable',
   );
-  const broken = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(s, 'setQuantity', new Error('boom')), 'listInventory', new StoreUnavailableError('down')) });
+  const broken = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'applyChange', new Error('boom')), 'readVersion', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')) });
   await broken.request({ method: 'GET', url: '/v1/inventory', key: broken.keys.read });
   await broken.request({ method: 'PATCH', url: '/v1/inventory/1', key: broken.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
 
-  const seen = new Set([...api.contract.seen, ...failing.contract.seen, ...broken.contract.seen]);
+  for (const app of [failing, broken]) {
+    for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await app.request({ method: 'GET', url, key: app.keys.read });
+  }
+  const seen = new Set([...api.contract.seen, ...strict.contract.seen, ...failing.contract.seen, ...broken.contract.seen]);
   const doc = await documentOf(t);
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const op of Object.values(ops)) {

@@ -1,94 +1,94 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
-import { join } from 'node:path';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { BIN, startServerProcess, tempDir } from './process.js';
+import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
+import { BIN, startServerProcess } from './process.js';
 
 const run = promisify(execFile);
 
-test('first run: prints one write key with curl lines that work as printed; later runs print none', async (t) => {
-  const dir = tempDir(t);
-  const env = { DATABASE_URL: `sqlite:${join(dir, 'inventory.db')}` };
-  const server = await startServerProcess(t, env, ['--demo']);
-  await waitFor(() => server.stderr().includes('curl -s -X PATCH'));
-  const banner = server.stderr();
-  const key = /^ {4}(inv_live_\S+)$/m.exec(banner)?.[1];
-  assert.ok(key, banner);
-  assert.equal(key.length, 'inv_live_'.length + 43, '256 random bits, base64url');
-  assert.ok(!server.stdout().includes(key), 'the key never reaches the JSON log');
+for (const backend of BACKENDS) {
+  describe(`server on ${backend}`, { skip: await backendSkip(backend) }, () => {
+    test('first run: prints one write key with curl lines that work as printed; later runs print none', async (t) => {
+      const env = { DATABASE_URL: (await createTestDatabase(backend, t)).databaseUrl };
+      const server = await startServerProcess(t, env, ['--demo']);
+      await waitFor(() => server.stderr().includes('curl -s -X PATCH'));
+      const banner = server.stderr();
+      const key = /^ {4}(inv_live_\S+)$/m.exec(banner)?.[1];
+      assert.ok(key, banner);
+      assert.equal(key.length, 'inv_live_'.length + 43, '256 random bits, base64url');
+      assert.ok(!server.stdout().includes(key), 'the key never reaches the JSON log');
 
-  // Run the printed curl lines, as a new user would paste them.
-  const curlLines = [...banner.matchAll(/^ {4}(curl .*)$/gm)].map((m) => m[1]!);
-  assert.equal(curlLines.length, 2);
-  for (const line of curlLines) {
-    const { stdout } = await run('sh', ['-c', line.replace(/localhost:\d+/, `127.0.0.1:${server.port}`) + ' -w "\\n%{http_code}"']);
-    assert.match(stdout, /\n200$/, `${line}\n${stdout}`);
-  }
-  const list = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
-  assert.match(await list.text(), /^\[\{"petId":1,"quantity":5,"status":"available"\}/);
+      // Run the printed curl lines, as a new user would paste them.
+      const curlLines = [...banner.matchAll(/^ {4}(curl .*)$/gm)].map((m) => m[1]!);
+      assert.equal(curlLines.length, 2);
+      for (const line of curlLines) {
+        const { stdout } = await run('sh', ['-c', line.replace(/localhost:\d+/, `127.0.0.1:${server.port}`) + ' -w "\\n%{http_code}"']);
+        assert.match(stdout, /\n200$/, `${line}\n${stdout}`);
+      }
+      const list = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
+      assert.match(await list.text(), /^\[\{"petId":1,"quantity":5,"status":"available"\}/);
 
-  server.proc.kill('SIGTERM');
-  assert.equal(await server.exited, 0);
-  const again = await startServerProcess(t, env, ['--demo']);
-  await fetch(`${again.baseUrl}/healthz`);
-  assert.ok(!again.stderr().includes('inv_live_'), 'no second key');
-  const stillWorks = await fetch(`${again.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
-  assert.equal(stillWorks.status, 200);
-});
+      server.proc.kill('SIGTERM');
+      assert.equal(await server.exited, 0);
+      const again = await startServerProcess(t, env, ['--demo']);
+      await fetch(`${again.baseUrl}/healthz`);
+      assert.ok(!again.stderr().includes('inv_live_'), 'no second key');
+      const stillWorks = await fetch(`${again.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(stillWorks.status, 200);
+    });
 
-test('first run on an empty store says how to add a pet before the PATCH works', async (t) => {
-  const dir = tempDir(t);
-  const server = await startServerProcess(t, { DATABASE_URL: `sqlite:${join(dir, 'inventory.db')}` });
-  await waitFor(() => server.stderr().includes('pets add'));
-  assert.match(server.stderr(), /\.\/bin\/petstore-inventory pets add --pet-id 1 --status available --quantity 3/);
-  assert.match(server.stderr(), /npm start -- --demo/);
-});
+    test('first run on an empty store says how to add a pet before the PATCH works', async (t) => {
+      const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase(backend, t)).databaseUrl });
+      await waitFor(() => server.stderr().includes('pets add'));
+      assert.match(server.stderr(), /\.\/bin\/petstore-inventory pets add --pet-id 1 --status available --quantity 3/);
+      assert.match(server.stderr(), /npm start -- --demo/);
+    });
 
-test('SIGTERM: an in-flight PATCH finishes with 200, then the store closes and the process exits 0', async (t) => {
-  const dir = tempDir(t);
-  const env = { DATABASE_URL: `sqlite:${join(dir, 'inventory.db')}` };
-  const key = await createKey(env);
-  await run(BIN, ['pets', 'add', '--pet-id', '7', '--status', 'available', '--quantity', '1'], { env: { ...process.env, ...env } });
-  const server = await startServerProcess(t, env);
+    test('SIGTERM: an in-flight PATCH finishes with 200, then the store closes and the process exits 0', async (t) => {
+      const env = { DATABASE_URL: (await createTestDatabase(backend, t)).databaseUrl };
+      const key = await createKey(env);
+      await run(BIN, ['pets', 'add', '--pet-id', '7', '--status', 'available', '--quantity', '1'], { env: { ...process.env, ...env } });
+      const server = await startServerProcess(t, env);
 
-  // Send the headers and half the body, signal, then finish the body.
-  const body = '{"quantity": 42}';
-  const socket = connect(server.port, '127.0.0.1');
-  let response = '';
-  socket.on('data', (c: Buffer) => (response += c.toString()));
-  const closed = new Promise((done) => socket.on('close', done));
-  await new Promise((done) => socket.on('connect', done));
-  socket.write(
-    `PATCH /v1/inventory/7 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
-  );
-  await sleep(200);
-  server.proc.kill('SIGTERM');
-  await waitFor(() => server.stdout().includes('shutting down'));
-  // New connections are refused while the in-flight request is still open.
-  await assert.rejects(fetch(`${server.baseUrl}/healthz`));
-  socket.write(body.slice(5));
-  await closed;
-  assert.match(response, /^HTTP\/1\.1 200 /);
-  assert.match(response, /\{"petId":7,"quantity":42,"status":"available"\}$/);
-  assert.equal(await server.exited, 0);
-  assert.match(server.stdout(), /shut down cleanly/);
-  const { stdout } = await run(BIN, ['pets', 'list', '--json'], { env: { ...process.env, ...env } });
-  assert.match(stdout, /"quantity":42/, 'the acknowledged write is on disk');
-});
+      // Send the headers and half the body, signal, then finish the body.
+      const body = '{"quantity": 42}';
+      const socket = connect(server.port, '127.0.0.1');
+      let response = '';
+      socket.on('data', (c: Buffer) => (response += c.toString()));
+      const closed = new Promise((done) => socket.on('close', done));
+      await new Promise((done) => socket.on('connect', done));
+      socket.write(
+        `PATCH /v1/inventory/7 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
+      );
+      await sleep(200);
+      server.proc.kill('SIGTERM');
+      await waitFor(() => server.stdout().includes('shutting down'));
+      // New connections are refused while the in-flight request is still open.
+      await assert.rejects(fetch(`${server.baseUrl}/healthz`));
+      socket.write(body.slice(5));
+      await closed;
+      assert.match(response, /^HTTP\/1\.1 200 /);
+      assert.match(response, /\{"petId":7,"quantity":42,"status":"available"\}$/);
+      assert.equal(await server.exited, 0);
+      assert.match(server.stdout(), /shut down cleanly/);
+      const { stdout } = await run(BIN, ['pets', 'list', '--json'], { env: { ...process.env, ...env } });
+      assert.match(stdout, /"quantity":42/, 'the acknowledged write is on disk');
+    });
 
-test('SIGINT stops it cleanly too', async (t) => {
-  const dir = tempDir(t);
-  const server = await startServerProcess(t, { DATABASE_URL: `sqlite:${join(dir, 'inventory.db')}` });
-  server.proc.kill('SIGINT');
-  assert.equal(await server.exited, 0);
-});
+    test('SIGINT stops it cleanly too', async (t) => {
+      const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase(backend, t)).databaseUrl });
+      server.proc.kill('SIGINT');
+      assert.equal(await server.exited, 0);
+    });
+  });
+}
 
+// About logging, not the store: once, on SQLite.
 test('logs are JSON lines; request lines carry the request id; Authorization never appears', async (t) => {
-  const dir = tempDir(t);
-  const env = { DATABASE_URL: `sqlite:${join(dir, 'inventory.db')}` };
+  const env = { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl };
   const key = await createKey(env);
   const server = await startServerProcess(t, env);
   await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'log-check-1' } });

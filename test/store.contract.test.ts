@@ -20,6 +20,7 @@ import {
   createTestDatabase,
   openTestStore,
 } from './backends.js';
+import { change, itemOf, setQuantity } from './store-helpers.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 const TWO_53 = 2n ** 53n;
@@ -58,9 +59,13 @@ async function rejectsAsInvalid(promise: Promise<unknown>): Promise<void> {
 /** One call per InventoryStore member but close; the type makes a new member a compile error until it is listed. */
 const EVERY_CALL = {
   listInventory: (s) => s.listInventory(),
-  getItem: (s) => s.getItem(1n),
-  setQuantity: (s) => s.setQuantity(1n, 2),
+  getEntry: (s) => s.getEntry(1n),
+  applyChange: (s) => s.applyChange(change(1n, 2)),
   addItems: (s) => s.addItems([item(2n)]),
+  listHistory: (s) => s.listHistory(1n, { limit: 10 }),
+  purgeIdempotencyRecords: (s) => s.purgeIdempotencyRecords(new Date()),
+  readVersion: (s) => s.readVersion(),
+  changesSince: (s) => s.changesSince(-1),
   insertApiKey: (s) => s.insertApiKey(keyRecord(9)),
   findApiKeyByHash: (s) => s.findApiKeyByHash(keyRecord(1).keyHash),
   listApiKeys: (s) => s.listApiKeys(),
@@ -90,31 +95,31 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.listInventory(), expected);
       assert.equal(expected[0]!.petId, INT64_MIN);
       assert.equal(expected.at(-1)!.petId, INT64_MAX);
-      for (const entry of expected) assert.deepEqual(await store.getItem(entry.petId), entry);
+      for (const entry of expected) assert.deepEqual(await itemOf(store, entry.petId), entry);
     });
 
-    it('getItem of a petId with no entry is undefined', async (t) => {
+    it('getEntry of a petId with no entry is undefined', async (t) => {
       const store = await openTestStore(backend, t);
       await store.addItems([item(TWO_53)]);
-      assert.equal(await store.getItem(TWO_53 + 1n), undefined);
-      assert.equal(await store.getItem(INT64_MIN), undefined);
+      assert.equal(await itemOf(store, TWO_53 + 1n), undefined);
+      assert.equal(await itemOf(store, INT64_MIN), undefined);
     });
 
     it('setQuantity returns the updated entry and never changes status', async (t) => {
       const store = await openTestStore(backend, t);
       await store.addItems([item(INT64_MAX, 3, 'pending'), item(5n, 1, 'sold')]);
 
-      assert.deepEqual(await store.setQuantity(INT64_MAX, 7), item(INT64_MAX, 7, 'pending'));
-      assert.deepEqual(await store.getItem(INT64_MAX), item(INT64_MAX, 7, 'pending'));
-      assert.deepEqual(await store.setQuantity(INT64_MAX, 0), item(INT64_MAX, 0, 'pending'));
-      assert.deepEqual(await store.setQuantity(INT64_MAX, 2147483647), item(INT64_MAX, 2147483647, 'pending'));
-      assert.deepEqual(await store.getItem(5n), item(5n, 1, 'sold'), 'other entries untouched');
+      assert.deepEqual(await setQuantity(store, INT64_MAX, 7), item(INT64_MAX, 7, 'pending'));
+      assert.deepEqual(await itemOf(store, INT64_MAX), item(INT64_MAX, 7, 'pending'));
+      assert.deepEqual(await setQuantity(store, INT64_MAX, 0), item(INT64_MAX, 0, 'pending'));
+      assert.deepEqual(await setQuantity(store, INT64_MAX, 2147483647), item(INT64_MAX, 2147483647, 'pending'));
+      assert.deepEqual(await itemOf(store, 5n), item(5n, 1, 'sold'), 'other entries untouched');
     });
 
     it('setQuantity of a petId with no entry is undefined and creates nothing', async (t) => {
       const store = await openTestStore(backend, t);
       await store.addItems([item(1n)]);
-      assert.equal(await store.setQuantity(2n, 5), undefined);
+      assert.equal(await setQuantity(store, 2n, 5), undefined);
       assert.deepEqual(await store.listInventory(), [item(1n)]);
     });
 
@@ -122,9 +127,9 @@ for (const backend of BACKENDS) {
       const store = await openTestStore(backend, t);
       await store.addItems([item(1n, 4, 'available')]);
 
-      await rejectsAsInvalid(store.setQuantity(1n, -1));
-      await rejectsAsInvalid(store.setQuantity(1n, 2147483648));
-      await rejectsAsInvalid(store.setQuantity(1n, 1.5));
+      await rejectsAsInvalid(setQuantity(store, 1n, -1));
+      await rejectsAsInvalid(setQuantity(store, 1n, 2147483648));
+      await rejectsAsInvalid(setQuantity(store, 1n, 1.5));
       await rejectsAsInvalid(store.addItems([item(2n, -1)]));
       await rejectsAsInvalid(store.addItems([item(3n, 1, 'lost' as PetStatus)]));
       assert.deepEqual(await store.listInventory(), [item(1n, 4, 'available')]);
@@ -364,7 +369,7 @@ function postgresOnly(): void {
 
     // Every connection dropped, the port closed: idle connections fail inside the pool (must not crash the process).
     await proxy.cut();
-    for (const call of [() => store.listInventory(), () => store.setQuantity(INT64_MAX, 3), () => store.addItems([item(1n)])]) {
+    for (const call of [() => store.listInventory(), () => setQuantity(store, INT64_MAX, 3), () => store.addItems([item(1n)])]) {
       const { ms } = await timeRejection(call());
       assert.ok(ms < 500, `answered in ${ms} ms, far below the ${CONNECTION_TIMEOUT_MS} ms connection timeout`);
     }
@@ -377,7 +382,7 @@ function postgresOnly(): void {
     t.diagnostic(`postgres store answered again ${recovery} ms after the database came back (same store, no reopen)`);
     assert.ok(recovery < 1000, `recovered in ${recovery} ms`);
     assert.deepEqual(await store.listInventory(), [item(INT64_MAX, 2)], 'nothing was written while the database was down');
-    assert.deepEqual(await store.setQuantity(INT64_MAX, 4), item(INT64_MAX, 4));
+    assert.deepEqual(await setQuantity(store, INT64_MAX, 4), item(INT64_MAX, 4));
   });
 }
 

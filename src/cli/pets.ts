@@ -22,6 +22,7 @@ import {
 } from './import-file.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, printHelp, type Command } from './command.js';
+import { historyCommand } from './history.js';
 import { withStore } from './store-access.js';
 
 const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
@@ -155,9 +156,9 @@ const importCommand: Command = {
 
 export const petsCommand: Command = commandGroup({
   name: 'petstore-inventory pets',
-  summary: 'create, list and import inventory entries',
+  summary: 'create, list and import inventory entries; show their history',
   description: 'Creates and lists inventory entries (the API only changes their quantity).',
-  commands: { add: addCommand, list: listCommand, import: importCommand },
+  commands: { add: addCommand, list: listCommand, import: importCommand, history: historyCommand },
 });
 
 /** An option checked by the same rule as the field in an import file. */

@@ -4,6 +4,7 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 /** The code for an invalid value of each body field; the OpenAPI document lists them too. */
 export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   quantity: 'invalid_quantity',
+  reason: 'invalid_reason',
 };
 
 /** Codes a JSON body can fail with, whatever its fields (PD 3.4). */

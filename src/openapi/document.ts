@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox';
 import type { ErrorCode } from '../errors.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../http/validation.js';
-import { ErrorSchema, InventoryItem, InventoryUpdate, PetStatus } from '../schemas/inventory.js';
+import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PetStatus } from '../schemas/inventory.js';
 import type { OperationSpec, ResponseSpec } from '../routes/operation.js';
 
 export const API_PREFIX = '/v1';
@@ -11,6 +11,9 @@ const NAMED_SCHEMAS = new Map<TSchema, string>([
   [InventoryItem, 'InventoryItem'],
   [InventoryUpdate, 'InventoryUpdate'],
   [PetStatus, 'PetStatus'],
+  [ChangeReason, 'ChangeReason'],
+  [HistoryItem, 'HistoryItem'],
+  [HistoryPage, 'HistoryPage'],
   [ErrorSchema, 'Error'],
 ]);
 
@@ -68,13 +71,20 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
 }
 
 function operationObject(op: OperationSpec, options: DocumentOptions): Record<string, unknown> {
-  const parameters = Object.entries(op.pathParams ?? {}).map(([name, schema]) => ({
+  const parameters: Record<string, unknown>[] = Object.entries(op.pathParams ?? {}).map(([name, schema]) => ({
     name,
     in: 'path',
     required: true,
     description: (schema as { description?: string }).description,
     schema: refs({ ...schema, description: undefined }),
   }));
+  for (const [name, schema] of Object.entries(op.querystring?.properties ?? {})) {
+    const { description, ...rest } = schema as TSchema & { description?: string };
+    parameters.push({ name, in: 'query', required: false, description, schema: refs(rest), 'x-extension': true });
+  }
+  for (const [name, header] of Object.entries(op.requestHeaders ?? {})) {
+    parameters.push({ name, in: 'header', required: false, description: header.description, schema: refs(header.schema), 'x-extension': true });
+  }
   const responses: Record<string, unknown> = {};
   const all = { ...commonErrorResponses(op, options), ...op.responses };
   for (const status of Object.keys(all).map(Number).sort((a, b) => a - b)) {
@@ -133,6 +143,9 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
   const headers: Record<string, unknown> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
   if (status === 401) headers['WWW-Authenticate'] = { description: 'Bearer realm="inventory", with error="invalid_token" when a token was sent', schema: { type: 'string' } };
   if (status === 429 || status === 503) headers['Retry-After'] = { description: 'Seconds to wait before retrying', schema: { type: 'integer' } };
+  for (const [name, h] of Object.entries(r.headers ?? {})) {
+    headers[name] = { description: h.description, ...(h.required ? { required: true } : {}), schema: refs(h.schema) };
+  }
   let schema: unknown;
   if (r.errorCodes) {
     schema = {

@@ -1,10 +1,22 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { parsePetId } from '../domain/pet-id.js';
 import { ApiError } from '../errors.js';
+import { ListCache } from '../cache/list-cache.js';
+import { etagOf, ifNoneMatchHits, parseIfMatch } from '../http/conditional.js';
+import { negotiateEncoding } from '../http/encoding.js';
+import { IDEMPOTENCY_TTL_MS, parseIdempotencyKey, requestFingerprint } from '../http/idempotency.js';
 import { JSON_MEDIA_TYPES } from '../http/json-body.js';
 import { InventoryItem, InventoryList, InventoryUpdate, PetId } from '../schemas/inventory.js';
-import { NoQuery, routeOptions, type OperationSpec } from './operation.js';
+import { NoQuery, routeOptions, type OperationSpec, type ResponseSpec } from './operation.js';
+
+const PET_ID_PARAM = { petId: Type.Unsafe({ ...PetId, description: 'The ID of the pet' }) };
+
+const ETAG_HEADER = {
+  ETag: { description: 'Strong entity tag of the entry\'s version; send it in If-Match to update only that version', schema: Type.String(), required: true },
+} satisfies ResponseSpec['headers'];
+
+const NOT_FOUND = { description: 'The pet has no inventory entry', errorCodes: ['not_found'] } as const satisfies ResponseSpec;
 
 export const listInventory = {
   operationId: 'listInventory',
@@ -14,9 +26,40 @@ export const listInventory = {
   description: 'Returns current stock levels for all pets in the store, ordered by petId ascending.',
   tags: ['inventory'],
   scope: 'inventory:read',
+  requestHeaders: {
+    'If-None-Match': { description: 'An ETag of an earlier answer: 304 while nothing in the store has changed', schema: Type.String() },
+  },
   querystring: NoQuery,
-  responses: { 200: { description: 'The stock of every pet', schema: InventoryList } },
+  responses: {
+    200: {
+      description: 'The stock of every pet; br or gzip when Accept-Encoding allows and the list is over 1 KiB',
+      schema: InventoryList,
+      headers: { ETag: { description: 'Strong entity tag of the list at this store version (one per content coding)', schema: Type.String(), required: true } },
+    },
+    304: { description: 'Nothing changed since the If-None-Match ETag' },
+  },
   contractStatuses: [200, 401],
+} as const satisfies OperationSpec;
+
+export const getInventoryItem = {
+  operationId: 'getInventoryItem',
+  method: 'GET',
+  path: '/v1/inventory/{petId}',
+  summary: 'Get one stock level',
+  description: 'Returns the entry of one pet with its ETag, the start of a safe read-modify-write (If-Match on the PATCH).',
+  tags: ['inventory'],
+  scope: 'inventory:read',
+  pathParams: PET_ID_PARAM,
+  requestHeaders: {
+    'If-None-Match': { description: 'An ETag from an earlier answer: 304 while the entry still has that version', schema: Type.String() },
+  },
+  querystring: NoQuery,
+  responses: {
+    200: { description: 'The entry', schema: InventoryItem, headers: ETAG_HEADER },
+    304: { description: 'The entry still has the version of the If-None-Match ETag', headers: ETAG_HEADER },
+    404: NOT_FOUND,
+  },
+  extensions: { 'x-extension': true },
 } as const satisfies OperationSpec;
 
 export const updateInventory = {
@@ -26,15 +69,42 @@ export const updateInventory = {
   summary: 'Update stock level',
   description:
     'Sets the stock quantity for one pet (new arrivals, returns, manual adjustments). The entry must exist; its status never changes. ' +
-    'Experimental: the request shape may change before it becomes stable.',
+    'Experimental: the request shape may change before it becomes stable.\n\n' +
+    'Extensions: If-Match makes the update conditional on the entry\'s version (412 when it changed); Idempotency-Key makes a retry ' +
+    'safe (the first answer is replayed for 24 hours, with Idempotent-Replayed: true); the optional body field reason is kept in the ' +
+    'change history.',
   tags: ['inventory'],
   scope: 'inventory:write',
   pathParams: { petId: Type.Unsafe({ ...PetId, description: 'The ID of the pet whose stock is updated' }) },
+  requestHeaders: {
+    'If-Match': {
+      description: 'Update only if the entry\'s ETag is one of these ("*": any existing entry). Required when the service runs with REQUIRE_IF_MATCH=true.',
+      schema: Type.String(),
+    },
+    'Idempotency-Key': {
+      description: 'A unique key per intended change (e.g. a UUID), 1 to 255 printable ASCII characters; a retry with the same key and body gets the first answer again',
+      schema: Type.String({ minLength: 1, maxLength: 255 }),
+    },
+  },
   querystring: NoQuery,
   body: { schema: InventoryUpdate, contentTypes: JSON_MEDIA_TYPES, description: 'The new stock count' },
   responses: {
-    200: { description: 'Update accepted: the updated entry', schema: InventoryItem },
-    404: { description: 'The pet has no inventory entry', errorCodes: ['not_found'] },
+    200: {
+      description: 'Update accepted: the updated entry',
+      schema: InventoryItem,
+      headers: {
+        ...ETAG_HEADER,
+        'Idempotent-Replayed': { description: '"true" when this is the stored answer to an earlier request with the same Idempotency-Key', schema: Type.String() },
+      },
+    },
+    404: NOT_FOUND,
+    412: {
+      description: 'If-Match named another version of the entry; nothing changed. ETag holds the current version.',
+      errorCodes: ['precondition_failed'],
+      headers: ETAG_HEADER,
+    },
+    422: { description: 'The Idempotency-Key was used with a different request', errorCodes: ['idempotency_key_reused'] },
+    428: { description: 'If-Match is required (REQUIRE_IF_MATCH=true) and was not sent', errorCodes: ['precondition_required'] },
   },
   contractStatuses: [200, 400, 401, 404],
   extensions: { 'x-experimental': true },
@@ -48,25 +118,96 @@ declare module 'fastify' {
 }
 
 /** Route-level onRequest hook: a bad petId is 400 before the body is read (PD 3.1). */
-async function parsePetIdParam(request: FastifyRequest): Promise<void> {
+export async function parsePetIdParam(request: FastifyRequest): Promise<void> {
   request.petId = parsePetId((request.params as { petId: string }).petId);
 }
 
-export async function inventoryRoutes(app: FastifyInstance): Promise<void> {
-  app.decorateRequest('petId', 0n);
+export function notFound(petId: bigint): ApiError {
+  return new ApiError('not_found', `Pet ${petId} has no inventory entry.`);
+}
 
-  app.route({
-    ...routeOptions(listInventory),
-    handler: async () => app.store.listInventory(),
-  });
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
 
-  app.route({
-    ...routeOptions(updateInventory, parsePetIdParam),
-    handler: async (request) => {
-      const { quantity } = request.body as InventoryUpdate;
-      const item = await app.store.setQuantity(request.petId, quantity);
-      if (!item) throw new ApiError('not_found', `Pet ${request.petId} has no inventory entry.`);
-      return item;
-    },
+export function inventoryRoutes(options: { requireIfMatch: boolean }) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.decorateRequest('petId', 0n);
+
+    const listCache = new ListCache(app.store);
+    app.route({
+      ...routeOptions(listInventory),
+      handler: async (request, reply) => {
+        const snapshot = await listCache.current();
+        reply.header('vary', 'Accept-Encoding');
+        const encoding = negotiateEncoding(header(request, 'accept-encoding'), snapshot.body.length);
+        if (ifNoneMatchHits(header(request, 'if-none-match'), ...snapshot.etags())) {
+          return reply.code(304).header('etag', snapshot.etag(encoding)).send();
+        }
+        reply.type('application/json; charset=utf-8').header('etag', snapshot.etag(encoding));
+        if (!encoding) return reply.send(snapshot.body);
+        return reply.header('content-encoding', encoding).send(await snapshot.encoded(encoding));
+      },
+    });
+
+    app.route({
+      ...routeOptions(getInventoryItem, parsePetIdParam),
+      handler: async (request, reply) => {
+        const entry = await app.store.getEntry(request.petId);
+        if (!entry) throw notFound(request.petId);
+        const etag = etagOf(entry.version);
+        reply.header('etag', etag);
+        if (ifNoneMatchHits(header(request, 'if-none-match'), etag)) return reply.code(304).send();
+        return entry.item;
+      },
+    });
+
+    app.route({
+      ...routeOptions(updateInventory, parsePetIdParam),
+      handler: async (request, reply) => updateHandler(app, request, reply, options.requireIfMatch),
+    });
+  };
+}
+
+async function updateHandler(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, requireIfMatch: boolean): Promise<InventoryItem> {
+  const body = request.body as InventoryUpdate;
+  const condition = parseIfMatch(header(request, 'if-match'));
+  if (!condition && requireIfMatch) {
+    throw new ApiError('precondition_required', 'This service requires If-Match on PATCH: GET the entry, then send its ETag in If-Match.');
+  }
+  const idempotencyKey = parseIdempotencyKey(header(request, 'idempotency-key'));
+  const principal = request.principal!;
+  const at = new Date();
+  const result = await app.store.applyChange({
+    petId: request.petId,
+    quantity: body.quantity,
+    condition,
+    keyId: principal.keyId,
+    keyName: principal.keyName,
+    requestId: request.id,
+    reason: body.reason ?? null,
+    at,
+    idempotency:
+      idempotencyKey === undefined
+        ? undefined
+        : {
+            key: idempotencyKey,
+            fingerprint: requestFingerprint(updateInventory.operationId, request.petId.toString(), body),
+            expiresAt: new Date(at.getTime() + IDEMPOTENCY_TTL_MS),
+          },
   });
+  if (result.kind === 'idempotency_key_reused') throw new ApiError('idempotency_key_reused');
+  if (result.replayed) reply.header('idempotent-replayed', 'true');
+  switch (result.kind) {
+    case 'not_found':
+      throw notFound(request.petId);
+    case 'precondition_failed':
+      throw new ApiError('precondition_failed', `The entry is at ${etagOf(result.entry.version)}, not the version If-Match names; GET it and retry.`, {
+        etag: etagOf(result.entry.version),
+      });
+    case 'updated':
+      reply.header('etag', etagOf(result.entry.version));
+      return result.entry.item;
+  }
 }

@@ -12,7 +12,8 @@ export interface ResponseSpec {
   schema?: TSchema;
   /** For an error response: the codes its Error body can carry. */
   errorCodes?: readonly ErrorCode[];
-  headers?: Record<string, { description: string; schema: TSchema }>;
+  /** Response headers beyond the common ones; `required` ones are always sent with this status. */
+  headers?: Record<string, { description: string; schema: TSchema; required?: boolean }>;
 }
 
 /**
@@ -30,6 +31,8 @@ export interface OperationSpec {
   /** The scope a key needs; undefined marks a public (unauthenticated) operation. */
   scope: Scope | undefined;
   pathParams?: Record<string, TSchema>;
+  /** Request headers the operation reads (extensions such as If-Match), for the document. */
+  requestHeaders?: Record<string, { description: string; schema: TSchema }>;
   querystring?: TObject;
   body?: { schema: TSchema; contentTypes: readonly string[]; description: string };
   /** Success and operation-specific error responses; the common errors are added for every operation. */

@@ -38,6 +38,15 @@ export type InventoryItem = Static<typeof InventoryItem>;
 
 export const InventoryList = Type.Array(InventoryItem);
 
+/** Why a count changed: the spec's own purposes of the update operation. */
+export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
+export const ChangeReason = Type.Unsafe<(typeof CHANGE_REASONS)[number]>({
+  type: 'string',
+  enum: [...CHANGE_REASONS],
+  description: 'Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment)',
+});
+export type ChangeReason = Static<typeof ChangeReason>;
+
 export const InventoryUpdate = Type.Object(
   {
     quantity: Type.Integer({
@@ -45,6 +54,8 @@ export const InventoryUpdate = Type.Object(
       maximum: QUANTITY_MAX,
       description: 'The new stock count (the value the entry is to hold)',
     }),
+    // Optional and an extension (PD 1.2): a body with only quantity is the spec's request.
+    reason: Type.Optional(Type.Unsafe<ChangeReason>({ ...ChangeReason, 'x-extension': true })),
   },
   { additionalProperties: false },
 );
@@ -56,6 +67,29 @@ export const ErrorSchema = Type.Object(
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable error code' }),
     message: Type.String({ description: 'Human-readable description' }),
     status: Type.Integer({ description: 'The HTTP status code' }),
+  },
+  { additionalProperties: false },
+);
+
+/** One change of an entry's quantity (extension: the change history). */
+export const HistoryItem = Type.Object(
+  {
+    petId: PetId,
+    previousQuantity: Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX, description: 'The quantity before the change' }),
+    quantity: Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX, description: 'The quantity the change set' }),
+    at: Type.String({ format: 'date-time', description: 'When the change was committed (RFC 3339, UTC)' }),
+    keyId: Type.String({ description: 'Id of the API key that made the change' }),
+    keyName: Type.String({ description: 'Name of that API key when the change was made' }),
+    requestId: Type.String({ description: 'X-Request-Id of the request that made the change' }),
+    reason: Type.Union([ChangeReason, Type.Null()], { description: 'The reason sent with the change, or null' }),
+  },
+  { additionalProperties: false },
+);
+
+export const HistoryPage = Type.Object(
+  {
+    items: Type.Array(HistoryItem, { description: 'Changes, newest first' }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next (older) page; null on the last page' }),
   },
   { additionalProperties: false },
 );

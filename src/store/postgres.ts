@@ -2,8 +2,17 @@ import { Pool, escapeIdentifier, types, type CustomTypesConfig, type PoolClient,
 import type { ApiKeyRecord } from '../domain/api-key.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { InventoryItem } from '../schemas/inventory.js';
+import { decodeOutcome, encodeOutcome, judgeChange } from './change.js';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres.js';
-import { DuplicatePetError, type InventoryStore } from './store.js';
+import {
+  DuplicatePetError,
+  type ChangeOutcome,
+  type ChangeResult,
+  type HistoryEntry,
+  type InventoryEntry,
+  type InventoryStore,
+  type QuantityChange,
+} from './store.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
 export const POOL_MAX = 10;
@@ -51,16 +60,60 @@ const KEY_COLUMNS = `id, name, environment, key_hash AS "keyHash", hint, scopes,
 /** Named, so each connection prepares a statement once and reuses the plan. */
 const STATEMENTS = {
   list: { name: 'inventory-list', text: `SELECT ${ITEM_COLUMNS} FROM inventory ORDER BY pet_id` },
-  get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id = $1` },
-  setQuantity: {
-    name: 'inventory-set-quantity',
-    text: `UPDATE inventory SET quantity = $2, updated_at = now() WHERE pet_id = $1 RETURNING ${ITEM_COLUMNS}`,
+  get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1` },
+  // Locks the row: changes of one pet run one after the other, in the order they took the lock.
+  getForUpdate: { name: 'inventory-get-for-update', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1 FOR UPDATE` },
+  update: {
+    name: 'inventory-update',
+    text: 'UPDATE inventory SET quantity = $2, version = version + 1, change_seq = $3, updated_at = $4 WHERE pet_id = $1 RETURNING version',
   },
+  // Taken last in a writing transaction: holds the store_state row lock only for the commit itself.
+  bumpVersion: { name: 'store-version-bump', text: 'UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version' },
+  stampInserted: {
+    name: 'inventory-stamp-inserted',
+    text: `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
+           UPDATE inventory SET change_seq = s.version FROM s WHERE pet_id = ANY($1::bigint[])`,
+  },
+  readVersion: { name: 'store-version', text: 'SELECT version FROM store_state WHERE id = 1' },
+  // One statement is one snapshot: the version and the rows agree.
+  changesSince: {
+    name: 'inventory-changes-since',
+    text: `SELECT s.version AS "storeVersion", i.pet_id AS "petId", i.quantity, i.status
+           FROM store_state s LEFT JOIN inventory i ON i.change_seq > $1 WHERE s.id = 1 ORDER BY i.pet_id`,
+  },
+  insertHistory: {
+    name: 'history-insert',
+    text: `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+  },
+  history: {
+    name: 'history-page',
+    text: `SELECT id, pet_id AS "petId", previous_quantity AS "previousQuantity", quantity, at, key_id AS "keyId", key_name AS "keyName",
+             request_id AS "requestId", reason
+           FROM inventory_history WHERE pet_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  },
+  hasEntry: { name: 'inventory-has', text: 'SELECT 1 FROM inventory WHERE pet_id = $1' },
+  // Claims the key: a second request with the same key waits here until the first commits or rolls back.
+  claimIdempotency: {
+    name: 'idempotency-claim',
+    text: `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at)
+           VALUES ($1, $2, $3, NULL, $4, $5) ON CONFLICT (api_key_id, idem_key) DO NOTHING RETURNING 1`,
+  },
+  findIdempotency: {
+    name: 'idempotency-find',
+    text: 'SELECT fingerprint, outcome, expires_at <= $3 AS expired FROM idempotency_records WHERE api_key_id = $1 AND idem_key = $2 FOR UPDATE',
+  },
+  saveIdempotency: {
+    name: 'idempotency-save',
+    text: `UPDATE idempotency_records SET fingerprint = $3, outcome = $4, created_at = $5, expires_at = $6
+           WHERE api_key_id = $1 AND idem_key = $2`,
+  },
+  purgeIdempotency: { name: 'idempotency-purge', text: 'DELETE FROM idempotency_records WHERE expires_at <= $1' },
   // One statement for the whole batch; skipped rows (already present, or repeated in the batch) are missing from RETURNING.
   insertItems: {
     name: 'inventory-insert',
-    text: `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at)
-           SELECT pet_id, quantity, status, now(), now() FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS t(pet_id, quantity, status)
+    text: `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
+           SELECT pet_id, quantity, status, now(), now(), 0 FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS t(pet_id, quantity, status)
            ON CONFLICT (pet_id) DO NOTHING RETURNING pet_id AS "petId"`,
   },
   insertKey: {
@@ -176,17 +229,19 @@ class PostgresStore implements InventoryStore {
     return (await this.#query<InventoryItem>(STATEMENTS.list)).rows;
   }
 
-  async getItem(petId: bigint): Promise<InventoryItem | undefined> {
-    return (await this.#query<InventoryItem>(STATEMENTS.get, [petId.toString()])).rows[0];
+  async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {
+    const row = (await this.#query<EntryRow>(STATEMENTS.get, [petId.toString()])).rows[0];
+    return row && toEntry(row);
   }
 
-  async setQuantity(petId: bigint, quantity: number): Promise<InventoryItem | undefined> {
-    return (await this.#query<InventoryItem>(STATEMENTS.setQuantity, [petId.toString(), quantity])).rows[0];
+  async applyChange(change: QuantityChange): Promise<ChangeResult> {
+    return this.#run(() => inTransaction(this.#pool, (client) => applyInTransaction(client, change)));
   }
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
     await this.#run(() =>
       inTransaction(this.#pool, async (client) => {
+        // change_seq is set from the bumped version at the end, keeping store_state the last lock taken, as in applyChange.
         const { rows } = await client.query<{ petId: bigint }>({
           ...STATEMENTS.insertItems,
           values: [items.map((i) => i.petId.toString()), items.map((i) => i.quantity), items.map((i) => i.status)],
@@ -198,8 +253,32 @@ class PostgresStore implements InventoryStore {
           if (!inserted.has(petId) || seen.has(petId)) throw new DuplicatePetError(petId);
           seen.add(petId);
         }
+        await client.query(STATEMENTS.stampInserted, [rows.map((r) => r.petId.toString())]);
       }),
     );
+  }
+
+  async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
+    const id = petId.toString();
+    const [exists, history] = await Promise.all([
+      this.#query(STATEMENTS.hasEntry, [id]),
+      this.#query<HistoryEntry>(STATEMENTS.history, [id, (page.before ?? 2n ** 63n - 1n).toString(), page.limit]),
+    ]);
+    return exists.rowCount === 0 ? undefined : history.rows;
+  }
+
+  async purgeIdempotencyRecords(now: Date): Promise<number> {
+    return (await this.#query(STATEMENTS.purgeIdempotency, [now.toISOString()])).rowCount ?? 0;
+  }
+
+  async readVersion(): Promise<number> {
+    return Number((await this.#query<{ version: bigint }>(STATEMENTS.readVersion)).rows[0]!.version);
+  }
+
+  async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
+    const { rows } = await this.#query<{ storeVersion: bigint; petId: bigint | null } & Omit<InventoryItem, 'petId'>>(STATEMENTS.changesSince, [after]);
+    const items = rows.filter((r) => r.petId !== null).map((r) => ({ petId: r.petId!, quantity: r.quantity, status: r.status }));
+    return { version: Number(rows[0]!.storeVersion), items };
   }
 
   async insertApiKey(r: ApiKeyRecord): Promise<void> {
@@ -259,6 +338,53 @@ class PostgresStore implements InventoryStore {
       throw asUnavailable(err);
     }
   }
+}
+
+type EntryRow = InventoryItem & { version: bigint };
+
+function toEntry({ version, ...item }: EntryRow): InventoryEntry {
+  return { item, version: Number(version) };
+}
+
+/** One change inside its transaction: idempotency claim, row lock, judgement, update, history, store version, record. */
+async function applyInTransaction(client: PoolClient, change: QuantityChange): Promise<ChangeResult> {
+  const at = change.at.toISOString();
+  const idem = change.idempotency;
+  if (idem) {
+    const claimed = await client.query(STATEMENTS.claimIdempotency, [change.keyId, idem.key, idem.fingerprint, at, idem.expiresAt.toISOString()]);
+    if (claimed.rowCount === 0) {
+      const found = (await client.query<{ fingerprint: string; outcome: string | null; expired: boolean }>(STATEMENTS.findIdempotency, [change.keyId, idem.key, at])).rows[0]!;
+      if (!found.expired) {
+        if (found.fingerprint !== idem.fingerprint) return { kind: 'idempotency_key_reused' };
+        // A committed claim always holds its outcome; NULL would mean a claim that never finished, which a rollback removes.
+        if (found.outcome !== null) return { ...decodeOutcome(found.outcome), replayed: true };
+      }
+    }
+  }
+  const current = (await client.query<EntryRow>(STATEMENTS.getForUpdate, [change.petId.toString()])).rows[0];
+  const verdict = judgeChange(current && toEntry(current), change.condition);
+  let outcome: ChangeOutcome;
+  if (verdict.kind === 'apply') {
+    await client.query(STATEMENTS.insertHistory, [
+      change.petId.toString(),
+      verdict.current.item.quantity,
+      change.quantity,
+      at,
+      change.keyId,
+      change.keyName,
+      change.requestId,
+      change.reason,
+    ]);
+    const seq = (await client.query<{ version: bigint }>(STATEMENTS.bumpVersion)).rows[0]!.version;
+    const version = (await client.query<{ version: bigint }>(STATEMENTS.update, [change.petId.toString(), change.quantity, seq.toString(), at])).rows[0]!.version;
+    outcome = { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: change.quantity }, version: Number(version) } };
+  } else {
+    outcome = verdict;
+  }
+  if (idem) {
+    await client.query(STATEMENTS.saveIdempotency, [change.keyId, idem.key, idem.fingerprint, encodeOutcome(outcome), at, idem.expiresAt.toISOString()]);
+  }
+  return { ...outcome, replayed: false };
 }
 
 /**

@@ -3,14 +3,32 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { ApiKeyRecord, Environment, Scope } from '../domain/api-key.js';
 import { StoreUnavailableError } from '../errors.js';
-import type { InventoryItem, PetStatus } from '../schemas/inventory.js';
+import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
+import { decodeOutcome, encodeOutcome, judgeChange } from './change.js';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite.js';
-import { DuplicatePetError, type InventoryStore } from './store.js';
+import {
+  DuplicatePetError,
+  type ChangeOutcome,
+  type ChangeResult,
+  type HistoryEntry,
+  type InventoryEntry,
+  type InventoryStore,
+  type QuantityChange,
+} from './store.js';
 
 /** How long a writer waits for another process's lock before the request fails with 503. */
 const BUSY_TIMEOUT_MS = 5000;
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
+type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigint];
+type HistoryRow = [id: bigint, petId: bigint, previous: bigint, quantity: bigint, at: string, keyId: string, keyName: string, requestId: string, reason: string | null];
+
+/** A change waiting for the next group commit. */
+interface Pending {
+  change: QuantityChange;
+  resolve: (result: ChangeResult) => void;
+  reject: (err: unknown) => void;
+}
 
 interface KeyRow {
   id: string;
@@ -67,19 +85,42 @@ class SqliteStore implements InventoryStore {
   readonly #db: Database.Database;
   readonly #stmt;
   readonly #insertItems;
+  readonly #commitBatch;
+  readonly #applyOne;
+  readonly #changesSince;
+  #pending: Pending[] = [];
 
   constructor(db: Database.Database) {
     this.#db = db;
+    const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
-      list: db.prepare('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id').raw(true).safeIntegers(true),
-      get: db.prepare('SELECT pet_id, quantity, status FROM inventory WHERE pet_id = ?').raw(true).safeIntegers(true),
-      setQuantity: db
-        .prepare('UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING pet_id, quantity, status')
-        .raw(true)
-        .safeIntegers(true),
+      list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
+      get: safe('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ?'),
+      update: db
+        .prepare('UPDATE inventory SET quantity = ?, version = version + 1, change_seq = ?, updated_at = ? WHERE pet_id = ? RETURNING version')
+        .pluck(),
       insertItem: db.prepare(
-        'INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING',
+        'INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING',
       ),
+      readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
+      setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
+      changedSince: safe('SELECT pet_id, quantity, status FROM inventory WHERE change_seq > ? ORDER BY pet_id'),
+      insertHistory: db.prepare(
+        `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      history: safe(
+        `SELECT id, pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason FROM inventory_history
+         WHERE pet_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+      ),
+      hasEntry: db.prepare('SELECT 1 FROM inventory WHERE pet_id = ?').pluck(),
+      findIdempotency: db.prepare('SELECT fingerprint, outcome FROM idempotency_records WHERE api_key_id = ? AND idem_key = ? AND expires_at > ?'),
+      saveIdempotency: db.prepare(
+        `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (api_key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
+           created_at = excluded.created_at, expires_at = excluded.expires_at`,
+      ),
+      purgeIdempotency: db.prepare('DELETE FROM idempotency_records WHERE expires_at <= ?'),
       insertKey: db.prepare(
         `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
          VALUES (@id, @name, @environment, @key_hash, @hint, @scopes, @created_at, @last_used_at, @expires_at, @revoked_at)`,
@@ -92,33 +133,75 @@ class SqliteStore implements InventoryStore {
       ping: db.prepare('SELECT 1').pluck(),
     };
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
+      const seq = this.#nextVersion();
       for (const item of items) {
-        const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at);
+        const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at, seq);
         if (changes === 0) throw new DuplicatePetError(item.petId);
       }
+      this.#stmt.setVersion.run(seq);
     });
+    // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.
+    this.#applyOne = db.transaction((change: QuantityChange, seq: number): ChangeResult => this.#applyInTransaction(change, seq));
+    this.#commitBatch = db.transaction((batch: readonly Pending[]): (ChangeResult | { error: unknown })[] => {
+      const seq = this.#nextVersion();
+      const results = batch.map(({ change }) => {
+        try {
+          return this.#applyOne(change, seq);
+        } catch (error) {
+          return { error };
+        }
+      });
+      if (results.some((r) => 'kind' in r && r.kind === 'updated' && !r.replayed)) this.#stmt.setVersion.run(seq);
+      return results;
+    });
+    this.#changesSince = db.transaction((after: number) => ({
+      version: Number(this.#stmt.readVersion.get()),
+      items: (this.#stmt.changedSince.all(after) as ItemRow[]).map(toItem),
+    }));
   }
 
   async listInventory(): Promise<InventoryItem[]> {
     return this.#run(() => (this.#stmt.list.all() as ItemRow[]).map(toItem));
   }
 
-  async getItem(petId: bigint): Promise<InventoryItem | undefined> {
-    return this.#run(() => {
-      const row = this.#stmt.get.get(petId) as ItemRow | undefined;
-      return row && toItem(row);
-    });
+  async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {
+    return this.#run(() => this.#entry(petId));
   }
 
-  async setQuantity(petId: bigint, quantity: number): Promise<InventoryItem | undefined> {
-    return this.#run(() => {
-      const row = this.#stmt.setQuantity.get(quantity, new Date().toISOString(), petId) as ItemRow | undefined;
-      return row && toItem(row);
+  /**
+   * Group commit: changes queued in one turn of the event loop share one transaction and so one
+   * fsync; each still runs in its own savepoint, in arrival order, so one that fails fails alone.
+   */
+  applyChange(change: QuantityChange): Promise<ChangeResult> {
+    if (!this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ change, resolve, reject }) === 1) setImmediate(() => this.#flush());
     });
   }
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
     this.#run(() => this.#insertItems.immediate(items, new Date().toISOString()));
+  }
+
+  async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
+    return this.#run(() => {
+      if (this.#stmt.hasEntry.get(petId) === undefined) return undefined;
+      const rows = this.#stmt.history.all(petId, page.before ?? INT64_MAX_ID, page.limit) as HistoryRow[];
+      return rows.map(toHistoryEntry);
+    });
+  }
+
+  async purgeIdempotencyRecords(now: Date): Promise<number> {
+    return this.#run(() => this.#stmt.purgeIdempotency.run(now.toISOString()).changes);
+  }
+
+  async readVersion(): Promise<number> {
+    return this.#run(() => Number(this.#stmt.readVersion.get()));
+  }
+
+  async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
+    // One read transaction: the version and the rows come from the same snapshot.
+    return this.#run(() => this.#changesSince.deferred(after));
   }
 
   async insertApiKey(record: ApiKeyRecord): Promise<void> {
@@ -153,7 +236,63 @@ class SqliteStore implements InventoryStore {
   }
 
   async close(): Promise<void> {
-    if (this.#db.open) this.#db.close();
+    if (!this.#db.open) return;
+    // Changes already accepted are committed before the database closes.
+    if (this.#pending.length > 0) this.#flush();
+    this.#db.close();
+  }
+
+  #flush(): void {
+    const batch = this.#pending;
+    this.#pending = [];
+    if (batch.length === 0) return;
+    let results: (ChangeResult | { error: unknown })[];
+    try {
+      results = this.#run(() => this.#commitBatch.immediate(batch));
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    results.forEach((result, i) => {
+      if ('error' in result) batch[i]!.reject(asUnavailable(result.error));
+      else batch[i]!.resolve(result);
+    });
+  }
+
+  /** The store version the next commit will have. */
+  #nextVersion(): number {
+    return Number(this.#stmt.readVersion.get()) + 1;
+  }
+
+  #entry(petId: bigint): InventoryEntry | undefined {
+    const row = this.#stmt.get.get(petId) as EntryRow | undefined;
+    return row && { item: toItem([row[0], row[1], row[2]]), version: Number(row[3]) };
+  }
+
+  #applyInTransaction(change: QuantityChange, seq: number): ChangeResult {
+    const at = change.at.toISOString();
+    const idem = change.idempotency;
+    if (idem) {
+      const found = this.#stmt.findIdempotency.get(change.keyId, idem.key, at) as { fingerprint: string; outcome: string | null } | undefined;
+      if (found) {
+        if (found.fingerprint !== idem.fingerprint) return { kind: 'idempotency_key_reused' };
+        if (found.outcome !== null) return { ...decodeOutcome(found.outcome), replayed: true };
+      }
+    }
+    const verdict = judgeChange(this.#entry(change.petId), change.condition);
+    let outcome: ChangeOutcome;
+    if (verdict.kind === 'apply') {
+      const version = this.#stmt.update.get(change.quantity, seq, at, change.petId) as number;
+      const previous = verdict.current.item.quantity;
+      this.#stmt.insertHistory.run(change.petId, previous, change.quantity, at, change.keyId, change.keyName, change.requestId, change.reason);
+      outcome = { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: change.quantity }, version } };
+    } else {
+      outcome = verdict;
+    }
+    if (idem) {
+      this.#stmt.saveIdempotency.run(change.keyId, idem.key, idem.fingerprint, encodeOutcome(outcome), at, idem.expiresAt.toISOString());
+    }
+    return { ...outcome, replayed: false };
   }
 
   /** Runs a synchronous driver call, turning "cannot reach the store now" into StoreUnavailableError. */
@@ -162,10 +301,30 @@ class SqliteStore implements InventoryStore {
     try {
       return fn();
     } catch (err) {
-      if (isTransient(err)) throw new StoreUnavailableError('the SQLite store is busy or unavailable', { cause: err });
-      throw err;
+      throw asUnavailable(err);
     }
   }
+}
+
+/** Above every history row id, for the first page. */
+const INT64_MAX_ID = 2n ** 63n - 1n;
+
+function asUnavailable(err: unknown): unknown {
+  return isTransient(err) ? new StoreUnavailableError('the SQLite store is busy or unavailable', { cause: err }) : err;
+}
+
+function toHistoryEntry(row: HistoryRow): HistoryEntry {
+  return {
+    id: row[0],
+    petId: row[1],
+    previousQuantity: Number(row[2]),
+    quantity: Number(row[3]),
+    at: new Date(row[4]),
+    keyId: row[5],
+    keyName: row[6],
+    requestId: row[7],
+    reason: row[8] as ChangeReason | null,
+  };
 }
 
 /** Lock contention past the busy timeout, or the disk failing: worth a retry, not a 500. */

@@ -1,5 +1,5 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
-import type { InventoryItem } from '../schemas/inventory.js';
+import type { ChangeReason, InventoryItem } from '../schemas/inventory.js';
 
 /**
  * The one storage interface. Every backend (src/store/<backend>.ts) implements it and the
@@ -12,12 +12,25 @@ export interface InventoryStore {
 
   /** Every entry, ordered by petId ascending. */
   listInventory(): Promise<InventoryItem[]>;
-  /** One entry, or undefined when petId has none. */
-  getItem(petId: bigint): Promise<InventoryItem | undefined>;
-  /** Sets the quantity of an existing entry; undefined when petId has no entry. Status never changes. */
-  setQuantity(petId: bigint, quantity: number): Promise<InventoryItem | undefined>;
+  /** One entry with its version, or undefined when petId has none. */
+  getEntry(petId: bigint): Promise<InventoryEntry | undefined>;
+  /**
+   * Sets the quantity of an existing entry (status never changes) if its condition holds, writing
+   * the history row and the idempotency record in the same transaction. Changes that arrive
+   * together may share one commit; each resolves only once its own is durable.
+   */
+  applyChange(change: QuantityChange): Promise<ChangeResult>;
   /** Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. */
   addItems(items: readonly InventoryItem[]): Promise<void>;
+  /** The history of one entry, newest first, `limit` rows older than the `before` row id; undefined when petId has no entry. */
+  listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined>;
+  /** Drops idempotency records that expired before `now`; resolves to how many. */
+  purgeIdempotencyRecords(now: Date): Promise<number>;
+
+  /** The store version: increases with every committed creation or change of an entry, in commit order. */
+  readVersion(): Promise<number>;
+  /** Entries created or changed after store version `after` (-1: all), by petId, and the version they are current at. */
+  changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }>;
 
   /** Stores a new API key record. */
   insertApiKey(record: ApiKeyRecord): Promise<void>;
@@ -44,4 +57,52 @@ export class DuplicatePetError extends Error {
     super(`pet ${petId} already has an inventory entry`);
     this.name = 'DuplicatePetError';
   }
+}
+
+/** An entry with its version, which every change increments (the ETag). */
+export interface InventoryEntry {
+  item: InventoryItem;
+  version: number;
+}
+
+/** If-Match as a store condition: any existing entry (`*`), or one of these versions. */
+export type VersionCondition = { anyVersion: true } | { anyVersion: false; versions: readonly number[] };
+
+/** One PATCH as the store applies it. */
+export interface QuantityChange {
+  petId: bigint;
+  quantity: number;
+  /** From If-Match; undefined applies the change unconditionally. */
+  condition?: VersionCondition | undefined;
+  /** Who asked, for the history: the API key's id and name, never the key. */
+  keyId: string;
+  keyName: string;
+  requestId: string;
+  reason: ChangeReason | null;
+  at: Date;
+  /** From Idempotency-Key: the first outcome is kept per key id and idempotency key until `expiresAt`. */
+  idempotency?: { key: string; fingerprint: string; expiresAt: Date } | undefined;
+}
+
+/** What a change did; stored as-is for idempotent replays. */
+export type ChangeOutcome =
+  | { kind: 'updated'; entry: InventoryEntry }
+  | { kind: 'not_found' }
+  | { kind: 'precondition_failed'; entry: InventoryEntry };
+
+/** The outcome, `replayed` when it is the stored first outcome of the same idempotency key; or a key reused with another request. */
+export type ChangeResult = (ChangeOutcome & { replayed: boolean }) | { kind: 'idempotency_key_reused' };
+
+/** One row of an entry's change history. */
+export interface HistoryEntry {
+  /** Row id: increases with every change of the entry (the pagination cursor). */
+  id: bigint;
+  petId: bigint;
+  previousQuantity: number;
+  quantity: number;
+  at: Date;
+  keyId: string;
+  keyName: string;
+  requestId: string;
+  reason: ChangeReason | null;
 }

@@ -29,4 +29,45 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       );
     `,
   },
+  {
+    version: 2,
+    name: 'entry versions, change history, idempotency records, store change counter',
+    sql: `
+      ALTER TABLE inventory ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
+      ALTER TABLE inventory ADD COLUMN change_seq BIGINT NOT NULL DEFAULT 0;
+      CREATE INDEX inventory_change_seq ON inventory (change_seq);
+
+      -- One row, updated last in every writing transaction: its row lock orders commits, so
+      -- change_seq values become visible in order and "changed since N" never misses a row.
+      CREATE TABLE store_state (
+        id      INTEGER PRIMARY KEY CHECK (id = 1),
+        version BIGINT  NOT NULL
+      );
+      INSERT INTO store_state (id, version) VALUES (1, 0);
+
+      CREATE TABLE inventory_history (
+        id                BIGSERIAL   PRIMARY KEY,
+        pet_id            BIGINT      NOT NULL,
+        previous_quantity INTEGER     NOT NULL,
+        quantity          INTEGER     NOT NULL,
+        at                TIMESTAMPTZ NOT NULL,
+        key_id            TEXT        NOT NULL,
+        key_name          TEXT        NOT NULL,
+        request_id        TEXT        NOT NULL,
+        reason            TEXT        CHECK (reason IN ('received', 'returned', 'correction'))
+      );
+      CREATE INDEX inventory_history_pet ON inventory_history (pet_id, id);
+
+      CREATE TABLE idempotency_records (
+        api_key_id  TEXT        NOT NULL,
+        idem_key    TEXT        NOT NULL,
+        fingerprint TEXT        NOT NULL,
+        outcome     TEXT,
+        created_at  TIMESTAMPTZ NOT NULL,
+        expires_at  TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (api_key_id, idem_key)
+      );
+      CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
+    `,
+  },
 ];

@@ -29,4 +29,46 @@ export const SQLITE_MIGRATIONS: readonly { version: number; name: string; sql: s
       ) STRICT;
     `,
   },
+  {
+    version: 2,
+    name: 'entry versions, change history, idempotency records, store change counter',
+    sql: `
+      -- version: per entry, +1 on every change (ETag). change_seq: the store version that last changed it.
+      ALTER TABLE inventory ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE inventory ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX inventory_change_seq ON inventory (change_seq);
+
+      -- One row: bumped by every committed change, so readers can tell cheaply whether anything changed.
+      CREATE TABLE store_state (
+        id      INTEGER PRIMARY KEY CHECK (id = 1),
+        version INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO store_state (id, version) VALUES (1, 0);
+
+      CREATE TABLE inventory_history (
+        id                INTEGER PRIMARY KEY, -- no AUTOINCREMENT: rows are never deleted, so ids never repeat
+        pet_id            INTEGER NOT NULL,
+        previous_quantity INTEGER NOT NULL,
+        quantity          INTEGER NOT NULL,
+        at                TEXT    NOT NULL,
+        key_id            TEXT    NOT NULL,
+        key_name          TEXT    NOT NULL,
+        request_id        TEXT    NOT NULL,
+        reason            TEXT    CHECK (reason IN ('received', 'returned', 'correction'))
+      ) STRICT;
+      CREATE INDEX inventory_history_pet ON inventory_history (pet_id, id);
+
+      -- The first outcome of a PATCH per API key and Idempotency-Key; outcome is NULL while it runs.
+      CREATE TABLE idempotency_records (
+        api_key_id  TEXT NOT NULL,
+        idem_key    TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        outcome     TEXT,
+        created_at  TEXT NOT NULL,
+        expires_at  TEXT NOT NULL,
+        PRIMARY KEY (api_key_id, idem_key)
+      ) STRICT;
+      CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
+    `,
+  },
 ];

@@ -1,0 +1,59 @@
+import { parseArgs } from 'node:util';
+import { historyItem } from '../domain/history.js';
+import { tryParsePetId } from '../domain/pet-id.js';
+import { stringifyJson } from '../json.js';
+import type { HistoryEntry } from '../store/store.js';
+import { printHelp, type Command } from './command.js';
+import { CliError, EXIT_USAGE } from './io.js';
+import { withStore } from './store-access.js';
+
+const LIMIT_MAX = 10_000;
+
+const HISTORY_HELP = `Usage: petstore-inventory pets history ID [--limit N] [--json]
+
+Shows the changes of one pet's quantity, newest first: when, from and to which quantity, by
+which API key (id and name), the request id and the reason sent with the change.
+
+Options:
+  --limit N   show at most N changes, 1 to ${LIMIT_MAX} (default 50)
+  --json      print a JSON array of the changes, as GET /v1/inventory/{petId}/history does
+  -h, --help  show this help
+`;
+
+export const historyCommand: Command = {
+  summary: "show the change history of one pet's quantity",
+  async run(args, io) {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { limit: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: true,
+    });
+    if (values.help) return printHelp(io, HISTORY_HELP);
+    const [id] = positionals;
+    if (id === undefined || positionals.length > 1) throw new CliError('pets history takes exactly one pet ID', EXIT_USAGE);
+    const petId = tryParsePetId(id);
+    if (petId === undefined) throw new CliError(`pet ID must be an int64 without leading zeros or plus sign (got ${JSON.stringify(id)})`, EXIT_USAGE);
+    const limit = values.limit === undefined ? 50 : /^[1-9][0-9]*$/.test(values.limit) ? Number(values.limit) : NaN;
+    if (!(limit >= 1 && limit <= LIMIT_MAX)) throw new CliError(`--limit must be a whole number from 1 to ${LIMIT_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
+    const rows = await withStore(io, (store) => store.listHistory(petId, { limit }));
+    if (!rows) throw new CliError(`pet ${petId} has no inventory entry`);
+    if (values.json) io.stdout(`${stringifyJson(rows.map(historyItem))}\n`);
+    else if (rows.length === 0) io.stdout(`No changes of pet ${petId} yet.\n`);
+    else io.stdout(formatHistory(rows));
+    return 0;
+  },
+};
+
+function formatHistory(rows: readonly HistoryEntry[]): string {
+  const table = [['AT', 'FROM', 'TO', 'REASON', 'KEY', 'REQUEST'], ...rows.map((r) => [
+    r.at.toISOString(),
+    String(r.previousQuantity),
+    String(r.quantity),
+    r.reason ?? '-',
+    `${r.keyName} (${r.keyId})`,
+    r.requestId,
+  ])];
+  const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+  return table.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ')).join('\n') + '\n';
+}

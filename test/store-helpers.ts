@@ -1,0 +1,20 @@
+import type { InventoryItem } from '../src/schemas/inventory.js';
+import type { ChangeResult, InventoryStore, QuantityChange } from '../src/store/store.js';
+
+/** The entry's item without its version, or undefined: what most assertions compare. */
+export async function itemOf(store: Pick<InventoryStore, 'getEntry'>, petId: bigint): Promise<InventoryItem | undefined> {
+  return (await store.getEntry(petId))?.item;
+}
+
+/** A change as a test key would make it; `extra` overrides any field. */
+export function change(petId: bigint, quantity: number, extra: Partial<QuantityChange> = {}): QuantityChange {
+  return { petId, quantity, keyId: 'key_test', keyName: 'test key', requestId: 'req-test', reason: null, at: new Date(), ...extra };
+}
+
+/** An unconditional change; the updated item, or undefined when petId has no entry. */
+export async function setQuantity(store: InventoryStore, petId: bigint, quantity: number): Promise<InventoryItem | undefined> {
+  const result: ChangeResult = await store.applyChange(change(petId, quantity));
+  if (result.kind === 'updated') return result.entry.item;
+  if (result.kind === 'not_found') return undefined;
+  throw new Error(`unexpected outcome ${result.kind}`);
+}

@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { INT64_MAX } from '../src/domain/pet-id.js';
+import type { InventoryItem } from '../src/schemas/inventory.js';
+import type { ChangeResult, QuantityChange } from '../src/store/store.js';
+import { BACKENDS, backendSkip, openTestStore } from './backends.js';
+import { change, itemOf } from './store-helpers.js';
+
+const DAY_MS = 86_400_000;
+
+function item(petId: bigint, quantity = 1): InventoryItem {
+  return { petId, quantity, status: 'available' };
+}
+
+function idempotent(key: string, fingerprint = 'fp-1', expiresAt = new Date(Date.now() + DAY_MS)): Pick<QuantityChange, 'idempotency'> {
+  return { idempotency: { key, fingerprint, expiresAt } };
+}
+
+function updated(result: ChangeResult): { quantity: number; version: number; replayed: boolean } {
+  assert.equal(result.kind, 'updated', JSON.stringify(result, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+  if (result.kind !== 'updated') throw new Error('unreachable');
+  return { quantity: result.entry.item.quantity, version: result.entry.version, replayed: result.replayed };
+}
+
+for (const backend of BACKENDS) {
+  describe(`InventoryStore integrity on ${backend}`, { skip: await backendSkip(backend) }, () => {
+    it('an entry starts at version 1 and every applied change increments it', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(INT64_MAX, 3)]);
+      assert.deepEqual(await store.getEntry(INT64_MAX), { item: item(INT64_MAX, 3), version: 1 });
+      assert.deepEqual(updated(await store.applyChange(change(INT64_MAX, 4))), { quantity: 4, version: 2, replayed: false });
+      assert.deepEqual(updated(await store.applyChange(change(INT64_MAX, 4))), { quantity: 4, version: 3, replayed: false });
+      assert.equal((await store.getEntry(INT64_MAX))?.version, 3);
+    });
+
+    it('a condition on another version is precondition_failed with the current entry, and changes nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 3)]);
+      const stale = await store.applyChange(change(1n, 9, { condition: { anyVersion: false, versions: [7, 8] } }));
+      assert.deepEqual(stale, { kind: 'precondition_failed', entry: { item: item(1n, 3), version: 1 }, replayed: false });
+      assert.deepEqual(await store.listHistory(1n, { limit: 10 }), [], 'no history row');
+      assert.deepEqual(updated(await store.applyChange(change(1n, 9, { condition: { anyVersion: false, versions: [8, 1] } }))).version, 2);
+      assert.deepEqual(updated(await store.applyChange(change(1n, 10, { condition: { anyVersion: true } }))).version, 3);
+      assert.equal((await itemOf(store, 1n))?.quantity, 10);
+    });
+
+    it('a change of a petId with no entry is not_found, whatever its condition, and writes nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      const before = await store.readVersion();
+      assert.deepEqual(await store.applyChange(change(2n, 1)), { kind: 'not_found', replayed: false });
+      assert.deepEqual(await store.applyChange(change(2n, 1, { condition: { anyVersion: true } })), { kind: 'not_found', replayed: false });
+      assert.equal(await store.getEntry(2n), undefined);
+      assert.equal(await store.readVersion(), before);
+    });
+
+    it('history records every applied change, newest first, with who, when, why and the request id', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(INT64_MAX, 5), item(2n, 0)]);
+      const at = new Date('2026-03-04T05:06:07.089Z');
+      await store.applyChange(change(INT64_MAX, 8, { keyId: 'key_a', keyName: 'warehouse', requestId: 'r-1', reason: 'received', at }));
+      await store.applyChange(change(2n, 1));
+      await store.applyChange(change(INT64_MAX, 6, { keyId: 'key_b', keyName: 'till 2', requestId: 'r-2', reason: null }));
+      const rows = await store.listHistory(INT64_MAX, { limit: 10 });
+      assert.ok(rows);
+      assert.deepEqual(
+        rows.map(({ id: _id, at: _at, ...rest }) => rest),
+        [
+          { petId: INT64_MAX, previousQuantity: 8, quantity: 6, keyId: 'key_b', keyName: 'till 2', requestId: 'r-2', reason: null },
+          { petId: INT64_MAX, previousQuantity: 5, quantity: 8, keyId: 'key_a', keyName: 'warehouse', requestId: 'r-1', reason: 'received' },
+        ],
+      );
+      assert.equal(rows[1]!.at.toISOString(), at.toISOString());
+      assert.ok(rows[0]!.id > rows[1]!.id);
+      assert.equal(await store.listHistory(3n, { limit: 10 }), undefined, 'no entry: undefined, not an empty page');
+    });
+
+    it('history pages with limit and the id of the last row seen', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0)]);
+      for (let q = 1; q <= 7; q++) await store.applyChange(change(1n, q));
+      const first = (await store.listHistory(1n, { limit: 3 }))!;
+      assert.deepEqual(first.map((r) => r.quantity), [7, 6, 5]);
+      const second = (await store.listHistory(1n, { limit: 3, before: first.at(-1)!.id }))!;
+      assert.deepEqual(second.map((r) => r.quantity), [4, 3, 2]);
+      const last = (await store.listHistory(1n, { limit: 3, before: second.at(-1)!.id }))!;
+      assert.deepEqual(last.map((r) => r.quantity), [1]);
+    });
+
+    it('an idempotency key replays its first outcome, refuses another request, and is scoped to the API key', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0)]);
+      assert.deepEqual(updated(await store.applyChange(change(1n, 5, idempotent('k1')))), { quantity: 5, version: 2, replayed: false });
+      await store.applyChange(change(1n, 6));
+      // The retry answers what the first request answered, not the entry as it is now.
+      assert.deepEqual(updated(await store.applyChange(change(1n, 5, idempotent('k1')))), { quantity: 5, version: 2, replayed: true });
+      assert.deepEqual(await store.applyChange(change(1n, 7, idempotent('k1', 'fp-other'))), { kind: 'idempotency_key_reused' });
+      assert.equal((await itemOf(store, 1n))?.quantity, 6, 'neither the replay nor the refused request changed anything');
+      assert.equal((await store.listHistory(1n, { limit: 10 }))!.length, 2);
+      // The same idempotency key under another API key is another request.
+      assert.deepEqual(updated(await store.applyChange(change(1n, 5, { keyId: 'key_other', ...idempotent('k1') }))).replayed, false);
+    });
+
+    it('not_found and precondition_failed outcomes are replayed too', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0)]);
+      assert.deepEqual(await store.applyChange(change(9n, 1, idempotent('nf'))), { kind: 'not_found', replayed: false });
+      await store.addItems([item(9n, 0)]);
+      assert.deepEqual(await store.applyChange(change(9n, 1, idempotent('nf'))), { kind: 'not_found', replayed: true });
+      const condition = { anyVersion: false, versions: [5] } as const;
+      assert.equal((await store.applyChange(change(1n, 1, { condition, ...idempotent('pf') }))).kind, 'precondition_failed');
+      assert.deepEqual(await store.applyChange(change(1n, 1, { condition, ...idempotent('pf') })), {
+        kind: 'precondition_failed',
+        entry: { item: item(1n, 0), version: 1 },
+        replayed: true,
+      });
+    });
+
+    it('an expired idempotency record is a new request; purge removes expired records only', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0)]);
+      const past = new Date(Date.now() - 1000);
+      await store.applyChange(change(1n, 1, idempotent('old', 'fp-1', past)));
+      await store.applyChange(change(1n, 2, idempotent('live')));
+      assert.equal(updated(await store.applyChange(change(1n, 3, idempotent('old', 'fp-2')))).replayed, false, 'expired: runs again');
+      await store.applyChange(change(1n, 4, idempotent('gone', 'fp-1', past)));
+      assert.equal(await store.purgeIdempotencyRecords(new Date()), 1);
+      assert.equal(updated(await store.applyChange(change(1n, 2, idempotent('live')))).replayed, true, 'a live record survives the purge');
+    });
+
+    it('concurrent requests with one idempotency key execute once', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0)]);
+      const results = await Promise.all(Array.from({ length: 12 }, () => store.applyChange(change(1n, 42, idempotent('same')))));
+      const outcomes = results.map(updated);
+      assert.equal(outcomes.filter((o) => !o.replayed).length, 1);
+      assert.ok(outcomes.every((o) => o.quantity === 42 && o.version === 2));
+      assert.equal((await store.listHistory(1n, { limit: 50 }))!.length, 1);
+    });
+
+    it('changes queued together succeed or fail each on their own, in arrival order', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0), item(2n, 0)]);
+      const results = await Promise.allSettled([
+        store.applyChange(change(1n, 1)),
+        store.applyChange(change(2n, -1)), // refused by the database
+        store.applyChange(change(1n, 2)),
+        store.applyChange(change(2n, 3)),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      assert.deepEqual(await store.listInventory(), [item(1n, 2), item(2n, 3)]);
+      assert.deepEqual((await store.listHistory(1n, { limit: 10 }))!.map((r) => r.quantity), [2, 1]);
+    });
+
+    it('the store version rises with every committed creation and change; changesSince returns just those entries', async (t) => {
+      const store = await openTestStore(backend, t);
+      const v0 = await store.readVersion();
+      await store.addItems([item(1n), item(2n), item(3n)]);
+      const v1 = await store.readVersion();
+      assert.ok(v1 > v0);
+      assert.deepEqual(await store.changesSince(-1), { version: v1, items: [item(1n), item(2n), item(3n)] });
+      assert.deepEqual(await store.changesSince(v1), { version: v1, items: [] });
+      await store.applyChange(change(2n, 7));
+      await store.applyChange(change(2n, 5, { condition: { anyVersion: false, versions: [99] } }));
+      const v2 = await store.readVersion();
+      assert.ok(v2 > v1);
+      assert.deepEqual(await store.changesSince(v1), { version: v2, items: [item(2n, 5 + 2)] });
+      await store.addItems([item(0n)]);
+      const v3 = await store.readVersion();
+      assert.deepEqual(await store.changesSince(v1), { version: v3, items: [item(0n), item(2n, 7)] });
+    });
+  });
+}
