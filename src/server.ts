@@ -11,6 +11,8 @@ export interface ServeOptions {
   demo: boolean;
   /** Where the first-run banner goes (it holds the new key, so never into the JSON log). */
   print: (text: string) => void;
+  /** A cluster worker (src/cluster.ts): its primary prepared the store and sends it SIGTERM to stop. */
+  worker?: boolean;
 }
 
 /** Opens the store, builds the app, listens, and shuts down gracefully on SIGTERM/SIGINT. */
@@ -19,28 +21,46 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   let app: FastifyInstance;
   let firstKey: string | undefined;
   try {
-    if (options.demo && (await store.listInventory()).length === 0) await store.addItems(DEMO_PETS);
-    if ((await store.countApiKeys()) === 0) {
-      firstKey = (
-        await issueApiKey(store, { name: 'first-run', environment: config.environment, scopes: ['inventory:write'], expiresAt: null })
-      ).key;
-    }
+    if (!options.worker) firstKey = await prepareStore(store, config, options.demo);
     app = await buildApp({ config, store });
   } catch (err) {
     await store.close();
     throw err;
   }
   // Before listening, so a signal that follows the first request is always handled.
-  handleSignals(app, config.shutdownTimeoutMs);
-  await app.listen({ port: config.port, host: config.host });
-  if (firstKey) options.print(await firstRunBanner(app, store, config, firstKey));
+  handleSignals(app, config.shutdownTimeoutMs, options.worker ?? false);
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    // Closing the store too: an open PostgreSQL pool would keep the failed process alive.
+    await app.close();
+    throw err;
+  }
+  if (firstKey) {
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    options.print(firstRunBanner(firstKey, { host: config.host, port, firstPetId: (await store.listInventory())[0]?.petId }));
+  }
   return app;
 }
 
-function handleSignals(app: FastifyInstance, timeoutMs: number): void {
+/**
+ * What a server does to a store before it serves: adds DEMO_PETS when asked and the store has no
+ * entries, and on a store with no API keys creates the first-run key, which it returns.
+ */
+export async function prepareStore(store: InventoryStore, config: Config, demo: boolean): Promise<string | undefined> {
+  if (demo && (await store.listInventory()).length === 0) await store.addItems(DEMO_PETS);
+  if ((await store.countApiKeys()) > 0) return undefined;
+  const issued = await issueApiKey(store, { name: 'first-run', environment: config.environment, scopes: ['inventory:write'], expiresAt: null });
+  return issued.key;
+}
+
+function handleSignals(app: FastifyInstance, timeoutMs: number, worker: boolean): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
+      // A worker may get one signal twice (its primary's and a process-group kill); its primary's second signal kills it.
+      if (worker) return;
       app.log.warn({ signal }, 'second signal: exiting without waiting');
       process.exit(1);
     }
@@ -66,13 +86,18 @@ function handleSignals(app: FastifyInstance, timeoutMs: number): void {
   process.on('SIGINT', stop);
 }
 
-async function firstRunBanner(app: FastifyInstance, store: InventoryStore, config: Config, key: string): Promise<string> {
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = ['0.0.0.0', '::', ''].includes(config.host) ? 'localhost' : config.host;
+/** Where the banner's curl lines point, and the pet its PATCH names (undefined: the store has none yet). */
+export interface BannerTarget {
+  host: string;
+  port: number;
+  firstPetId: bigint | undefined;
+}
+
+/** The first-run banner: the new key, shown once, with curl lines ready to paste. */
+export function firstRunBanner(key: string, { host: listenHost, port, firstPetId }: BannerTarget): string {
+  const host = ['0.0.0.0', '::', ''].includes(listenHost) ? 'localhost' : listenHost;
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`;
-  const pets = await store.listInventory();
-  const petId = pets[0]?.petId ?? 1n;
+  const petId = firstPetId ?? 1n;
   const lines = [
     '',
     'First run: created an API key with scope inventory:write.',
@@ -87,7 +112,7 @@ async function firstRunBanner(app: FastifyInstance, store: InventoryStore, confi
     `    curl -s -X PATCH ${base}/inventory/${petId} -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -d '{"quantity": 5}'`,
     '',
   ];
-  if (pets.length === 0) {
+  if (firstPetId === undefined) {
     lines.push(
       'The store has no pets yet, so that PATCH answers 404 until you add one:',
       `    ./bin/petstore-inventory pets add --pet-id ${petId} --status available --quantity 3`,

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { isClusterWorker, MAX_WORKERS, parseWorkers, runWorker, startCluster } from '../cluster.js';
 import { loadConfig, type ConfigVariable } from '../config.js';
 import { startServer } from '../server.js';
 import type { CliIO } from './io.js';
@@ -13,11 +14,14 @@ Options:
   --host HOST          HOST (default 0.0.0.0)
   --database-url URL   DATABASE_URL (default sqlite:./data/inventory.db)
   --log-level LEVEL    LOG_LEVEL: fatal, error, warn, info, debug, trace, silent (default info)
+  --workers N|auto     WORKERS: processes serving on the one port, 1 to ${MAX_WORKERS} or auto = one per CPU (default 1)
   --demo               add a few demo pets when the store has none
   -h, --help           show this help
 
 On a store with no API keys, creates one inventory:write key and prints it once with curl examples.
 SIGTERM or SIGINT stops it gracefully: in-flight requests finish, the store is closed, exit code 0.
+With --workers above 1, the signal goes to the primary process, which stops every worker that way;
+it restarts a worker that dies, and exits 1 if a worker cannot start.
 `;
 
 const FLAG_TO_VARIABLE: Record<string, ConfigVariable> = {
@@ -38,6 +42,7 @@ export const serveCommand: Command = {
         host: { type: 'string' },
         'database-url': { type: 'string' },
         'log-level': { type: 'string' },
+        workers: { type: 'string' },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
@@ -52,8 +57,12 @@ export const serveCommand: Command = {
       if (typeof value === 'string') overrides[variable] = value;
     }
     const config = loadConfig(io.env, overrides);
-    await startServer(config, { demo: values.demo ?? false, print: io.stderr });
-    // The server keeps the process alive; signals end it (see server.ts).
+    const workers = values.workers === undefined ? parseWorkers('WORKERS', io.env.WORKERS) : parseWorkers('--workers', values.workers);
+    const demo = values.demo ?? false;
+    if (isClusterWorker) await runWorker(config, io.stderr);
+    else if (workers === 1) await startServer(config, { demo, print: io.stderr });
+    else await startCluster(config, { workers, demo, print: io.stderr, log: io.stdout });
+    // The server (or the cluster) keeps the process alive; signals end it (see server.ts, cluster.ts).
     return 0;
   },
 };
