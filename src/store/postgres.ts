@@ -67,6 +67,22 @@ const STATEMENTS = {
     name: 'inventory-update',
     text: 'UPDATE inventory SET quantity = $2, version = version + 1, change_seq = $3, updated_at = $4 WHERE pet_id = $1 RETURNING version',
   },
+  /*
+   * A change without an idempotency key in one statement, so one round trip: lock the row, judge
+   * the condition, bump the store version (last lock taken), update, write history. $5 is the
+   * versions If-Match allows (NULL: any). Answers the row as it was, and its new version when changed.
+   */
+  changeQuantity: {
+    name: 'inventory-change',
+    text: `WITH cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = $1 FOR UPDATE),
+           ok AS (SELECT * FROM cur WHERE $5::bigint[] IS NULL OR version = ANY($5::bigint[])),
+           hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
+                    SELECT pet_id, quantity, $2, $3, $4, $6, $7, $8 FROM ok),
+           bump AS (UPDATE store_state SET version = version + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM ok) RETURNING version),
+           upd AS (UPDATE inventory i SET quantity = $2, version = i.version + 1, change_seq = bump.version, updated_at = $3
+                   FROM bump WHERE i.pet_id = $1 RETURNING i.version)
+           SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, (SELECT version FROM upd) AS "newVersion" FROM cur`,
+  },
   // Taken last in a writing transaction: holds the store_state row lock only for the commit itself.
   bumpVersion: { name: 'store-version-bump', text: 'UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version' },
   stampInserted: {
@@ -235,7 +251,25 @@ class PostgresStore implements InventoryStore {
   }
 
   async applyChange(change: QuantityChange): Promise<ChangeResult> {
-    return this.#run(() => inTransaction(this.#pool, (client) => applyInTransaction(client, change)));
+    if (change.idempotency) return this.#run(() => inTransaction(this.#pool, (client) => applyInTransaction(client, change)));
+    const { condition } = change;
+    const versions = condition && !condition.anyVersion ? condition.versions.map(String) : null;
+    const row = (
+      await this.#query<EntryRow & { newVersion: bigint | null }>(STATEMENTS.changeQuantity, [
+        change.petId.toString(),
+        change.quantity,
+        change.at.toISOString(),
+        change.keyId,
+        versions,
+        change.keyName,
+        change.requestId,
+        change.reason,
+      ])
+    ).rows[0];
+    if (!row) return { kind: 'not_found', replayed: false };
+    const { newVersion, ...current } = row;
+    if (newVersion === null) return { kind: 'precondition_failed', entry: toEntry(current), replayed: false };
+    return { kind: 'updated', entry: { item: { ...toEntry(current).item, quantity: change.quantity }, version: Number(newVersion) }, replayed: false };
   }
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
