@@ -1,0 +1,73 @@
+import { Agent, request } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { GET_PATH, percentile, randomPatch, type LoadResult, type LoadSpec } from './load-spec.js';
+
+/** How often the pacer checks which requests are due; each check sends all that are. */
+const TICK_MS = 5;
+
+/**
+ * Open-loop load at spec.rate requests per second, spaced evenly, whatever the server's latency
+ * (up to spec.connections in flight; a request due while all are busy waits for one).
+ */
+export async function runPaced(spec: LoadSpec): Promise<LoadResult> {
+  const rate = spec.rate;
+  if (rate === undefined || rate <= 0) throw new Error('a paced load needs a positive rate');
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.connections });
+  const url = new URL(spec.baseUrl);
+  const latencies: number[] = [];
+  let ok = 0;
+  let failed = 0;
+  let sent = 0;
+  const start = performance.now();
+  const windowStart = start + spec.warmupSeconds * 1000;
+  const end = windowStart + spec.durationSeconds * 1000;
+  const inFlight = new Set<Promise<void>>();
+
+  const send = () => {
+    const { path, body } = spec.method === 'PATCH' ? randomPatch(spec.petCount) : { path: GET_PATH, body: undefined };
+    const headers: Record<string, string | number> = { authorization: spec.authorization };
+    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    const sentAt = performance.now();
+    const done = new Promise<void>((settle) => {
+      const req = request({ host: url.hostname, port: url.port, path, method: spec.method, headers, agent }, (res) => {
+        res.resume();
+        res.once('end', () => {
+          const at = performance.now();
+          if (sentAt >= windowStart) {
+            if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
+              ok++;
+              latencies.push(at - sentAt);
+            } else failed++;
+          }
+          settle();
+        });
+      });
+      req.setTimeout(30_000, () => req.destroy(new Error('timed out')));
+      req.once('error', () => {
+        if (sentAt >= windowStart) failed++;
+        settle();
+      });
+      req.end(body);
+    });
+    inFlight.add(done);
+    void done.then(() => inFlight.delete(done));
+  };
+
+  await new Promise<void>((finish) => {
+    const timer = setInterval(() => {
+      const now = performance.now();
+      if (now >= end) {
+        clearInterval(timer);
+        finish();
+        return;
+      }
+      const due = Math.floor(((now - start) / 1000) * rate);
+      for (; sent < due; sent++) send();
+    }, TICK_MS);
+  });
+  await Promise.all(inFlight);
+  agent.destroy();
+  const sorted = Float64Array.from(latencies).sort();
+  // Requests are counted by send time, and sending stops at the window's end: the rate is over the window.
+  return { requestsPerSecond: ok / spec.durationSeconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, failed };
+}

@@ -1,0 +1,66 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GET_PATH, type LoadResult, type LoadSpec } from './load-spec.js';
+import { spawnChild, type Core } from './processes.js';
+
+/** Prints one machine-readable line at the end; latencies are in microseconds. */
+const DONE = `
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("WRK_RESULT %d %d %d %d %d %d\\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout, e.status))
+end
+`;
+
+/** Random pet and quantity per request, seeded per thread so threads do not repeat each other. */
+function patchScript(petCount: number): string {
+  return `
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("seed", threads) end
+init = function(args) math.randomseed(os.time() * 1000 + seed) end
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  local path = "/v1/inventory/" .. math.random(1, ${petCount})
+  return wrk.format("PATCH", path, nil, '{"quantity":' .. math.random(0, 999) .. '}')
+end
+`;
+}
+
+/**
+ * Runs wrk for one full-speed load (wrk has no fixed rate; those go to the paced generator): a warm-up run,
+ * then the measured one. wrk takes whole seconds.
+ */
+export async function runWrk(spec: LoadSpec, threads: number, core: Core | undefined): Promise<LoadResult> {
+  if (spec.rate !== undefined) throw new Error('wrk cannot hold a fixed rate; use autocannon for that load');
+  const { warmupSeconds, durationSeconds } = wrkTiming(spec);
+  if (warmupSeconds > 0) await wrkOnce(spec, warmupSeconds, threads, core);
+  return wrkOnce(spec, durationSeconds, threads, core);
+}
+
+/** What wrk really runs: whole seconds, at least one. */
+export function wrkTiming(spec: Pick<LoadSpec, 'warmupSeconds' | 'durationSeconds'>): { warmupSeconds: number; durationSeconds: number } {
+  const whole = (s: number) => (s > 0 ? Math.max(1, Math.round(s)) : 0);
+  return { warmupSeconds: whole(spec.warmupSeconds), durationSeconds: whole(spec.durationSeconds) };
+}
+
+async function wrkOnce(spec: LoadSpec, seconds: number, threads: number, core: Core | undefined): Promise<LoadResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'inventory-bench-wrk-'));
+  try {
+    const script = join(dir, 'load.lua');
+    const auth = `wrk.headers["Authorization"] = ${JSON.stringify(spec.authorization)}\n`;
+    await writeFile(script, auth + (spec.method === 'PATCH' ? patchScript(spec.petCount) : '') + DONE);
+    const wrk = spawnChild(
+      ['wrk', `-t${Math.min(threads, spec.connections)}`, `-c${spec.connections}`, `-d${seconds}s`, '--timeout', '30s', '-s', script, spec.baseUrl + GET_PATH],
+      core ? { core } : {},
+    );
+    const how = await wrk.exited;
+    const line = /^WRK_RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$/m.exec(wrk.output());
+    if (how !== '0' || !line) throw new Error(`wrk failed (${how}):\n${wrk.output()}`);
+    const [requests, durationUs, p50Us, p99Us, errors, non2xx] = line.slice(1).map(Number) as [number, number, number, number, number, number];
+    const ok = requests - non2xx;
+    return { requestsPerSecond: ok / (durationUs / 1e6), p50Ms: p50Us / 1000, p99Ms: p99Us / 1000, ok, failed: non2xx + errors };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,82 @@
+import { availableParallelism } from 'node:os';
+import type { LoadJob, LoadReply } from './load-runner.js';
+import type { LoadResult, LoadSpec } from './load-spec.js';
+import { runWrk, wrkTiming } from './load-wrk.js';
+import { hasCommand, PINNING, spawnChild, stopChild, TSX_NODE, type Spawned } from './processes.js';
+
+export type LoadTool = 'wrk' | 'autocannon';
+
+/** wrk when installed (it is lighter per request than autocannon); autocannon otherwise. */
+export function pickLoadTool(requested: LoadTool | undefined): LoadTool {
+  if (requested === 'wrk' && !hasCommand('wrk')) throw new Error('--load wrk: wrk is not installed');
+  return requested ?? (hasCommand('wrk') ? 'wrk' : 'autocannon');
+}
+
+/** Drives loads with one tool; autocannon and the paced generator run in long-lived child processes. */
+export class LoadGenerator {
+  readonly tool: LoadTool;
+  readonly #runners = new Map<string, LoadRunner>();
+
+  constructor(tool: LoadTool) {
+    this.tool = tool;
+  }
+
+  /** `pinned`: on the load core (when pinning is available), else wherever the OS puts it. */
+  async run(spec: LoadSpec, pinned = true): Promise<LoadResult> {
+    // wrk cannot hold a fixed rate: rate-limited loads always go to the runner's paced generator.
+    if (this.tool === 'wrk' && spec.rate === undefined) {
+      return runWrk(spec, pinned && PINNING ? 1 : availableParallelism(), pinned ? 'load' : undefined);
+    }
+    // The paced generator gets a process of its own: next to a saturated autocannon its timings would be the generator's.
+    const key = `${pinned ? 'pinned' : 'unpinned'} ${spec.rate === undefined ? 'full speed' : 'paced'}`;
+    let runner = this.#runners.get(key);
+    if (!runner) this.#runners.set(key, (runner = new LoadRunner(pinned)));
+    return runner.run(spec);
+  }
+
+  /** The warm-up and window a full-speed load really gets (wrk rounds to whole seconds), to line a second load up with it. */
+  timing(spec: Pick<LoadSpec, 'warmupSeconds' | 'durationSeconds'>): { warmupSeconds: number; durationSeconds: number } {
+    return this.tool === 'wrk' ? wrkTiming(spec) : { warmupSeconds: spec.warmupSeconds, durationSeconds: spec.durationSeconds };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#runners.values()].map((r) => r.close()));
+    this.#runners.clear();
+  }
+}
+
+class LoadRunner {
+  readonly #process: Spawned;
+  readonly #pending = new Map<number, { done: (r: LoadResult) => void; fail: (e: Error) => void }>();
+  #nextId = 0;
+
+  constructor(pinned: boolean) {
+    this.#process = spawnChild([...TSX_NODE, 'bench/load-runner.ts'], {
+      ...(pinned ? { core: 'load' as const } : {}),
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    this.#process.child.on('message', (reply: LoadReply) => {
+      const job = this.#pending.get(reply.id);
+      this.#pending.delete(reply.id);
+      if ('error' in reply) job?.fail(new Error(`load generator: ${reply.error}`));
+      else job?.done(reply.result);
+    });
+    void this.#process.exited.then((how) => {
+      for (const job of this.#pending.values()) job.fail(new Error(`load runner exited (${how}):\n${this.#process.output()}`));
+      this.#pending.clear();
+    });
+  }
+
+  run(spec: LoadSpec): Promise<LoadResult> {
+    return new Promise((done, fail) => {
+      const job: LoadJob = { id: this.#nextId++, spec };
+      this.#pending.set(job.id, { done, fail });
+      this.#process.child.send(job);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#process.child.connected) this.#process.child.disconnect();
+    await stopChild(this.#process, 2000);
+  }
+}

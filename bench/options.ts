@@ -1,0 +1,64 @@
+import { parseArgs } from 'node:util';
+import type { Backend } from './databases.js';
+import type { LoadTool } from './load.js';
+
+export interface BenchOptions {
+  quick: boolean;
+  /** Unmeasured load before each measurement, so the JIT has warmed up. */
+  warmupSeconds: number;
+  durationSeconds: number;
+  /** The entry counts of the GET scenarios; PATCH and the mixed load use the middle one. */
+  sizes: readonly [small: number, medium: number, large: number];
+  backends: readonly Backend[];
+  /** Forces a load generator; default wrk when installed. */
+  load: LoadTool | undefined;
+}
+
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon]
+
+Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
+against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
+
+  --quick       1 s per measurement and smaller sizes (100, 1,000, 10,000), for CI;
+                targets are shown for orientation only, and bench/results.md is not written
+  --backends    which stores to bench (default: sqlite,postgres; postgres is skipped when unreachable)
+  --load        load generator (default: wrk when installed, else autocannon)
+  -h, --help    show this help
+
+BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
+`;
+
+const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
+const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
+
+/** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
+export function parseOptions(argv: string[]): BenchOptions | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      quick: { type: 'boolean', default: false },
+      backends: { type: 'string', default: BACKENDS.join(',') },
+      load: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) return undefined;
+  const backends = values.backends.split(',').map((name) => {
+    const backend = BACKENDS.find((b) => b === name.trim());
+    if (!backend) throw new Error(`--backends: unknown backend "${name}"; use ${BACKENDS.join(', ')}`);
+    return backend;
+  });
+  const load = values.load === undefined ? undefined : LOAD_TOOLS.find((t) => t === values.load);
+  if (values.load !== undefined && !load) throw new Error(`--load must be ${LOAD_TOOLS.join(' or ')}, got "${values.load}"`);
+  const quick = values.quick;
+  return {
+    quick,
+    warmupSeconds: quick ? 0.25 : 2,
+    durationSeconds: quick ? 1 : 10,
+    // Quick: every scenario, but a tenth of the entries, so a slow build still answers within 1 s windows.
+    sizes: quick ? [100, 1_000, 10_000] : [100, 10_000, 100_000],
+    backends,
+    load,
+  };
+}

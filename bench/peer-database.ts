@@ -1,0 +1,53 @@
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import type { DatabaseTarget } from '../src/store/open.js';
+
+export interface PeerItem {
+  petId: number;
+  quantity: number;
+  status: string;
+}
+
+/** What the Express peer asks of its database: one query per call, nothing cached. */
+export interface PeerDatabase {
+  list(): Promise<PeerItem[]>;
+  setQuantity(petId: number, quantity: number): Promise<PeerItem | undefined>;
+  close(): Promise<void>;
+}
+
+const LIST_SQL = 'SELECT pet_id AS "petId", quantity, status FROM inventory ORDER BY pet_id';
+
+export async function openPeerDatabase(target: DatabaseTarget): Promise<PeerDatabase> {
+  return target.backend === 'sqlite' ? openSqlite(target.filename) : openPostgres(target.url);
+}
+
+function openSqlite(filename: string): PeerDatabase {
+  const db = new Database(filename);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  const list = db.prepare(LIST_SQL);
+  const update = db.prepare('UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING pet_id AS "petId", quantity, status');
+  return {
+    list: async () => list.all() as PeerItem[],
+    setQuantity: async (petId, quantity) => update.get(quantity, new Date().toISOString(), petId) as PeerItem | undefined,
+    close: async () => void db.close(),
+  };
+}
+
+function openPostgres(url: string): PeerDatabase {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  pool.on('error', () => {});
+  // pg returns BIGINT as a string; the textbook fix is Number() on the way out.
+  const toItem = (row: { petId: string; quantity: number; status: string }): PeerItem => ({ ...row, petId: Number(row.petId) });
+  return {
+    list: async () => (await pool.query<{ petId: string; quantity: number; status: string }>(LIST_SQL)).rows.map(toItem),
+    async setQuantity(petId, quantity) {
+      const { rows } = await pool.query<{ petId: string; quantity: number; status: string }>(
+        'UPDATE inventory SET quantity = $2, updated_at = now() WHERE pet_id = $1 RETURNING pet_id AS "petId", quantity, status',
+        [petId, quantity],
+      );
+      return rows[0] && toItem(rows[0]);
+    },
+    close: () => pool.end(),
+  };
+}

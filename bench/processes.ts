@@ -1,0 +1,119 @@
+import { spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { trackChild } from './lifecycle.js';
+
+export const REPO_ROOT = resolve(import.meta.dirname, '..');
+/** Runs a bench/*.ts entry point the way the service runs its sources: through tsx, no build. */
+export const TSX_NODE = [process.execPath, '--import', 'tsx'];
+
+/** Which core each side runs on; undefined when taskset is missing or there is a single core. */
+export type Core = 'server' | 'load';
+
+/** Server on core 0, load generator on core 1, so the two never share a core's time. */
+export const PINNING: Record<Core, string> | undefined =
+  hasCommand('taskset') && availableParallelism() >= 2 ? { server: '0', load: '1' } : undefined;
+
+export function hasCommand(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
+}
+
+export interface Spawned {
+  child: ChildProcess;
+  /** The last few KiB of its stdout and stderr, for error messages. */
+  output: () => string;
+  /** Resolves once it has exited (code or signal name). */
+  exited: Promise<string>;
+}
+
+/**
+ * Starts a child, pinned to `core` when pinning is available. taskset execs the command in place,
+ * so the pid is the server's own (for /proc/<pid>/status).
+ */
+export function spawnChild(
+  command: string[],
+  options: { core?: Core; env?: NodeJS.ProcessEnv; stdio?: StdioOptions } = {},
+): Spawned {
+  const pinned = options.core && PINNING ? ['taskset', '-c', PINNING[options.core], ...command] : command;
+  const child = spawn(pinned[0]!, pinned.slice(1), {
+    cwd: REPO_ROOT,
+    env: options.env ?? process.env,
+    stdio: options.stdio ?? ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(child);
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8192);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<string>((done) => {
+    child.once('exit', (code, signal) => done(signal ?? String(code)));
+    child.once('error', (err) => done(`spawn error: ${err.message}`));
+  });
+  return { child, output: () => output, exited };
+}
+
+/** A port nobody listens on right now (the OS picks it; we release it for the server to take). */
+export async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** Polls GET /healthz until 200; fails with the child's output if it exits or takes too long. */
+export async function waitUntilHealthy(baseUrl: string, spawned: Spawned, name: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exitedWith: string | undefined;
+  void spawned.exited.then((how) => (exitedWith = how));
+  while (Date.now() < deadline) {
+    if (exitedWith !== undefined) throw new Error(`${name} exited (${exitedWith}) before it was healthy:\n${spawned.output()}`);
+    const ok = await fetch(`${baseUrl}/healthz`).then(
+      (res) => res.status === 200,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${name} was not healthy within ${timeoutMs / 1000} s:\n${spawned.output()}`);
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within the grace time. */
+export async function stopChild(spawned: Spawned, graceMs = 5000): Promise<void> {
+  const { child } = spawned;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await spawned.exited;
+  clearTimeout(timer);
+}
+
+/** Peak resident set size (VmHWM) of a live process in bytes, or undefined where /proc is missing. */
+export function peakRssBytes(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+    return kib === undefined ? undefined : Number(kib) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The executable name of a live process (to check that a pid really is node, not a shim). */
+export function processName(pid: number | undefined): string | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}

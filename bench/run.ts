@@ -1,0 +1,115 @@
+/**
+ * `npm run bench [-- --quick]`: the service against a bare node:http baseline and the Express
+ * peer, on SQLite and (when reachable) PostgreSQL. Prints the table; a full run also writes
+ * bench/results.md. Never fails on a missed target: it says "not met".
+ */
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { createDatabase, describePostgres, postgresHost, postgresProblem, type Backend } from './databases.js';
+import { cleanUp, installExitHandlers } from './lifecycle.js';
+import { listRenderNotes } from './list-render.js';
+import { LoadGenerator, pickLoadTool } from './load.js';
+import { describeLoadTool, describeMachine, describePinning } from './machine.js';
+import { HELP, parseOptions, type BenchOptions } from './options.js';
+import { REPO_ROOT } from './processes.js';
+import { renderNotes, renderTable, type Section } from './report.js';
+import { BackendBench, describeLoads } from './scenarios.js';
+import { serviceHasWorkers } from './servers.js';
+import { storeProblem } from './seed.js';
+
+const RESULTS_FILE = resolve(REPO_ROOT, 'bench', 'results.md');
+const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
+
+async function main(argv: string[]): Promise<number> {
+  let options: BenchOptions | undefined;
+  try {
+    options = parseOptions(argv);
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n${HELP}`);
+    return 2;
+  }
+  if (!options) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const started = Date.now();
+  const tool = pickLoadTool(options.load);
+  const header = [
+    `- Date: ${new Date().toISOString()}`,
+    `- Machine: ${describeMachine()}`,
+    `- Node: ${process.version}`,
+    `- Mode: ${options.quick ? 'quick' : 'full'} (${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, per load)` +
+      (options.quick ? '; quick sizes are a tenth of the full ones, so the targets are shown for orientation only' : ''),
+    `- Load generator: ${describeLoadTool(tool)}`,
+    `- Pinning: ${describePinning()}`,
+    `- Loads: ${describeLoads()}`,
+  ];
+  process.stdout.write(`${header.join('\n')}\n\n`);
+  const hasWorkers = await serviceHasWorkers();
+  if (!hasWorkers) process.stdout.write('serve --workers not available: the --workers 2 scenario is skipped\n\n');
+
+  const load = new LoadGenerator(tool);
+  const sections: Section[] = [];
+  try {
+    for (const backend of options.backends) {
+      const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
+      const section: Section = skip
+        ? { title: TITLES[backend], rows: [], notes: [`PostgreSQL: skipped (${skip})`] }
+        : await new BackendBench(backend, options, load, hasWorkers).run(TITLES[backend]);
+      if (backend === 'postgres' && !skip) section.notes.unshift(await describePostgres());
+      sections.push(section);
+      process.stdout.write(`${renderSection(section)}\n\n`);
+    }
+  } finally {
+    await load.close();
+    await cleanUp();
+  }
+  const cache: Section = { title: 'List cache (in process)', rows: [], notes: listRenderNotes(options.sizes) };
+  sections.push(cache);
+  process.stdout.write(`${renderSection(cache)}\n\n`);
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  if (options.quick) {
+    process.stdout.write(`Quick run in ${seconds} s; bench/results.md left as it is (only a full run writes it).\n`);
+  } else {
+    await writeFile(RESULTS_FILE, resultsMarkdown([...header, `- Wall time: ${seconds} s`], sections));
+    process.stdout.write(`Full run in ${seconds} s; wrote bench/results.md.\n`);
+  }
+  return 0;
+}
+
+/** Why the PostgreSQL half cannot run, or undefined when the server answers and the service can use it. */
+async function postgresSkipReason(): Promise<string | undefined> {
+  const problem = await postgresProblem();
+  if (problem !== undefined) return `unreachable at ${postgresHost()}: ${problem}`;
+  return storeProblem(await createDatabase('postgres', 'probe'));
+}
+
+function renderSection(section: Section): string {
+  const parts = [`## ${section.title}`];
+  if (section.rows.length > 0) parts.push(renderTable(section));
+  if (section.notes.length > 0) parts.push(renderNotes(section.notes));
+  return parts.join('\n\n');
+}
+
+function resultsMarkdown(header: string[], sections: Section[]): string {
+  return [
+    '# Benchmark results',
+    '',
+    'Written by `npm run bench` (a full run; `--quick` never writes this file). Every ratio compares numbers',
+    'measured in this same run; req/s counts 2xx answers only. Targets from the performance issue.',
+    '',
+    ...header,
+    '',
+    ...sections.map((s) => `${renderSection(s)}\n`),
+  ].join('\n');
+}
+
+installExitHandlers();
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  async (err: unknown) => {
+    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+    await cleanUp();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,37 @@
+import { issueApiKey } from '../src/auth/issue-key.js';
+import { PET_STATUSES, type InventoryItem } from '../src/schemas/inventory.js';
+import { openStore } from '../src/store/open.js';
+
+/** Pets 1..size with varied but reproducible quantities and statuses, so every run serves the same bytes. */
+export function benchItems(size: number): InventoryItem[] {
+  return Array.from({ length: size }, (_, i) => ({
+    petId: BigInt(i + 1),
+    quantity: (i * 7919) % 1000,
+    status: PET_STATUSES[i % PET_STATUSES.length]!,
+  }));
+}
+
+/**
+ * Fills an empty database through the service's own store (so its schema and migrations are the
+ * real ones) and returns a fresh inventory:write key; the store is closed before any server starts.
+ */
+export async function seedDatabase(databaseUrl: string, size: number): Promise<string> {
+  const store = await openStore(databaseUrl);
+  try {
+    await store.addItems(benchItems(size));
+    const { key } = await issueApiKey(store, { name: 'bench', environment: 'production', scopes: ['inventory:write'], expiresAt: null });
+    return key;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Why the service's own store cannot open this database (e.g. a backend it does not support yet), or undefined. */
+export async function storeProblem(databaseUrl: string): Promise<string | undefined> {
+  try {
+    await (await openStore(databaseUrl)).close();
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}

@@ -1,0 +1,82 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { CONFIG_VARIABLES } from '../src/config.js';
+import { freePort, peakRssBytes, processName, REPO_ROOT, spawnChild, stopChild, TSX_NODE, waitUntilHealthy } from './processes.js';
+
+export const SERVICE_BIN = resolve(REPO_ROOT, 'bin', 'petstore-inventory');
+
+export type ServerKind = 'baseline' | 'service' | 'peer';
+
+export const SERVER_LABELS: Record<ServerKind, string> = {
+  baseline: 'baseline (node:http)',
+  service: 'service',
+  peer: 'express peer',
+};
+
+export interface ServerOptions {
+  databaseUrl: string;
+  key: string;
+  /** Pin to the server core (default); the --workers comparison runs unpinned. */
+  pinned?: boolean;
+  /** service only: `serve --workers N`. */
+  workers?: number;
+}
+
+export interface RunningServer {
+  kind: ServerKind;
+  baseUrl: string;
+  /** Peak RSS so far of the server process (for --workers, of the primary only). */
+  peakRssBytes(): number | undefined;
+  stop(): Promise<void>;
+}
+
+/** Starts one server on a free loopback port and waits until /healthz answers. */
+export async function startServer(kind: ServerKind, options: ServerOptions): Promise<RunningServer> {
+  const port = await freePort();
+  const spawned = spawnChild(command(kind, options), {
+    env: environment(kind, options, port),
+    ...(options.pinned === false ? {} : { core: 'server' as const }),
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilHealthy(baseUrl, spawned, SERVER_LABELS[kind]);
+  } catch (err) {
+    await stopChild(spawned, 0);
+    throw err;
+  }
+  const pid = spawned.child.pid;
+  // Peak RSS must be the server's own: taskset and the bin's shebang exec in place, so this pid should be node.
+  const name = processName(pid);
+  if (name !== undefined && name !== 'node' && !name.startsWith('node')) {
+    process.stderr.write(`bench: note: ${kind} pid ${pid} is "${name}", not node; its peak RSS may not be the server's\n`);
+  }
+  return { kind, baseUrl, peakRssBytes: () => peakRssBytes(pid), stop: () => stopChild(spawned) };
+}
+
+function command(kind: ServerKind, options: ServerOptions): string[] {
+  switch (kind) {
+    case 'service':
+      return [SERVICE_BIN, 'serve', ...(options.workers === undefined ? [] : ['--workers', String(options.workers)])];
+    case 'baseline':
+      return [...TSX_NODE, 'bench/baseline.ts'];
+    case 'peer':
+      return [...TSX_NODE, 'bench/express-peer.ts'];
+  }
+}
+
+function environment(kind: ServerKind, options: ServerOptions, port: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // Settings from the caller's shell (BODY_LIMIT, TRUST_PROXY...) would make runs incomparable.
+  for (const name of Object.keys(CONFIG_VARIABLES)) delete env[name];
+  Object.assign(env, { DATABASE_URL: options.databaseUrl, PORT: String(port) });
+  if (kind === 'service') Object.assign(env, { HOST: '127.0.0.1', LOG_LEVEL: 'warn', INVENTORY_ENV: 'production' });
+  else env.BENCH_KEY = options.key;
+  return env;
+}
+
+/** Whether this version of the service has `serve --workers`, from its own help text. */
+export async function serviceHasWorkers(): Promise<boolean> {
+  const { stdout } = await promisify(execFile)(SERVICE_BIN, ['serve', '--help'], { cwd: REPO_ROOT });
+  return /--workers\b/.test(stdout);
+}
