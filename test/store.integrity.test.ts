@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { INT64_MAX } from '../src/domain/pet-id.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import type { ChangeResult, QuantityChange } from '../src/store/store.js';
+import { openSqliteStore } from '../src/store/sqlite.js';
 import { BACKENDS, backendSkip, openTestStore } from './backends.js';
 import { change, itemOf } from './store-helpers.js';
 
@@ -170,3 +171,23 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('InventoryStore integrity on sqlite::memory: (the writer runs on the main connection)', () => {
+  it('applies, judges and replays changes like the file store, and commits queued changes together', async (t) => {
+    const store = openSqliteStore(':memory:');
+    t.after(() => store.close());
+    await store.addItems([item(1n, 0), item(2n, 0)]);
+    const results = await Promise.allSettled([
+      store.applyChange(change(1n, 1, idempotent('a'))),
+      store.applyChange(change(2n, -1)),
+      store.applyChange(change(1n, 2, { condition: { anyVersion: false, versions: [2] } })),
+      store.applyChange(change(1n, 1, idempotent('a'))),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    const [first, , conditional, replay] = results.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+    assert.deepEqual(updated(first!), { quantity: 1, version: 2, replayed: false });
+    assert.deepEqual(updated(conditional!), { quantity: 2, version: 3, replayed: false });
+    assert.deepEqual(updated(replay!), { quantity: 1, version: 2, replayed: true });
+    assert.deepEqual(await store.listInventory(), [item(1n, 2), item(2n, 0)]);
+  });
+});

@@ -1,23 +1,11 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { ApiKeyRecord, Environment, Scope } from '../domain/api-key.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
-import { decodeOutcome, encodeOutcome, judgeChange } from './change.js';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite.js';
-import {
-  DuplicatePetError,
-  type ChangeOutcome,
-  type ChangeResult,
-  type HistoryEntry,
-  type InventoryEntry,
-  type InventoryStore,
-  type QuantityChange,
-} from './store.js';
-
-/** How long a writer waits for another process's lock before the request fails with 503. */
-const BUSY_TIMEOUT_MS = 5000;
+import { openSqliteConnection } from './sqlite-connection.js';
+import { inThreadWriter, threadWriter, errorOf, type ChangeWriter } from './sqlite-writers.js';
+import { DuplicatePetError, type ChangeResult, type HistoryEntry, type InventoryEntry, type InventoryStore, type QuantityChange } from './store.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
 type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigint];
@@ -48,20 +36,15 @@ interface KeyRow {
  * database), applies pending migrations and prepares every statement once.
  */
 export function openSqliteStore(filename: string): InventoryStore {
-  if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
-  const db = new Database(filename);
+  const db = openSqliteConnection(filename);
   try {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    db.pragma('journal_mode = WAL');
-    // FULL: a commit is fsynced before it returns, so a 2xx survives a power loss (PD 5.2).
-    db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
     migrate(db);
   } catch (err) {
     db.close();
     throw err;
   }
-  return new SqliteStore(db);
+  // Migrated first: the writer thread opens a database that is ready.
+  return new SqliteStore(db, filename === ':memory:' ? inThreadWriter(db) : threadWriter(filename));
 }
 
 function migrate(db: Database.Database): void {
@@ -85,41 +68,32 @@ class SqliteStore implements InventoryStore {
   readonly #db: Database.Database;
   readonly #stmt;
   readonly #insertItems;
-  readonly #commitBatch;
-  readonly #applyOne;
   readonly #changesSince;
+  readonly #writer: ChangeWriter;
   #pending: Pending[] = [];
+  #flushScheduled = false;
+  /** The batch being committed, if any; the next one gathers in #pending meanwhile. */
+  #inFlight: Promise<void> | undefined;
+  #closed: Promise<void> | undefined;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, writer: ChangeWriter) {
     this.#db = db;
+    this.#writer = writer;
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
       list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
       get: safe('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ?'),
-      update: db
-        .prepare('UPDATE inventory SET quantity = ?, version = version + 1, change_seq = ?, updated_at = ? WHERE pet_id = ? RETURNING version')
-        .pluck(),
       insertItem: db.prepare(
         'INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING',
       ),
       readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
       setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
       changedSince: safe('SELECT pet_id, quantity, status FROM inventory WHERE change_seq > ? ORDER BY pet_id'),
-      insertHistory: db.prepare(
-        `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
       history: safe(
         `SELECT id, pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason FROM inventory_history
          WHERE pet_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
       ),
       hasEntry: db.prepare('SELECT 1 FROM inventory WHERE pet_id = ?').pluck(),
-      findIdempotency: db.prepare('SELECT fingerprint, outcome FROM idempotency_records WHERE api_key_id = ? AND idem_key = ? AND expires_at > ?'),
-      saveIdempotency: db.prepare(
-        `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (api_key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
-           created_at = excluded.created_at, expires_at = excluded.expires_at`,
-      ),
       purgeIdempotency: db.prepare('DELETE FROM idempotency_records WHERE expires_at <= ?'),
       insertKey: db.prepare(
         `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
@@ -133,26 +107,12 @@ class SqliteStore implements InventoryStore {
       ping: db.prepare('SELECT 1').pluck(),
     };
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
-      const seq = this.#nextVersion();
+      const seq = Number(this.#stmt.readVersion.get()) + 1;
       for (const item of items) {
         const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at, seq);
         if (changes === 0) throw new DuplicatePetError(item.petId);
       }
       this.#stmt.setVersion.run(seq);
-    });
-    // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.
-    this.#applyOne = db.transaction((change: QuantityChange, seq: number): ChangeResult => this.#applyInTransaction(change, seq));
-    this.#commitBatch = db.transaction((batch: readonly Pending[]): (ChangeResult | { error: unknown })[] => {
-      const seq = this.#nextVersion();
-      const results = batch.map(({ change }) => {
-        try {
-          return this.#applyOne(change, seq);
-        } catch (error) {
-          return { error };
-        }
-      });
-      if (results.some((r) => 'kind' in r && r.kind === 'updated' && !r.replayed)) this.#stmt.setVersion.run(seq);
-      return results;
     });
     this.#changesSince = db.transaction((after: number) => ({
       version: Number(this.#stmt.readVersion.get()),
@@ -169,13 +129,20 @@ class SqliteStore implements InventoryStore {
   }
 
   /**
-   * Group commit: changes queued in one turn of the event loop share one transaction and so one
-   * fsync; each still runs in its own savepoint, in arrival order, so one that fails fails alone.
+   * Group commit: changes that arrive while a batch is being committed (or in the same turn of
+   * the event loop) share the next transaction and its one fsync, in arrival order.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult> {
-    if (!this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
+    if (this.#closed || !this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
-      if (this.#pending.push({ change, resolve, reject }) === 1) setImmediate(() => this.#flush());
+      this.#pending.push({ change, resolve, reject });
+      if (!this.#flushScheduled && !this.#inFlight) {
+        this.#flushScheduled = true;
+        setImmediate(() => {
+          this.#flushScheduled = false;
+          void this.#flush();
+        });
+      }
     });
   }
 
@@ -236,63 +203,40 @@ class SqliteStore implements InventoryStore {
   }
 
   async close(): Promise<void> {
-    if (!this.#db.open) return;
-    // Changes already accepted are committed before the database closes.
-    if (this.#pending.length > 0) this.#flush();
-    this.#db.close();
+    this.#closed ??= (async () => {
+      // Changes already accepted are committed before the database closes.
+      while (this.#inFlight || this.#pending.length > 0) await (this.#inFlight ?? this.#flush());
+      await this.#writer.close();
+      if (this.#db.open) this.#db.close();
+    })();
+    await this.#closed;
   }
 
-  #flush(): void {
+  /** Commits what is pending as one batch; when it is done, the batch that gathered meanwhile. */
+  #flush(): Promise<void> | undefined {
+    if (this.#inFlight || this.#pending.length === 0) return this.#inFlight;
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length === 0) return;
-    let results: (ChangeResult | { error: unknown })[];
-    try {
-      results = this.#run(() => this.#commitBatch.immediate(batch));
-    } catch (err) {
-      for (const p of batch) p.reject(err);
-      return;
-    }
-    results.forEach((result, i) => {
-      if ('error' in result) batch[i]!.reject(asUnavailable(result.error));
-      else batch[i]!.resolve(result);
+    this.#inFlight = this.#writer.apply(batch.map((p) => p.change)).then(
+      (results) => {
+        results.forEach((result, i) => {
+          if ('error' in result) batch[i]!.reject(asUnavailable(errorOf(result)));
+          else batch[i]!.resolve(result);
+        });
+      },
+      (err: unknown) => {
+        for (const p of batch) p.reject(asUnavailable(err));
+      },
+    ).finally(() => {
+      this.#inFlight = undefined;
+      void this.#flush();
     });
-  }
-
-  /** The store version the next commit will have. */
-  #nextVersion(): number {
-    return Number(this.#stmt.readVersion.get()) + 1;
+    return this.#inFlight;
   }
 
   #entry(petId: bigint): InventoryEntry | undefined {
     const row = this.#stmt.get.get(petId) as EntryRow | undefined;
     return row && { item: toItem([row[0], row[1], row[2]]), version: Number(row[3]) };
-  }
-
-  #applyInTransaction(change: QuantityChange, seq: number): ChangeResult {
-    const at = change.at.toISOString();
-    const idem = change.idempotency;
-    if (idem) {
-      const found = this.#stmt.findIdempotency.get(change.keyId, idem.key, at) as { fingerprint: string; outcome: string | null } | undefined;
-      if (found) {
-        if (found.fingerprint !== idem.fingerprint) return { kind: 'idempotency_key_reused' };
-        if (found.outcome !== null) return { ...decodeOutcome(found.outcome), replayed: true };
-      }
-    }
-    const verdict = judgeChange(this.#entry(change.petId), change.condition);
-    let outcome: ChangeOutcome;
-    if (verdict.kind === 'apply') {
-      const version = this.#stmt.update.get(change.quantity, seq, at, change.petId) as number;
-      const previous = verdict.current.item.quantity;
-      this.#stmt.insertHistory.run(change.petId, previous, change.quantity, at, change.keyId, change.keyName, change.requestId, change.reason);
-      outcome = { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: change.quantity }, version } };
-    } else {
-      outcome = verdict;
-    }
-    if (idem) {
-      this.#stmt.saveIdempotency.run(change.keyId, idem.key, idem.fingerprint, encodeOutcome(outcome), at, idem.expiresAt.toISOString());
-    }
-    return { ...outcome, replayed: false };
   }
 
   /** Runs a synchronous driver call, turning "cannot reach the store now" into StoreUnavailableError. */
