@@ -3,7 +3,7 @@ import type { PetStatus } from '../schemas/inventory.js';
 import { decodeOutcome, encodeOutcome, judgeChange } from './change.js';
 import type { ChangeOutcome, ChangeResult, InventoryEntry, QuantityChange } from './store.js';
 
-/** A change that failed, as plain data: it may cross a thread boundary. */
+/** A change that failed, kept apart from the batch's other results. */
 export interface ChangeFailure {
   error: { message: string; code?: string };
 }
@@ -16,10 +16,9 @@ export type ApplyBatch = (batch: readonly QuantityChange[]) => BatchResult[];
 type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigint];
 
 /**
- * The write side of the SQLite store's group commit, on its own connection: used in the
- * writer thread, or in the main thread for a private in-memory database. Each change runs
- * in its own savepoint, so one that fails (a CHECK, say) fails alone; the store version is
- * bumped once per batch that changed something.
+ * The write side of the SQLite store's group commit. Each change runs in its own savepoint,
+ * so one that fails (a CHECK, say) fails alone; the store version is bumped once per batch
+ * that changed something.
  */
 export function changeApplier(db: Database.Database): ApplyBatch {
   const stmt = {
@@ -88,4 +87,9 @@ export function changeApplier(db: Database.Database): ApplyBatch {
 export function failure(err: unknown): ChangeFailure {
   const code = (err as { code?: unknown }).code;
   return { error: { message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) } };
+}
+
+/** A failure as an Error with its SQLite code (for the 503 mapping). */
+export function errorOf({ error }: ChangeFailure): Error {
+  return Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code });
 }
