@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -56,4 +57,40 @@ export async function startServerProcess(
     void exited.then((code) => fail(new Error(`server exited with ${code} before listening:\n${out}\n${err}`)));
   });
   return { proc, port, baseUrl: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err, exited };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+/** Polls `condition` every 20 ms; throws after `timeoutMs`. */
+export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await sleep(20);
+  }
+}
+
+/** A PATCH sent over a raw socket with its headers and only the first 5 bytes of `body`: a request in flight on purpose. */
+export interface HalfSentPatch {
+  /** Sends the rest of the body. */
+  finish(): void;
+  /** Resolves when the server has closed the connection. */
+  closed: Promise<unknown>;
+  /** Everything the server answered so far. */
+  response(): string;
+}
+
+export async function halfSentPatch(port: number, path: string, key: string, body: string): Promise<HalfSentPatch> {
+  const socket = connect(port, '127.0.0.1');
+  let response = '';
+  socket.on('data', (c: Buffer) => (response += c.toString()));
+  const closed = new Promise((done) => socket.on('close', done));
+  await new Promise((done) => socket.on('connect', done));
+  socket.write(
+    `PATCH ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
+  );
+  return { finish: () => socket.write(body.slice(5)), closed, response: () => response };
 }

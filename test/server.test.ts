@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
-import { BIN, startServerProcess } from './process.js';
+import { BIN, halfSentPatch, sleep, startServerProcess, waitFor } from './process.js';
 
 const run = promisify(execFile);
 
@@ -53,25 +52,16 @@ for (const backend of BACKENDS) {
       const server = await startServerProcess(t, env);
 
       // Send the headers and half the body, signal, then finish the body.
-      const body = '{"quantity": 42}';
-      const socket = connect(server.port, '127.0.0.1');
-      let response = '';
-      socket.on('data', (c: Buffer) => (response += c.toString()));
-      const closed = new Promise((done) => socket.on('close', done));
-      await new Promise((done) => socket.on('connect', done));
-      socket.write(
-        `PATCH /v1/inventory/7 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
-      );
+      const patch = await halfSentPatch(server.port, '/v1/inventory/7', key, '{"quantity": 42}');
       await sleep(200);
       server.proc.kill('SIGTERM');
       await waitFor(() => server.stdout().includes('shutting down'));
       // New connections are refused while the in-flight request is still open.
       await assert.rejects(fetch(`${server.baseUrl}/healthz`));
-      socket.write(body.slice(5));
-      await closed;
-      assert.match(response, /^HTTP\/1\.1 200 /);
-      assert.match(response, /\{"petId":7,"quantity":42,"status":"available"\}$/);
+      patch.finish();
+      await patch.closed;
+      assert.match(patch.response(), /^HTTP\/1\.1 200 /);
+      assert.match(patch.response(), /\{"petId":7,"quantity":42,"status":"available"\}$/);
       assert.equal(await server.exited, 0);
       assert.match(server.stdout(), /shut down cleanly/);
       const { stdout } = await run(BIN, ['pets', 'list', '--json'], { env: { ...process.env, ...env } });
@@ -119,14 +109,4 @@ async function createKey(env: Record<string, string>): Promise<string> {
   return stdout.trim();
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((done) => setTimeout(done, ms));
-}
 
-async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await sleep(20);
-  }
-}

@@ -5,7 +5,7 @@ import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
-import { BIN, startServerProcess, tempDir, type ServerProcess } from './process.js';
+import { BIN, halfSentPatch, startServerProcess, tempDir, waitFor, type ServerProcess } from './process.js';
 
 const run = promisify(execFile);
 
@@ -168,22 +168,13 @@ for (const backend of BACKENDS) {
       const workers = listeningPids(server);
 
       // Headers and half the body, the signal, then the rest of the body.
-      const body = '{"quantity": 42}';
-      const socket = connect(server.port, '127.0.0.1');
-      let response = '';
-      socket.on('data', (c: Buffer) => (response += c.toString()));
-      const closed = new Promise((done) => socket.on('close', done));
-      await new Promise((done) => socket.on('connect', done));
-      socket.write(
-        `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
-      );
+      const patch = await halfSentPatch(server.port, '/v1/inventory/1', key, '{"quantity": 42}');
       await waitFor(() => logLines(server).some((l) => l.req !== undefined));
       server.proc.kill('SIGTERM');
       await waitFor(() => logLines(server).filter((l) => l.msg.startsWith('shutting down: finishing')).length === 2);
-      socket.write(body.slice(5));
-      await closed;
-      assert.match(response, /^HTTP\/1\.1 200 /);
+      patch.finish();
+      await patch.closed;
+      assert.match(patch.response(), /^HTTP\/1\.1 200 /);
       assert.equal(await server.exited, 0, server.stdout());
       assert.deepEqual(
         workers.filter((pid) => alive(pid)),
@@ -291,14 +282,4 @@ function byNumber(a: number, b: number): number {
   return a - b;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((done) => setTimeout(done, ms));
-}
 
-async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await sleep(20);
-  }
-}
