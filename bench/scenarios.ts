@@ -67,14 +67,14 @@ export class BackendBench {
 
   async run(title: string): Promise<Section> {
     const [small, medium, large] = this.#options.sizes;
-    await this.#getScenario(small, TARGETS.getSmall);
+    await this.#getScenario(small, TARGETS.getSmall, true);
     await this.#mediumScenarios(medium);
     await this.#getScenario(large, undefined);
     return { title, rows: this.#rows, notes: this.#notes };
   }
 
   /** GET against the baseline and the service; for the largest size also the service's peak RSS. */
-  async #getScenario(size: number, target: number | undefined): Promise<void> {
+  async #getScenario(size: number, target: number | undefined, withWorkers = false): Promise<void> {
     const scenario = `GET ${count(size)} entries`;
     const large = target === undefined;
     const connections = large ? LARGE_GET_CONNECTIONS : GET_CONNECTIONS;
@@ -94,6 +94,8 @@ export class BackendBench {
       result: service,
       checks: [ratio(service.requestsPerSecond / base.requestsPerSecond, 'baseline', target), ...(large ? [peakRss(rss, TARGETS.largeRssMiB)] : [])],
     });
+    // Small answers are CPU-bound in the server, where a second worker can help; large ones mostly cost the kernel's copying.
+    if (withWorkers) await this.#workersScenario(dataset, scenario);
   }
 
   /** GET, the mixed load and PATCH on the middle size, the peer, and --workers 2. */
