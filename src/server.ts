@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
-import { issueApiKey } from './auth/issue-key.js';
+import { generateApiKey } from './domain/api-key.js';
 import type { Config } from './config.js';
 import { DEMO_PETS } from './domain/demo-pets.js';
 import { openStore } from './store/open.js';
-import type { InventoryStore } from './store/store.js';
+import { DuplicatePetError, type InventoryStore } from './store/store.js';
 
 export interface ServeOptions {
   /** Load DEMO_PETS when the store has no entries. */
@@ -49,10 +49,17 @@ export async function startServer(config: Config, options: ServeOptions): Promis
  * entries, and on a store with no API keys creates the first-run key, which it returns.
  */
 export async function prepareStore(store: InventoryStore, config: Config, demo: boolean): Promise<string | undefined> {
-  if (demo && (await store.listInventory()).length === 0) await store.addItems(DEMO_PETS);
-  if ((await store.countApiKeys()) > 0) return undefined;
-  const issued = await issueApiKey(store, { name: 'first-run', environment: config.environment, scopes: ['inventory:write'], expiresAt: null });
-  return issued.key;
+  if (demo && (await store.listInventory()).length === 0) {
+    try {
+      await store.addItems(DEMO_PETS);
+    } catch (err) {
+      // Another instance starting at the same moment added them first.
+      if (!(err instanceof DuplicatePetError)) throw err;
+    }
+  }
+  // Atomic: of several instances starting on an empty store, exactly one creates (and prints) the key.
+  const issued = generateApiKey({ name: 'first-run', environment: config.environment, scopes: ['inventory:write'], expiresAt: null });
+  return (await store.insertFirstApiKey(issued.record)) ? issued.key : undefined;
 }
 
 function handleSignals(app: FastifyInstance, timeoutMs: number, worker: boolean): void {

@@ -72,6 +72,7 @@ const EVERY_CALL = {
   revokeApiKey: (s) => s.revokeApiKey('key_1', new Date()),
   touchApiKey: (s) => s.touchApiKey('key_1', new Date()),
   countApiKeys: (s) => s.countApiKeys(),
+  insertFirstApiKey: (s) => s.insertFirstApiKey(keyRecord(8)),
   ping: (s) => s.ping(),
 } satisfies Record<Exclude<keyof InventoryStore, 'backend' | 'close'>, (s: InventoryStore) => Promise<unknown>>;
 
@@ -205,6 +206,15 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.listApiKeys(), [{ ...key, lastUsedAt: second }]);
       await store.touchApiKey('key_unknown', second);
       assert.equal(await store.countApiKeys(), 1);
+    });
+
+    it('insertFirstApiKey stores a key only while there is none, also when several stores race', async (t) => {
+      const db = await createTestDatabase(backend, t);
+      const stores = await Promise.all([1, 2, 3, 4].map(() => db.open()));
+      const won = await Promise.all(stores.map((s, i) => s.insertFirstApiKey(keyRecord(20 + i))));
+      assert.equal(won.filter(Boolean).length, 1, 'exactly one store inserted');
+      assert.equal(await stores[0]!.countApiKeys(), 1);
+      assert.equal(await stores[1]!.insertFirstApiKey(keyRecord(30)), false);
     });
 
     it('after close every member rejects with StoreUnavailableError; close is idempotent', async (t) => {

@@ -137,6 +137,12 @@ const STATEMENTS = {
     text: `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   },
+  // Under FIRST_KEY_LOCK: read committed sees a key another instance committed while we waited.
+  insertFirstKey: {
+    name: 'key-insert-first',
+    text: `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
+  },
   keyByHash: { name: 'key-by-hash', text: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = $1` },
   listKeys: { name: 'key-list', text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id` },
   revokeKey: { name: 'key-revoke', text: 'UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL' },
@@ -315,19 +321,18 @@ class PostgresStore implements InventoryStore {
     return { version: Number(rows[0]!.storeVersion), items };
   }
 
+  async insertFirstApiKey(r: ApiKeyRecord): Promise<boolean> {
+    return this.#run(() =>
+      inTransaction(this.#pool, async (client) => {
+        // Instances starting together take turns, so only the first finds no key.
+        await client.query("SELECT pg_advisory_xact_lock($1, hashtext('first-api-key:' || current_schema()))", [MIGRATION_LOCK_KEY]);
+        return (await client.query({ ...STATEMENTS.insertFirstKey, values: keyValues(r) })).rowCount === 1;
+      }),
+    );
+  }
+
   async insertApiKey(r: ApiKeyRecord): Promise<void> {
-    await this.#query(STATEMENTS.insertKey, [
-      r.id,
-      r.name,
-      r.environment,
-      r.keyHash,
-      r.hint,
-      r.scopes,
-      r.createdAt.toISOString(),
-      r.lastUsedAt?.toISOString() ?? null,
-      r.expiresAt?.toISOString() ?? null,
-      r.revokedAt?.toISOString() ?? null,
-    ]);
+    await this.#query(STATEMENTS.insertKey, keyValues(r));
   }
 
   async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
@@ -375,6 +380,22 @@ class PostgresStore implements InventoryStore {
 }
 
 type EntryRow = InventoryItem & { version: bigint };
+
+/** A key record as the parameters of insertKey and insertFirstKey. */
+function keyValues(r: ApiKeyRecord): unknown[] {
+  return [
+    r.id,
+    r.name,
+    r.environment,
+    r.keyHash,
+    r.hint,
+    r.scopes,
+    r.createdAt.toISOString(),
+    r.lastUsedAt?.toISOString() ?? null,
+    r.expiresAt?.toISOString() ?? null,
+    r.revokedAt?.toISOString() ?? null,
+  ];
+}
 
 function toEntry({ version, ...item }: EntryRow): InventoryEntry {
   return { item, version: Number(version) };

@@ -94,6 +94,11 @@ class SqliteStore implements InventoryStore {
         `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
          VALUES (@id, @name, @environment, @key_hash, @hint, @scopes, @created_at, @last_used_at, @expires_at, @revoked_at)`,
       ),
+      insertFirstKey: db.prepare(
+        `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
+         SELECT @id, @name, @environment, @key_hash, @hint, @scopes, @created_at, @last_used_at, @expires_at, @revoked_at
+         WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
+      ),
       keyByHash: db.prepare('SELECT * FROM api_keys WHERE key_hash = ?'),
       listKeys: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
       revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
@@ -162,6 +167,11 @@ class SqliteStore implements InventoryStore {
 
   async insertApiKey(record: ApiKeyRecord): Promise<void> {
     this.#run(() => this.#stmt.insertKey.run(toKeyRow(record)));
+  }
+
+  async insertFirstApiKey(record: ApiKeyRecord): Promise<boolean> {
+    // IMMEDIATE: the write lock is taken before the check, so two processes cannot both see no key.
+    return this.#run(() => this.#db.transaction(() => this.#stmt.insertFirstKey.run(toKeyRow(record)).changes === 1).immediate());
   }
 
   async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {

@@ -34,6 +34,8 @@ export interface InventoryStore {
 
   /** Stores a new API key record. */
   insertApiKey(record: ApiKeyRecord): Promise<void>;
+  /** Stores the record only while the store holds no key at all, atomically across processes (first run); false when a key exists. */
+  insertFirstApiKey(record: ApiKeyRecord): Promise<boolean>;
   /** The key record with this SHA-256 hash, whether usable or not. */
   findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
   /** Every key record, oldest first. */
