@@ -150,7 +150,8 @@ export class BackendBench {
         ],
       },
     );
-    await this.#workersScenario(dataset, get);
+    // The quick run compares workers on small answers only: each cluster start costs seconds.
+    if (!this.#options.quick) await this.#workersScenario(dataset, get);
   }
 
   /** Read-only GET, then the mixed load right after it, then PATCH: the order the mixed ratio needs. */
