@@ -84,7 +84,7 @@ export function changeApplier(db: Database.Database): ApplyBatch {
   return (changes) => batch.immediate(changes);
 }
 
-export function failure(err: unknown): ChangeFailure {
+function failure(err: unknown): ChangeFailure {
   const code = (err as { code?: unknown }).code;
   return { error: { message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) } };
 }

@@ -131,7 +131,7 @@ class SqliteStore implements InventoryStore {
   /**
    * Group commit: changes queued in one turn of the event loop share one transaction and so one
    * fsync; each still runs in its own savepoint, in arrival order, so one that fails fails alone.
-   * (A writer thread was tried: on one core it added latency and no throughput; see bench/.)
+   * (A writer thread was tried: on one pinned core it added latency and no throughput.)
    */
   applyChange(change: QuantityChange): Promise<ChangeResult> {
     if (!this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
