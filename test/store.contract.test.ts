@@ -71,7 +71,6 @@ const EVERY_CALL = {
   listApiKeys: (s) => s.listApiKeys(),
   revokeApiKey: (s) => s.revokeApiKey('key_1', new Date()),
   touchApiKey: (s) => s.touchApiKey('key_1', new Date()),
-  countApiKeys: (s) => s.countApiKeys(),
   insertFirstApiKey: (s) => s.insertFirstApiKey(keyRecord(8)),
   ping: (s) => s.ping(),
 } satisfies Record<Exclude<keyof InventoryStore, 'backend' | 'close'>, (s: InventoryStore) => Promise<unknown>>;
@@ -84,7 +83,7 @@ for (const backend of BACKENDS) {
       await store.ping();
       assert.deepEqual(await store.listInventory(), []);
       assert.deepEqual(await store.listApiKeys(), []);
-      assert.equal(await store.countApiKeys(), 0);
+      assert.equal((await store.listApiKeys()).length, 0);
     });
 
     it('lists entries by petId ascending, exact over the whole int64 range', async (t) => {
@@ -173,11 +172,11 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.findApiKeyByHash(older.keyHash), older);
       assert.equal(await store.findApiKeyByHash(hashKey('nobody')), undefined);
       assert.deepEqual(await store.listApiKeys(), [older, newer]);
-      assert.equal(await store.countApiKeys(), 2);
+      assert.equal((await store.listApiKeys()).length, 2);
 
       await rejectsAsInvalid(store.insertApiKey(keyRecord(4, { keyHash: older.keyHash })));
       await rejectsAsInvalid(store.insertApiKey(keyRecord(3, { keyHash: hashKey('other') })));
-      assert.equal(await store.countApiKeys(), 2);
+      assert.equal((await store.listApiKeys()).length, 2);
     });
 
     it('revokeApiKey is true once, then false; unknown ids are false; revoked keys still count', async (t) => {
@@ -190,7 +189,7 @@ for (const backend of BACKENDS) {
       assert.equal(await store.revokeApiKey(key.id, new Date('2026-01-01T00:00:00.000Z')), false);
       assert.equal(await store.revokeApiKey('key_unknown', at), false);
       assert.deepEqual(await store.findApiKeyByHash(key.keyHash), { ...key, revokedAt: at });
-      assert.equal(await store.countApiKeys(), 1);
+      assert.equal((await store.listApiKeys()).length, 1);
     });
 
     it('touchApiKey records the time of last use', async (t) => {
@@ -205,7 +204,7 @@ for (const backend of BACKENDS) {
       await store.touchApiKey(key.id, second);
       assert.deepEqual(await store.listApiKeys(), [{ ...key, lastUsedAt: second }]);
       await store.touchApiKey('key_unknown', second);
-      assert.equal(await store.countApiKeys(), 1);
+      assert.equal((await store.listApiKeys()).length, 1);
     });
 
     it('insertFirstApiKey stores a key only while there is none, also when several stores race', async (t) => {
@@ -213,7 +212,7 @@ for (const backend of BACKENDS) {
       const stores = await Promise.all([1, 2, 3, 4].map(() => db.open()));
       const won = await Promise.all(stores.map((s, i) => s.insertFirstApiKey(keyRecord(20 + i))));
       assert.equal(won.filter(Boolean).length, 1, 'exactly one store inserted');
-      assert.equal(await stores[0]!.countApiKeys(), 1);
+      assert.equal((await stores[0]!.listApiKeys()).length, 1);
       assert.equal(await stores[1]!.insertFirstApiKey(keyRecord(30)), false);
     });
 

@@ -147,7 +147,6 @@ const STATEMENTS = {
   listKeys: { name: 'key-list', text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id` },
   revokeKey: { name: 'key-revoke', text: 'UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL' },
   touchKey: { name: 'key-touch', text: 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1' },
-  countKeys: { name: 'key-count', text: 'SELECT count(*) AS n FROM api_keys' },
   ping: { name: 'ping', text: 'SELECT 1' },
 } as const;
 
@@ -349,10 +348,6 @@ class PostgresStore implements InventoryStore {
 
   async touchApiKey(id: string, at: Date): Promise<void> {
     await this.#query(STATEMENTS.touchKey, [id, at.toISOString()]);
-  }
-
-  async countApiKeys(): Promise<number> {
-    return Number((await this.#query<{ n: bigint }>(STATEMENTS.countKeys)).rows[0]!.n);
   }
 
   async ping(): Promise<void> {

@@ -103,7 +103,6 @@ class SqliteStore implements InventoryStore {
       listKeys: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
       revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
       touchKey: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-      countKeys: db.prepare('SELECT count(*) FROM api_keys').pluck(),
       ping: db.prepare('SELECT 1').pluck(),
     };
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
@@ -191,10 +190,6 @@ class SqliteStore implements InventoryStore {
 
   async touchApiKey(id: string, at: Date): Promise<void> {
     this.#run(() => this.#stmt.touchKey.run(at.toISOString(), id));
-  }
-
-  async countApiKeys(): Promise<number> {
-    return this.#run(() => Number(this.#stmt.countKeys.get()));
   }
 
   async ping(): Promise<void> {

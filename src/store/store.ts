@@ -44,8 +44,6 @@ export interface InventoryStore {
   revokeApiKey(id: string, at: Date): Promise<boolean>;
   /** Records that a key was used at this time. */
   touchApiKey(id: string, at: Date): Promise<void>;
-  /** How many keys exist, revoked or not (first run creates one when there are none). */
-  countApiKeys(): Promise<number>;
 
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
