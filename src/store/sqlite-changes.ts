@@ -22,7 +22,6 @@ type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigin
  */
 export function changeApplier(db: Database.Database): ApplyBatch {
   const stmt = {
-    get: db.prepare('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ?').raw(true).safeIntegers(true),
     update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, change_seq = ? , updated_at = ? WHERE pet_id = ? RETURNING version').pluck(),
     insertHistory: db.prepare(
       `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
@@ -38,10 +37,7 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     ),
   };
 
-  const entry = (petId: bigint): InventoryEntry | undefined => {
-    const row = stmt.get.get(petId) as EntryRow | undefined;
-    return row && { item: { petId: row[0], quantity: Number(row[1]), status: row[2] as PetStatus }, version: Number(row[3]) };
-  };
+  const entry = entryReader(db);
 
   const applyOne = (change: QuantityChange, seq: number): ChangeResult => {
     const at = change.at.toISOString();
@@ -82,6 +78,15 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     return results;
   });
   return (changes) => batch.immediate(changes);
+}
+
+/** One entry with its version, by petId: the read both the store and the batch applier use. */
+export function entryReader(db: Database.Database): (petId: bigint) => InventoryEntry | undefined {
+  const get = db.prepare('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ?').raw(true).safeIntegers(true);
+  return (petId) => {
+    const row = get.get(petId) as EntryRow | undefined;
+    return row && { item: { petId: row[0], quantity: Number(row[1]), status: row[2] as PetStatus }, version: Number(row[3]) };
+  };
 }
 
 function failure(err: unknown): ChangeFailure {

@@ -4,11 +4,10 @@ import { StoreUnavailableError } from '../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite.js';
 import { openSqliteConnection } from './sqlite-connection.js';
-import { changeApplier, errorOf, type ApplyBatch } from './sqlite-changes.js';
+import { changeApplier, entryReader, errorOf, type ApplyBatch } from './sqlite-changes.js';
 import { DuplicatePetError, type ChangeResult, type HistoryEntry, type InventoryEntry, type InventoryStore, type QuantityChange } from './store.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
-type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigint];
 type HistoryRow = [id: bigint, petId: bigint, previous: bigint, quantity: bigint, at: string, keyId: string, keyName: string, requestId: string, reason: string | null];
 
 /** A change waiting for the next group commit. */
@@ -69,15 +68,16 @@ class SqliteStore implements InventoryStore {
   readonly #insertItems;
   readonly #changesSince;
   readonly #apply: ApplyBatch;
+  readonly #entry: (petId: bigint) => InventoryEntry | undefined;
   #pending: Pending[] = [];
 
   constructor(db: Database.Database) {
     this.#db = db;
     this.#apply = changeApplier(db);
+    this.#entry = entryReader(db);
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
       list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
-      get: safe('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ?'),
       insertItem: db.prepare(
         'INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING',
       ),
@@ -218,11 +218,6 @@ class SqliteStore implements InventoryStore {
       if ('error' in result) batch[i]!.reject(asUnavailable(errorOf(result)));
       else batch[i]!.resolve(result);
     });
-  }
-
-  #entry(petId: bigint): InventoryEntry | undefined {
-    const row = this.#stmt.get.get(petId) as EntryRow | undefined;
-    return row && { item: toItem([row[0], row[1], row[2]]), version: Number(row[3]) };
   }
 
   /** Runs a synchronous driver call, turning "cannot reach the store now" into StoreUnavailableError. */
