@@ -19,20 +19,19 @@ const compress: Record<ListEncoding, (body: Buffer) => Promise<Buffer>> = {
 /** The list at one store version: its JSON bytes, ETags, and compressed forms made once when first asked for. */
 export class ListSnapshot {
   readonly #encoded = new Map<ListEncoding, Promise<Buffer>>();
+  /** Every ETag this version is served under, for If-None-Match; made once, read per request. */
+  readonly etags: readonly string[];
 
   constructor(
     readonly version: number,
     readonly body: Buffer,
-  ) {}
+  ) {
+    this.etags = [this.etag(), ...LIST_ENCODINGS.map((e) => this.etag(e))];
+  }
 
   /** A strong ETag per representation (RFC 9110 8.8.3): the coding is part of it. */
   etag(encoding?: ListEncoding): string {
     return encoding ? `"inv-${this.version}-${encoding}"` : `"inv-${this.version}"`;
-  }
-
-  /** Every ETag this version is served under, for If-None-Match. */
-  etags(): string[] {
-    return [this.etag(), ...LIST_ENCODINGS.map((e) => this.etag(e))];
   }
 
   encoded(encoding: ListEncoding): Promise<Buffer> {

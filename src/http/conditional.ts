@@ -26,7 +26,7 @@ export function parseIfMatch(header: string | undefined): VersionCondition | und
 }
 
 /** Whether If-None-Match names one of `etags` (weak comparison, RFC 9110 13.1.2), so a GET can answer 304. */
-export function ifNoneMatchHits(header: string | undefined, ...etags: string[]): boolean {
+export function ifNoneMatchHits(header: string | undefined, etags: readonly string[]): boolean {
   if (header === undefined) return false;
   if (header.trim() === '*') return true;
   return header.split(',').some((t) => etags.includes(t.trim().replace(/^W\//, '')));

@@ -142,7 +142,7 @@ export function inventoryRoutes(options: { requireIfMatch: boolean }) {
         const snapshot = await listCache.current();
         reply.header('vary', 'Accept-Encoding');
         const encoding = negotiateEncoding(header(request, 'accept-encoding'), snapshot.body.length);
-        if (ifNoneMatchHits(header(request, 'if-none-match'), ...snapshot.etags())) {
+        if (ifNoneMatchHits(header(request, 'if-none-match'), snapshot.etags)) {
           return reply.code(304).header('etag', snapshot.etag(encoding)).send();
         }
         reply.type('application/json; charset=utf-8').header('etag', snapshot.etag(encoding));
@@ -158,7 +158,7 @@ export function inventoryRoutes(options: { requireIfMatch: boolean }) {
         if (!entry) throw notFound(request.petId);
         const etag = etagOf(entry.version);
         reply.header('etag', etag);
-        if (ifNoneMatchHits(header(request, 'if-none-match'), etag)) return reply.code(304).send();
+        if (ifNoneMatchHits(header(request, 'if-none-match'), [etag])) return reply.code(304).send();
         return entry.item;
       },
     });
