@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
@@ -5,7 +6,10 @@ import { Authenticator } from './auth/authenticator.js';
 import { FailureThrottle } from './auth/throttle.js';
 import type { Config } from './config.js';
 import { ApiError } from './errors.js';
+import { ListCache } from './cache/list-cache.js';
 import { authenticateRequest, registerAuthentication } from './http/auth.js';
+import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
+import { NOSNIFF, PRIVATE_CACHE_CONTROL } from './http/response-headers.js';
 import { badUrlError, handleClientError, registerErrorHandling, sendApiError } from './http/errors.js';
 import { IDEMPOTENCY_PURGE_INTERVAL_MS } from './http/idempotency.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -22,6 +26,8 @@ import type { InventoryStore } from './store/store.js';
 declare module 'fastify' {
   interface FastifyInstance {
     store: InventoryStore;
+    /** Requests answered by the fast lane rather than Fastify's routes. */
+    fastLane: FastLaneStats;
   }
 }
 
@@ -37,7 +43,20 @@ export interface AppOptions {
 export async function buildApp({ config, store, logStream }: AppOptions): Promise<FastifyInstance> {
   const authenticator = new Authenticator(store, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
   const throttle = new FailureThrottle(config.authFailuresPerMinute);
+  const listCache = new ListCache(store);
+  // Set once the app is built; until then (and with TRUST_PROXY) every request goes to Fastify.
+  let handle: RequestHandler | undefined;
+  let fastifyHandler: RequestHandler;
   const app: FastifyInstance = Fastify({
+    // Fastify's own HTTP/1 server, with the fast lane (src/http/fast-lane.ts) in front of its handler.
+    serverFactory: (handler, options) => {
+      fastifyHandler = handler;
+      const server: Server = createServer(options.http ?? {}, (req, res) => (handle ?? handler)(req, res));
+      server.keepAliveTimeout = options.keepAliveTimeout as number;
+      server.requestTimeout = options.requestTimeout as number;
+      server.setTimeout(options.connectionTimeout as number);
+      return server;
+    },
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
@@ -66,6 +85,7 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   app.decorate('store', store);
+  app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   // Expired idempotency records are only dead weight (a lookup ignores them): drop them now and then.
   const purge = setInterval(() => {
     store.purgeIdempotencyRecords(new Date()).catch((err: unknown) => app.log.warn({ err }, 'could not purge idempotency records'));
@@ -87,9 +107,8 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
     }
   });
   app.addHook('onSend', async (request, reply) => {
-    reply.header('x-content-type-options', 'nosniff');
-    // Stock is per-store data: a shared cache must never keep it (PD 6.1).
-    if (request.principal && !reply.hasHeader('cache-control')) reply.header('cache-control', 'private, no-cache');
+    reply.header('x-content-type-options', NOSNIFF);
+    if (request.principal && !reply.hasHeader('cache-control')) reply.header('cache-control', PRIVATE_CACHE_CONTROL);
   });
 
   registerAuthentication(app, authenticator, throttle);
@@ -104,9 +123,15 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   });
   await app.register(healthRoutes);
   await app.register(openApiRoutes(JSON.stringify(document)));
-  await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch }));
+  await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, listCache }));
   await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
+
+  // Behind a proxy the client address comes from forwarded headers, which only Fastify reads.
+  if (config.trustProxy === false) {
+    const options = { authenticator, throttle, listCache, store, log: app.log, logRequests: ['info', 'debug', 'trace'].includes(config.logLevel), bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch };
+    handle = fastLane({ ...options, isClosing: () => closing }, app.fastLane, fastifyHandler!);
+  }
 
   return app;
 }

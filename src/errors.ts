@@ -74,3 +74,10 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/** What any failure is answered as: an ApiError as it is, a store outage as 503, anything else as a generic 500. */
+export function asApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', undefined, { 'retry-after': '1' });
+  return new ApiError('internal_error');
+}

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ERROR_CATALOGUE, StoreUnavailableError, type ErrorBody, type ErrorCode } from '../errors.js';
+import { ApiError, asApiError, ERROR_CATALOGUE, StoreUnavailableError, type ErrorBody, type ErrorCode } from '../errors.js';
+import { ERROR_CACHE_CONTROL } from './response-headers.js';
 import { validationToApiError } from './validation.js';
 
 export const NOT_FOUND_MESSAGE =
@@ -39,13 +40,12 @@ export function badUrlError(url: string): ApiError {
 }
 
 export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply {
-  reply.code(error.status).headers(error.headers).header('cache-control', 'no-store');
+  reply.code(error.status).headers(error.headers).header('cache-control', ERROR_CACHE_CONTROL);
   return reply.send(error.toBody());
 }
 
 function toApiError(err: FastifyError, request: FastifyRequest, bodyLimit: number): ApiError {
-  if (err instanceof ApiError) return err;
-  if (err instanceof StoreUnavailableError) return new ApiError('service_unavailable', undefined, { 'retry-after': '1' });
+  if (err instanceof ApiError || err instanceof StoreUnavailableError) return asApiError(err);
   if (err.validation) {
     const bodySchema = request.routeOptions.schema?.body as { properties?: object } | undefined;
     return validationToApiError(err.validation, err.validationContext, request.body, Object.keys(bodySchema?.properties ?? {}));
@@ -54,7 +54,7 @@ function toApiError(err: FastifyError, request: FastifyRequest, bodyLimit: numbe
   if (mapped) return mapped(bodyLimit);
   // JSON.parse failures surface as SyntaxError with status 400 from some Fastify paths.
   if (err instanceof SyntaxError) return new ApiError('malformed_json');
-  return new ApiError('internal_error');
+  return asApiError(err);
 }
 
 /** Raw HTTP for errors raised before Fastify has a request: unparseable requests and timeouts. */

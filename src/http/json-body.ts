@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 
 /** Media types a JSON body may be sent as (PD 3.5). */
@@ -15,15 +15,26 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser([...JSON_MEDIA_TYPES], { parseAs: 'string' }, (request, text, done) => {
     try {
-      done(null, parseJsonBody(request, text as string));
+      done(null, parseJsonBody(request.headers['content-type'], text as string));
     } catch (err) {
       done(err as Error, undefined);
     }
   });
 }
 
-function parseJsonBody(request: FastifyRequest, text: string): unknown {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(request.headers['content-type'] ?? '')?.[1];
+/**
+ * Whether Fastify would pass a body of this Content-Type to our parser, for its common spellings
+ * only: the fast lane (src/http/fast-lane.ts) takes these and leaves every other one to Fastify.
+ */
+export function isPlainJsonContentType(contentType: string | undefined): boolean {
+  return contentType !== undefined && PLAIN_JSON_CONTENT_TYPES.has(contentType.toLowerCase());
+}
+
+const PLAIN_JSON_CONTENT_TYPES = new Set(JSON_MEDIA_TYPES.flatMap((t) => [t, `${t}; charset=utf-8`, `${t};charset=utf-8`]));
+
+/** The body of a request with a JSON media type, or an ApiError: wrong charset, empty, not JSON, prototype keys. */
+export function parseJsonBody(contentType: string | undefined, text: string): unknown {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '')?.[1];
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new ApiError('unsupported_media_type', `The body must be UTF-8 JSON; charset "${charset}" is not supported.`);
   }

@@ -3,7 +3,8 @@ import { Type, type Static } from 'typebox';
 import { ApiError } from '../errors.js';
 import { HistoryPage } from '../schemas/inventory.js';
 import { historyItem } from '../domain/history.js';
-import { notFound, parsePetIdParam } from './inventory.js';
+import { notFound } from '../operations/not-found.js';
+import { parsePetIdParam } from './inventory.js';
 import { routeOptions, type OperationSpec } from './operation.js';
 
 export const HISTORY_LIMIT_MAX = 500;

@@ -1,12 +1,13 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { parsePetId } from '../domain/pet-id.js';
-import { ApiError } from '../errors.js';
-import { ListCache } from '../cache/list-cache.js';
-import { etagOf, ifNoneMatchHits, parseIfMatch } from '../http/conditional.js';
-import { negotiateEncoding } from '../http/encoding.js';
-import { IDEMPOTENCY_TTL_MS, parseIdempotencyKey, requestFingerprint } from '../http/idempotency.js';
+import type { ListCache } from '../cache/list-cache.js';
+import { etagOf, ifNoneMatchHits } from '../http/conditional.js';
 import { JSON_MEDIA_TYPES } from '../http/json-body.js';
+import { JSON_CONTENT_TYPE } from '../http/response-headers.js';
+import { listInventoryAnswer } from '../operations/list-inventory.js';
+import { notFound } from '../operations/not-found.js';
+import { REPLAYED_HEADER, UPDATE_OPERATION_ID, updateInventoryEntry } from '../operations/update-inventory.js';
 import { InventoryItem, InventoryList, InventoryUpdate, PetId } from '../schemas/inventory.js';
 import { NoQuery, routeOptions, type OperationSpec, type ResponseSpec } from './operation.js';
 
@@ -63,7 +64,7 @@ export const getInventoryItem = {
 } as const satisfies OperationSpec;
 
 export const updateInventory = {
-  operationId: 'updateInventory',
+  operationId: UPDATE_OPERATION_ID,
   method: 'PATCH',
   path: '/v1/inventory/{petId}',
   summary: 'Update stock level',
@@ -122,32 +123,29 @@ export async function parsePetIdParam(request: FastifyRequest): Promise<void> {
   request.petId = parsePetId((request.params as { petId: string }).petId);
 }
 
-export function notFound(petId: bigint): ApiError {
-  return new ApiError('not_found', `Pet ${petId} has no inventory entry.`);
-}
-
-function header(request: FastifyRequest, name: string): string | undefined {
+export function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-export function inventoryRoutes(options: { requireIfMatch: boolean }) {
+/**
+ * The inventory operations on Fastify. The hot ones in their plain form are usually answered
+ * before Fastify by src/http/fast-lane.ts; both lanes call the same src/operations/ code.
+ */
+export function inventoryRoutes(options: { requireIfMatch: boolean; listCache: ListCache }) {
+  const { listCache, requireIfMatch } = options;
   return async (app: FastifyInstance): Promise<void> => {
     app.decorateRequest('petId', 0n);
 
-    const listCache = new ListCache(app.store);
     app.route({
       ...routeOptions(listInventory),
       handler: async (request, reply) => {
-        const snapshot = await listCache.current();
-        reply.header('vary', 'Accept-Encoding');
-        const encoding = negotiateEncoding(header(request, 'accept-encoding'), snapshot.body.length);
-        if (ifNoneMatchHits(header(request, 'if-none-match'), snapshot.etags)) {
-          return reply.code(304).header('etag', snapshot.etag(encoding)).send();
-        }
-        reply.type('application/json; charset=utf-8').header('etag', snapshot.etag(encoding));
-        if (!encoding) return reply.send(snapshot.body);
-        return reply.header('content-encoding', encoding).send(await snapshot.encoded(encoding));
+        const answer = listInventoryAnswer(await listCache.current(), header(request, 'accept-encoding'), header(request, 'if-none-match'));
+        reply.header('vary', 'Accept-Encoding').header('etag', answer.etag);
+        if (answer.status === 304) return reply.code(304).send();
+        reply.type(JSON_CONTENT_TYPE);
+        if (answer.encoding) reply.header('content-encoding', answer.encoding);
+        return reply.send(await answer.body);
       },
     });
 
@@ -165,49 +163,23 @@ export function inventoryRoutes(options: { requireIfMatch: boolean }) {
 
     app.route({
       ...routeOptions(updateInventory, parsePetIdParam),
-      handler: async (request, reply) => updateHandler(app, request, reply, options.requireIfMatch),
+      handler: async (request, reply) => {
+        const answer = await updateInventoryEntry(
+          app.store,
+          {
+            petId: request.petId,
+            body: request.body as InventoryUpdate,
+            ifMatch: header(request, 'if-match'),
+            idempotencyKey: header(request, 'idempotency-key'),
+            principal: request.principal!,
+            requestId: request.id,
+          },
+          { requireIfMatch },
+        );
+        if (answer.replayed) reply.headers(REPLAYED_HEADER);
+        reply.header('etag', answer.etag);
+        return answer.item;
+      },
     });
   };
-}
-
-async function updateHandler(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, requireIfMatch: boolean): Promise<InventoryItem> {
-  const body = request.body as InventoryUpdate;
-  const condition = parseIfMatch(header(request, 'if-match'));
-  if (!condition && requireIfMatch) {
-    throw new ApiError('precondition_required', 'This service requires If-Match on PATCH: GET the entry, then send its ETag in If-Match.');
-  }
-  const idempotencyKey = parseIdempotencyKey(header(request, 'idempotency-key'));
-  const principal = request.principal!;
-  const at = new Date();
-  const result = await app.store.applyChange({
-    petId: request.petId,
-    quantity: body.quantity,
-    condition,
-    keyId: principal.keyId,
-    keyName: principal.keyName,
-    requestId: request.id,
-    reason: body.reason ?? null,
-    at,
-    idempotency:
-      idempotencyKey === undefined
-        ? undefined
-        : {
-            key: idempotencyKey,
-            fingerprint: requestFingerprint(updateInventory.operationId, request.petId.toString(), body),
-            expiresAt: new Date(at.getTime() + IDEMPOTENCY_TTL_MS),
-          },
-  });
-  if (result.kind === 'idempotency_key_reused') throw new ApiError('idempotency_key_reused');
-  if (result.replayed) reply.header('idempotent-replayed', 'true');
-  switch (result.kind) {
-    case 'not_found':
-      throw notFound(request.petId);
-    case 'precondition_failed':
-      throw new ApiError('precondition_failed', `The entry is at ${etagOf(result.entry.version)}, not the version If-Match names; GET it and retry.`, {
-        etag: etagOf(result.entry.version),
-      });
-    case 'updated':
-      reply.header('etag', etagOf(result.entry.version));
-      return result.entry.item;
-  }
 }

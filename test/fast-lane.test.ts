@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { describe, test } from 'node:test';
+import { StoreUnavailableError } from '../src/errors.js';
+import type { InventoryItem } from '../src/schemas/inventory.js';
+import { BACKENDS, backendSkip } from './backends.js';
+import { assertError, buildTestApp, failingOn, type TestApp, type TestResponse } from './helper.js';
+
+/**
+ * The fast lane (src/http/fast-lane.ts) answers the hot requests before Fastify. Here every
+ * request goes both ways on one app and store: over a socket, where the lane takes it, and
+ * through app.inject(), which only Fastify's routes see. The answers must be the same.
+ */
+
+// 60 entries: a list over 1 KiB, so br and gzip are offered.
+const PETS: InventoryItem[] = Array.from({ length: 60 }, (_, i) => ({ petId: BigInt(i + 1), quantity: i, status: 'available' }));
+
+/** Headers only a real connection carries. */
+const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive']);
+
+interface Sent {
+  method: string;
+  url: string;
+  key?: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, unknown>;
+  /** The body's bytes as latin1, so compressed bodies compare exactly. */
+  bytes: string;
+}
+
+function answerOf(status: number, headers: Record<string, unknown>, body: Buffer): Answer {
+  const kept = Object.entries(headers).filter(([name]) => !TRANSPORT_HEADERS.has(name));
+  return { status, headers: Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b))), bytes: body.toString('latin1') };
+}
+
+/** Sends `req` over the socket (the lane, unless `expectLane` is false) and through inject (Fastify). */
+async function bothLanes(api: TestApp, req: Sent, expectLane = true): Promise<{ lane: Answer; full: Answer }> {
+  const headers = { ...req.headers, ...(req.key ? { authorization: `Bearer ${req.key}` } : {}) };
+  // The lane takes only keys in the authenticator's cache (filled by the full path, 2 s each): fill it just before.
+  if (req.key) await api.app.inject({ method: 'GET', url: '/v1/inventory/0', headers: { authorization: `Bearer ${req.key}` } });
+  const before = api.app.fastLane.answered;
+  const lane = await overSocket(api, req.method, req.url, headers, req.body);
+  assert.equal(api.app.fastLane.answered - before, expectLane ? 1 : 0, `the fast lane took ${req.method} ${req.url}: ${expectLane}`);
+  const res = await api.app.inject({ method: req.method as 'GET', url: req.url, headers, ...(req.body !== undefined ? { payload: req.body } : {}) });
+  return { lane, full: answerOf(res.statusCode, res.headers, res.rawPayload) };
+}
+
+/** One request on its own connection. */
+function overSocket(api: TestApp, method: string, path: string, headers: Record<string, string>, body: string | undefined): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const framed = body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers };
+    const req = httpRequest(`${api.baseUrl}${path}`, { method, headers: framed, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(answerOf(res.statusCode ?? 0, res.headers, Buffer.concat(chunks))));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function patchOf(api: TestApp, petId: string, body: string, headers: Record<string, string> = {}): Sent {
+  return { method: 'PATCH', url: `/v1/inventory/${petId}`, key: api.keys.write, headers: { 'content-type': 'application/json', 'x-request-id': 'same-1', ...headers }, body };
+}
+
+function assertErrorAnswer(answer: Answer, status: number, code: string): void {
+  assertError({ status: answer.status, headers: answer.headers as TestResponse['headers'], text: answer.bytes, json: <T>() => JSON.parse(answer.bytes) as T }, status, code);
+}
+
+for (const backend of BACKENDS) {
+  const skip = await backendSkip(backend);
+  describe(`fast lane on ${backend}: the same answers as Fastify's routes`, { skip }, () => {
+    test('GET /v1/inventory: identity, br, gzip, 304 and a stale If-None-Match', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const get = (headers: Record<string, string> = {}): Sent => ({ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1', ...headers } });
+      const plain = await bothLanes(api, get());
+      assert.deepEqual(plain.lane, plain.full);
+      assert.equal(plain.lane.status, 200);
+      assert.equal((JSON.parse(plain.lane.bytes) as unknown[]).length, PETS.length);
+      for (const encoding of ['br', 'gzip', 'gzip;q=0.5, br;q=0.1', 'identity']) {
+        const { lane, full } = await bothLanes(api, get({ 'accept-encoding': encoding }));
+        assert.deepEqual(lane, full, encoding);
+      }
+      const etag = String(plain.lane.headers.etag);
+      const notModified = await bothLanes(api, get({ 'if-none-match': etag }));
+      assert.deepEqual(notModified.lane, notModified.full);
+      assert.equal(notModified.lane.status, 304);
+      const stale = await bothLanes(api, get({ 'if-none-match': '"inv-0"' }));
+      assert.deepEqual(stale.lane, stale.full);
+      assert.equal(stale.lane.status, 200);
+    });
+
+    test('PATCH: every refusal after the body is read, in the Error shape, as Fastify answers it', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const cases: [string, string, Record<string, string>, number, string][] = [
+        ['1', '{', {}, 400, 'malformed_json'],
+        ['1', '  ', {}, 400, 'missing_field'],
+        ['1', 'null', {}, 400, 'invalid_body'],
+        ['1', '[{"quantity":5}]', {}, 400, 'invalid_body'],
+        ['1', '{}', {}, 400, 'missing_field'],
+        ['1', '{"quantity":-1}', {}, 400, 'invalid_quantity'],
+        ['1', '{"quantity":1.5}', {}, 400, 'invalid_quantity'],
+        ['1', '{"quantity":5,"extra":1}', {}, 400, 'unknown_field'],
+        ['1', '{"quantity":5,"__proto__":{"x":1}}', {}, 400, 'unknown_field'],
+        ['1', '{"quantity":5,"reason":"stolen"}', {}, 400, 'invalid_reason'],
+        ['999999', '{"quantity":5}', {}, 404, 'not_found'],
+        ['1', '{"quantity":5}', { 'if-match': '"v999"' }, 412, 'precondition_failed'],
+        ['1', '{"quantity":5}', { 'if-match': 'v1' }, 400, 'invalid_parameter'],
+        ['1', '{"quantity":5}', { 'idempotency-key': 'has space' }, 400, 'invalid_parameter'],
+      ];
+      for (const [petId, body, headers, status, code] of cases) {
+        const { lane, full } = await bothLanes(api, patchOf(api, petId, body, headers));
+        assert.deepEqual(lane, full, `${body} ${JSON.stringify(headers)}`);
+        assertErrorAnswer(lane, status, code);
+      }
+    });
+
+    test('PATCH: an update, an idempotent replay and a reused key answer alike', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const update = await bothLanes(api, patchOf(api, '2', '{"quantity":7,"reason":"received"}'));
+      const { etag: laneTag, ...laneRest } = update.lane.headers;
+      const { etag: fullTag, ...fullRest } = update.full.headers;
+      assert.deepEqual({ ...update.lane, headers: laneRest }, { ...update.full, headers: fullRest });
+      assert.equal(update.lane.status, 200);
+      assert.deepEqual([laneTag, fullTag], ['"v2"', '"v3"'], 'each lane applied its own change');
+
+      const keyed = patchOf(api, '3', '{"quantity":9}', { 'idempotency-key': 'k-1' });
+      await api.app.inject({ method: 'PATCH', url: keyed.url, headers: { ...keyed.headers, authorization: `Bearer ${api.keys.write}` }, payload: keyed.body });
+      const replay = await bothLanes(api, keyed);
+      assert.deepEqual(replay.lane, replay.full);
+      assert.equal(replay.lane.headers['idempotent-replayed'], 'true');
+      const reused = await bothLanes(api, { ...keyed, body: '{"quantity":10}' });
+      assert.deepEqual(reused.lane, reused.full);
+      assertErrorAnswer(reused.lane, 422, 'idempotency_key_reused');
+    });
+
+    test('PATCH: 428 when If-Match is required', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
+      const { lane, full } = await bothLanes(api, patchOf(api, '1', '{"quantity":5}'));
+      assert.deepEqual(lane, full);
+      assertErrorAnswer(lane, 428, 'precondition_required');
+    });
+
+    test('PATCH: 503 for a store outage and a generic 500 for anything else, logged with the request id', async (t) => {
+      const failures = [
+        [new StoreUnavailableError('connection refused'), 503, 'service_unavailable'],
+        [new Error('disk I/O error at /srv/data'), 500, 'internal_error'],
+      ] as const;
+      for (const [error, status, code] of failures) {
+        const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: (store) => failingOn(store, 'applyChange', error) });
+        const { lane, full } = await bothLanes(api, patchOf(api, '1', '{"quantity":5}', { 'x-request-id': `fail-${status}` }));
+        assert.deepEqual(lane, full);
+        assertErrorAnswer(lane, status, code);
+        if (status === 500) {
+          const logged = api.logs().filter((l) => l.requestId === 'fail-500' && l.level === 50);
+          assert.equal(logged.length, 2, 'an error line from each lane');
+          assert.ok(logged.every((l) => JSON.stringify(l).includes('disk I/O error')));
+        }
+      }
+    });
+
+    test('left to Fastify: unknown keys, other scopes, queries, odd paths, other media types, oversized and empty bodies', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { BODY_LIMIT: '64' } });
+      const get = (url: string, key: string): Sent => ({ method: 'GET', url, key, headers: { 'x-request-id': 'same-1' } });
+      const left: Sent[] = [
+        get('/v1/inventory', `${api.keys.read}x`),
+        get('/v1/inventory?limit=1', api.keys.read),
+        get('/v1/inventory/', api.keys.read),
+        { ...patchOf(api, '1', '{"quantity":5}'), key: api.keys.read },
+        patchOf(api, '01', '{"quantity":5}'),
+        patchOf(api, '1?x=1', '{"quantity":5}'),
+        patchOf(api, '1', '{"quantity":5}', { 'content-type': 'text/plain' }),
+        patchOf(api, '1', '{"quantity":5}', { 'content-type': 'application/json; charset=latin1' }),
+        patchOf(api, '1', `{"quantity":5,"reason":"${'x'.repeat(64)}"}`),
+        patchOf(api, '1', ''),
+      ];
+      for (const req of left) {
+        const { lane, full } = await bothLanes(api, req, false);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assert.ok(lane.status >= 400, `${req.method} ${req.url} is refused`);
+      }
+    });
+
+    test('log lines: the lane writes the fields Fastify writes for a request', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const get = (id: string) => overSocket(api, 'GET', '/v1/inventory', { authorization: `Bearer ${api.keys.read}`, 'x-request-id': id }, undefined);
+      // A key's first use is not in the cache yet: Fastify answers it; the second is the lane's.
+      await get('full-1');
+      const before = api.app.fastLane.answered;
+      await get('lane-1');
+      assert.equal(api.app.fastLane.answered, before + 1);
+      const shape = (requestId: string, msg: string) => {
+        const lines = api.logs().filter((l) => l.requestId === requestId && l.msg === msg);
+        assert.equal(lines.length, 1, `${requestId}: ${msg}`);
+        const line = lines[0]!;
+        return [...Object.keys(line), ...Object.keys((line.req ?? line.res) as object), typeof line.responseTime].sort();
+      };
+      for (const msg of ['incoming request', 'request completed']) assert.deepEqual(shape('lane-1', msg), shape('full-1', msg), msg);
+    });
+  });
+}
