@@ -127,9 +127,11 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
-  // Behind a proxy the client address comes from forwarded headers, which only Fastify reads.
-  if (config.trustProxy === false) {
-    const options = { authenticator, throttle, listCache, store, log: app.log, logRequests: ['info', 'debug', 'trace'].includes(config.logLevel), bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch };
+  // The lane needs the client address only for the info lines of each request; behind a proxy
+  // (TRUST_PROXY) that address comes from forwarded headers, which only Fastify reads.
+  const logRequests = ['info', 'debug', 'trace'].includes(config.logLevel);
+  if (config.trustProxy === false || !logRequests) {
+    const options = { authenticator, throttle, listCache, store, log: app.log, logRequests, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch };
     handle = fastLane({ ...options, isClosing: () => closing }, app.fastLane, fastifyHandler!);
   }
 

@@ -187,6 +187,14 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('behind a proxy the lane runs only when request lines are not logged (they need the forwarded address)', async (t) => {
+      for (const [level, expectLane] of [['info', false], ['warn', true]] as const) {
+        const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { TRUST_PROXY: '1', LOG_LEVEL: level } });
+        const { lane, full } = await bothLanes(api, { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } }, expectLane);
+        assert.deepEqual(lane, full, level);
+      }
+    });
+
     test('log lines: the lane writes the fields Fastify writes for a request', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
       const get = (id: string) => overSocket(api, 'GET', '/v1/inventory', { authorization: `Bearer ${api.keys.read}`, 'x-request-id': id }, undefined);

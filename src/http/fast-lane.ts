@@ -74,10 +74,11 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     const { method, url = '' } = req;
     if (method === 'GET' && url === LIST_URL && principalFor(req, 'inventory:read')) {
       stats.answered++;
-      return void list(options, req, res, started, () => {
+      const toFastify = () => {
         stats.answered--;
         fallback(req, res);
-      });
+      };
+      return void list(options, req, res, started, toFastify).catch((err: unknown) => broken(options, res, err));
     }
     if (method === 'PATCH' && url.startsWith(ITEM_PREFIX)) {
       const petId = tryParsePetId(url.slice(ITEM_PREFIX.length));
@@ -141,15 +142,15 @@ function update(
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   // A client that goes away mid-body has nobody to answer; Node closes the socket.
+  req.on('error', () => {});
   req.on('end', () => {
-    answerUpdate(options, req, requestId, target, Buffer.concat(chunks).toString('utf8')).then(
-      ({ status, headers, body }) => {
+    answerUpdate(options, req, requestId, target, Buffer.concat(chunks).toString('utf8'))
+      .then(({ status, headers, body }) => {
         res.writeHead(status, { ...headers, 'x-request-id': requestId, 'content-type': JSON_CONTENT_TYPE, 'x-content-type-options': NOSNIFF, 'content-length': Buffer.byteLength(body) });
         res.end(body);
         logCompleted(options, requestId, res, target.started);
-      },
-      (err: unknown) => options.log.error({ requestId, err }, 'fast lane could not answer'),
-    );
+      })
+      .catch((err: unknown) => broken(options, res, err, requestId));
   });
 }
 
@@ -179,6 +180,12 @@ async function answerUpdate(
     if (apiError.status >= 500) options.log.error({ requestId, err }, 'request failed');
     return { status: apiError.status, headers: { ...apiError.headers, 'cache-control': ERROR_CACHE_CONTROL }, body: JSON.stringify(apiError.toBody()) };
   }
+}
+
+/** A failure of the lane itself, after it took the request: never expected, logged, and the connection dropped. */
+function broken({ log }: FastLaneOptions, res: ServerResponse, err: unknown, requestId?: string): void {
+  log.error({ requestId, err }, 'fast lane could not answer');
+  res.destroy();
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
