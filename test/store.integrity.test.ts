@@ -152,6 +152,28 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await store.listHistory(1n, { limit: 10 }))!.map((r) => r.quantity), [2, 1]);
     });
 
+    it('a burst of changes (grouped into shared commits): each pet in arrival order, every outcome its own', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0), item(2n, 0), item(3n, 0)]);
+      const petOf = (i: number) => BigInt(1 + (i % 3));
+      const burst = Array.from({ length: 30 }, (_, k) => store.applyChange(change(petOf(k + 1), k + 1)));
+      const missing = store.applyChange(change(99n, 1));
+      // Queued after pet 1's ten changes, so it must see their last version.
+      const stale = store.applyChange(change(1n, 5, { condition: { anyVersion: false, versions: [1] } }));
+      const results = (await Promise.all(burst)).map(updated);
+      for (const pet of [1n, 2n, 3n]) {
+        const mine = results.filter((_, k) => petOf(k + 1) === pet);
+        assert.deepEqual(mine.map((r) => r.version), Array.from({ length: 10 }, (_, k) => k + 2), `pet ${pet} versions in arrival order`);
+        const quantities = mine.map((r) => r.quantity);
+        assert.deepEqual((await store.listHistory(pet, { limit: 20 }))!.map((r) => r.quantity), quantities.reverse());
+      }
+      assert.equal((await missing).kind, 'not_found');
+      const refused = await stale;
+      assert.equal(refused.kind, 'precondition_failed');
+      assert.equal(refused.kind === 'precondition_failed' && refused.entry.version, 11);
+      assert.deepEqual(await store.listInventory(), [item(1n, 30), item(2n, 28), item(3n, 29)]);
+    });
+
     it('the store version rises with every committed creation and change; changesSince returns just those entries', async (t) => {
       const store = await openTestStore(backend, t);
       const v0 = await store.readVersion();

@@ -4,6 +4,7 @@ import { StoreUnavailableError } from '../errors.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 import { decodeOutcome, encodeOutcome, judgeChange } from './change.js';
 import { POSTGRES_MIGRATIONS } from './migrations/postgres.js';
+import { ChangeBatcher } from './postgres-changes.js';
 import {
   DuplicatePetError,
   type ChangeOutcome,
@@ -66,22 +67,6 @@ const STATEMENTS = {
   update: {
     name: 'inventory-update',
     text: 'UPDATE inventory SET quantity = $2, version = version + 1, change_seq = $3, updated_at = $4 WHERE pet_id = $1 RETURNING version',
-  },
-  /*
-   * A change without an idempotency key in one statement, so one round trip: lock the row, judge
-   * the condition, bump the store version (last lock taken), update, write history. $5 is the
-   * versions If-Match allows (NULL: any). Answers the row as it was, and its new version when changed.
-   */
-  changeQuantity: {
-    name: 'inventory-change',
-    text: `WITH cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = $1 FOR UPDATE),
-           ok AS (SELECT * FROM cur WHERE $5::bigint[] IS NULL OR version = ANY($5::bigint[])),
-           hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
-                    SELECT pet_id, quantity, $2, $3, $4, $6, $7, $8 FROM ok),
-           bump AS (UPDATE store_state SET version = version + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM ok) RETURNING version),
-           upd AS (UPDATE inventory i SET quantity = $2, version = i.version + 1, change_seq = bump.version, updated_at = $3
-                   FROM bump WHERE i.pet_id = $1 RETURNING i.version)
-           SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, (SELECT version FROM upd) AS "newVersion" FROM cur`,
   },
   // Taken last in a writing transaction: holds the store_state row lock only for the commit itself.
   bumpVersion: { name: 'store-version-bump', text: 'UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version' },
@@ -149,8 +134,6 @@ const STATEMENTS = {
   touchKey: { name: 'key-touch', text: 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1' },
   ping: { name: 'ping', text: 'SELECT 1' },
 } as const;
-
-type Statement = (typeof STATEMENTS)[keyof typeof STATEMENTS];
 
 /**
  * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
@@ -240,10 +223,13 @@ async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<
 class PostgresStore implements InventoryStore {
   readonly backend = 'postgres' as const;
   readonly #pool: Pool;
+  /** Changes without an Idempotency-Key, committed in groups (src/store/postgres-changes.ts). */
+  readonly #changes: ChangeBatcher;
   #closed: Promise<void> | undefined;
 
   constructor(pool: Pool) {
     this.#pool = pool;
+    this.#changes = new ChangeBatcher((statement, values) => this.#query(statement, values));
   }
 
   async listInventory(): Promise<InventoryItem[]> {
@@ -257,24 +243,7 @@ class PostgresStore implements InventoryStore {
 
   async applyChange(change: QuantityChange): Promise<ChangeResult> {
     if (change.idempotency) return this.#run(() => inTransaction(this.#pool, (client) => applyInTransaction(client, change)));
-    const { condition } = change;
-    const versions = condition && !condition.anyVersion ? condition.versions.map(String) : null;
-    const row = (
-      await this.#query<EntryRow & { newVersion: bigint | null }>(STATEMENTS.changeQuantity, [
-        change.petId.toString(),
-        change.quantity,
-        change.at.toISOString(),
-        change.keyId,
-        versions,
-        change.keyName,
-        change.requestId,
-        change.reason,
-      ])
-    ).rows[0];
-    if (!row) return { kind: 'not_found', replayed: false };
-    const { newVersion, ...current } = row;
-    if (newVersion === null) return { kind: 'precondition_failed', entry: toEntry(current), replayed: false };
-    return { kind: 'updated', entry: { item: { ...toEntry(current).item, quantity: change.quantity }, version: Number(newVersion) }, replayed: false };
+    return this.#changes.apply(change);
   }
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
@@ -359,7 +328,7 @@ class PostgresStore implements InventoryStore {
     await this.#closed;
   }
 
-  #query<R extends QueryResultRow>(statement: Statement, values: unknown[] = []): Promise<QueryResult<R>> {
+  #query<R extends QueryResultRow>(statement: { name: string; text: string }, values: unknown[] = []): Promise<QueryResult<R>> {
     return this.#run(() => this.#pool.query<R>({ ...statement, values }));
   }
 
