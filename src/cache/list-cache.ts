@@ -1,6 +1,7 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { InventoryStore } from '../store/store.js';
+import { FreshRead } from './fresh-read.js';
 import { ListBody } from './list-body.js';
 
 /** Content codings the list is offered in, best first. */
@@ -48,23 +49,26 @@ export class ListSnapshot {
 
 /**
  * GET /v1/inventory served from memory and still exact: each request reads the store version
- * (one indexed row), and only when it moved fetches the entries changed since and re-renders
+ * (one indexed row; a read that began after the request, shared by the requests that arrived
+ * during the previous one), and only when it moved fetches the entries changed since and re-renders
  * the segments they fall in. The version lives in the store, so a write through another
  * process or instance is seen by the next request here.
  */
 export class ListCache {
   readonly #store: Pick<InventoryStore, 'readVersion' | 'changesSince'>;
+  readonly #version: FreshRead<number>;
   readonly #body = new ListBody();
   #snapshot: ListSnapshot | undefined;
   #refreshing: Promise<ListSnapshot> | undefined;
 
   constructor(store: Pick<InventoryStore, 'readVersion' | 'changesSince'>) {
     this.#store = store;
+    this.#version = new FreshRead(() => store.readVersion());
   }
 
   /** The list at the store's current version or later. */
   async current(): Promise<ListSnapshot> {
-    const version = await this.#store.readVersion();
+    const version = await this.#version.get();
     let snapshot = this.#snapshot;
     // A refresh that began before `version` was committed may not hold it: wait for one that does.
     while (!snapshot || snapshot.version < version) {

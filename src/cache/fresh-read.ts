@@ -1,0 +1,37 @@
+/**
+ * Shares one read among callers without ever answering a caller with a read that began before
+ * it asked. At most one read is in flight; callers that arrive meanwhile wait for the next one,
+ * which starts when the current one ends and serves all of them.
+ *
+ * Why: each GET must see every write acknowledged before it arrived (through any instance), so
+ * it needs a read of the store version that starts after it. On PostgreSQL that read is a round
+ * trip; under load, one round trip now serves every GET that arrived during the previous one.
+ */
+export class FreshRead<T> {
+  readonly #read: () => Promise<T>;
+  #inFlight: Promise<T> | undefined;
+  #next: Promise<T> | undefined;
+
+  constructor(read: () => Promise<T>) {
+    this.#read = read;
+  }
+
+  get(): Promise<T> {
+    if (!this.#inFlight) return this.#start();
+    // The read in flight may have begun before this call: wait for the one after it.
+    this.#next ??= this.#inFlight.then(
+      () => this.#start(),
+      () => this.#start(),
+    );
+    return this.#next;
+  }
+
+  #start(): Promise<T> {
+    this.#next = undefined;
+    const read = this.#read().finally(() => {
+      if (this.#inFlight === read) this.#inFlight = undefined;
+    });
+    this.#inFlight = read;
+    return read;
+  }
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { FreshRead } from '../src/cache/fresh-read.js';
+
+/** A read whose every call waits until the test settles it. */
+function controlledRead() {
+  const calls: { resolve: (v: number) => void; reject: (e: Error) => void }[] = [];
+  const read = () => new Promise<number>((resolve, reject) => calls.push({ resolve, reject }));
+  return { calls, read };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('FreshRead: one read shared, never one that began before the caller asked', () => {
+  test('callers arriving during a read share the next one', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read);
+    const a = fresh.get();
+    const b = fresh.get();
+    const c = fresh.get();
+    assert.equal(calls.length, 1, 'b and c do not start reads of their own');
+    calls[0]!.resolve(1);
+    assert.equal(await a, 1);
+    await tick();
+    assert.equal(calls.length, 2, 'the next read starts when the first ends');
+    calls[1]!.resolve(2);
+    assert.deepEqual(await Promise.all([b, c]), [2, 2], 'b and c see the read that began after them');
+  });
+
+  test('a failed read fails only its own callers; the next read still runs', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read);
+    const a = fresh.get();
+    const b = fresh.get();
+    calls[0]!.reject(new Error('down'));
+    await assert.rejects(a, /down/);
+    await tick();
+    calls[1]!.resolve(7);
+    assert.equal(await b, 7);
+  });
+
+  test('with nothing in flight a caller starts a read at once', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read);
+    const a = fresh.get();
+    calls[0]!.resolve(1);
+    await a;
+    await tick();
+    const b = fresh.get();
+    assert.equal(calls.length, 2);
+    calls[1]!.resolve(2);
+    assert.equal(await b, 2);
+  });
+});
