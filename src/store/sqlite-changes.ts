@@ -89,7 +89,7 @@ export function entryReader(db: Database.Database): (petId: bigint) => Inventory
   };
 }
 
-function failure(err: unknown): ChangeFailure {
+export function failure(err: unknown): ChangeFailure {
   const code = (err as { code?: unknown }).code;
   return { error: { message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) } };
 }

@@ -4,7 +4,8 @@ import { StoreUnavailableError } from '../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite.js';
 import { openSqliteConnection } from './sqlite-connection.js';
-import { changeApplier, entryReader, errorOf, type ApplyBatch } from './sqlite-changes.js';
+import { entryReader, errorOf } from './sqlite-changes.js';
+import { inThreadWriter, threadWriter, type ChangeWriter } from './sqlite-writers.js';
 import { DuplicatePetError, type ChangeResult, type HistoryEntry, type InventoryEntry, type InventoryStore, type QuantityChange } from './store.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
@@ -42,7 +43,8 @@ export function openSqliteStore(filename: string): InventoryStore {
     db.close();
     throw err;
   }
-  return new SqliteStore(db);
+  // A private :memory: database exists only on this connection, so it cannot have a writer thread.
+  return new SqliteStore(db, filename === ':memory:' ? inThreadWriter(db) : threadWriter(filename));
 }
 
 function migrate(db: Database.Database): void {
@@ -67,13 +69,17 @@ class SqliteStore implements InventoryStore {
   readonly #stmt;
   readonly #insertItems;
   readonly #changesSince;
-  readonly #apply: ApplyBatch;
+  readonly #writer: ChangeWriter;
   readonly #entry: (petId: bigint) => InventoryEntry | undefined;
+  /** Changes gathering for the next group commit. */
   #pending: Pending[] = [];
+  /** The group commit under way, if any. */
+  #writing: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, writer: ChangeWriter) {
     this.#db = db;
-    this.#apply = changeApplier(db);
+    this.#writer = writer;
     this.#entry = entryReader(db);
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
@@ -128,14 +134,16 @@ class SqliteStore implements InventoryStore {
   }
 
   /**
-   * Group commit: changes queued in one turn of the event loop share one transaction and so one
-   * fsync; each still runs in its own savepoint, in arrival order, so one that fails fails alone.
-   * (A writer thread was tried: on one pinned core it added latency and no throughput.)
+   * Group commit: one batch commits (in the writer thread, so the fsync does not stop the event
+   * loop) while the next gathers; a batch is one transaction and one fsync. Each change runs in
+   * its own savepoint, in arrival order, so one that fails fails alone, and each is answered
+   * once its own batch has committed.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult> {
     if (!this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
-      if (this.#pending.push({ change, resolve, reject }) === 1) setImmediate(() => this.#flush());
+      // The first change of a batch waits one turn of the event loop for the changes that arrive with it.
+      if (this.#pending.push({ change, resolve, reject }) === 1 && !this.#writing) setImmediate(() => this.#flush());
     });
   }
 
@@ -196,28 +204,42 @@ class SqliteStore implements InventoryStore {
     this.#run(() => this.#stmt.ping.get());
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     if (!this.#db.open) return;
     // Changes already accepted are committed before the database closes.
-    this.#flush();
+    while (this.#writing || this.#pending.length > 0) {
+      this.#flush();
+      await this.#writing;
+    }
+    await this.#writer.close();
     this.#db.close();
   }
 
   #flush(): void {
+    if (this.#writing || this.#pending.length === 0) return;
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length === 0) return;
-    let results;
-    try {
-      results = this.#run(() => this.#apply(batch.map((p) => p.change)));
-    } catch (err) {
-      for (const p of batch) p.reject(err);
-      return;
-    }
-    results.forEach((result, i) => {
-      if ('error' in result) batch[i]!.reject(asUnavailable(errorOf(result)));
-      else batch[i]!.resolve(result);
-    });
+    this.#writing = this.#writer
+      .apply(batch.map((p) => p.change))
+      .then(
+        (results) =>
+          results.forEach((result, i) => {
+            if ('error' in result) batch[i]!.reject(asUnavailable(errorOf(result)));
+            else batch[i]!.resolve(result);
+          }),
+        (err: unknown) => {
+          for (const p of batch) p.reject(asUnavailable(err));
+        },
+      )
+      .finally(() => {
+        this.#writing = undefined;
+        this.#flush();
+      });
   }
 
   /** Runs a synchronous driver call, turning "cannot reach the store now" into StoreUnavailableError. */

@@ -1,0 +1,67 @@
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../errors.js';
+import { changeApplier, errorOf, type BatchResult, type ChangeFailure } from './sqlite-changes.js';
+import type { QuantityChange } from './store.js';
+
+/** Where the SQLite store's group commits run: one batch at a time. */
+export interface ChangeWriter {
+  apply(changes: readonly QuantityChange[]): Promise<BatchResult[]>;
+  close(): Promise<void>;
+}
+
+/** On the main connection, the commit blocking the event loop: for a private :memory: database, which no other thread can open. */
+export function inThreadWriter(db: Database.Database): ChangeWriter {
+  const apply = changeApplier(db);
+  return {
+    apply: async (changes) => apply(changes),
+    close: async () => {},
+  };
+}
+
+/**
+ * In a worker thread with its own connection (src/store/sqlite-writer.ts), so the fsync no
+ * longer stops the event loop. The worker runs the TypeScript through tsx, registered there.
+ */
+export function threadWriter(filename: string): ChangeWriter {
+  const entry = new URL('./sqlite-writer.ts', import.meta.url).href;
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const worker = new Worker(`import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`, {
+    eval: true,
+    workerData: { filename },
+  });
+  // Keeps the process alive only while a batch or the close is under way.
+  worker.unref();
+  let waiting: { resolve: (r: BatchResult[]) => void; reject: (e: unknown) => void } | undefined;
+  let stopped: Error | undefined;
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  const stop = (err: Error) => {
+    stopped ??= new StoreUnavailableError('the SQLite writer thread stopped', { cause: err });
+    waiting?.reject(stopped);
+    waiting = undefined;
+  };
+  worker.on('error', stop);
+  worker.on('exit', (code) => stop(new Error(`exit code ${code}`)));
+  worker.on('message', (reply: { results: BatchResult[] } | { failed: ChangeFailure }) => {
+    const w = waiting;
+    waiting = undefined;
+    worker.unref();
+    if ('results' in reply) w?.resolve(reply.results);
+    else w?.reject(errorOf(reply.failed));
+  });
+  return {
+    apply(changes) {
+      if (stopped) return Promise.reject(stopped);
+      return new Promise((resolve, reject) => {
+        waiting = { resolve, reject };
+        worker.ref();
+        worker.postMessage({ changes });
+      });
+    },
+    async close() {
+      worker.ref();
+      if (!stopped) worker.postMessage({ close: true });
+      await exited;
+    },
+  };
+}
