@@ -44,11 +44,12 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   const authenticator = new Authenticator(store, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
   const throttle = new FailureThrottle(config.authFailuresPerMinute);
   const listCache = new ListCache(store);
-  // Set once the app is built; until then (and with TRUST_PROXY) every request goes to Fastify.
+  // Set once the app is built; until then (and behind a proxy at LOG_LEVEL info) every request goes to Fastify.
   let handle: RequestHandler | undefined;
   let fastifyHandler: RequestHandler;
   const app: FastifyInstance = Fastify({
     // Fastify's own HTTP/1 server, with the fast lane (src/http/fast-lane.ts) in front of its handler.
+    // (With a server factory Fastify binds one address: HOST=localhost listens on the first it resolves to.)
     serverFactory: (handler, options) => {
       fastifyHandler = handler;
       const server: Server = createServer(options.http ?? {}, (req, res) => (handle ?? handler)(req, res));
@@ -130,8 +131,10 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   // The lane needs the client address only for the info lines of each request; behind a proxy
   // (TRUST_PROXY) that address comes from forwarded headers, which only Fastify reads.
   const logRequests = ['info', 'debug', 'trace'].includes(config.logLevel);
-  if (config.trustProxy === false || !logRequests) {
-    const options = { authenticator, throttle, listCache, store, log: app.log, logRequests, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch };
+  // A hop count of 0 trusts no proxy, as false does.
+  const behindProxy = config.trustProxy !== false && config.trustProxy !== 0;
+  if (!behindProxy || !logRequests) {
+    const options = { authenticator, throttle, listCache, store, log: app.log, logRequests, behindProxy, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch };
     handle = fastLane({ ...options, isClosing: () => closing }, app.fastLane, fastifyHandler!);
   }
 

@@ -187,6 +187,16 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('an address over the failed-authentication limit gets its 429 from Fastify, even with a good key', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { AUTH_FAILURES_PER_MINUTE: '2' } });
+      const get = (key: string) => overSocket(api, 'GET', '/v1/inventory', { authorization: `Bearer ${key}` }, undefined);
+      assert.equal((await get(api.keys.read)).status, 200, 'fills the key cache');
+      for (let i = 0; i < 2; i++) assertErrorAnswer(await get(`${api.keys.read}x`), 401, 'unauthorized');
+      const before = api.app.fastLane.answered;
+      assertErrorAnswer(await get(api.keys.read), 429, 'rate_limited');
+      assert.equal(api.app.fastLane.answered, before, 'the lane left it to Fastify');
+    });
+
     test('behind a proxy the lane runs only when request lines are not logged (they need the forwarded address)', async (t) => {
       for (const [level, expectLane] of [['info', false], ['warn', true]] as const) {
         const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { TRUST_PROXY: '1', LOG_LEVEL: level } });

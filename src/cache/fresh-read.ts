@@ -17,13 +17,15 @@ export class FreshRead<T> {
   }
 
   get(): Promise<T> {
+    if (this.#next) return this.#next;
     if (!this.#inFlight) return this.#start();
     // The read in flight may have begun before this call: wait for the one after it.
-    this.#next ??= this.#inFlight.then(
+    const next = this.#inFlight.then(
       () => this.#start(),
       () => this.#start(),
     );
-    return this.#next;
+    this.#next = next;
+    return next;
   }
 
   #start(): Promise<T> {

@@ -27,6 +27,8 @@ export interface FastLaneOptions {
   log: FastifyBaseLogger;
   /** Whether info lines are logged, as Fastify logs each request at info. */
   logRequests: boolean;
+  /** TRUST_PROXY is set: the client's address is in forwarded headers, which only Fastify reads. */
+  behindProxy: boolean;
   bodyLimit: number;
   requireIfMatch: boolean;
   isClosing: () => boolean;
@@ -55,7 +57,7 @@ const UPDATE_FIELDS = Object.keys(InventoryUpdate.properties);
  * serialisation) cost several times what these operations do themselves (bench/results.md).
  *
  * The lane takes only a request whose every check before the body would pass: not shutting
- * down, no address throttled, the exact path without a query, a cached usable key with the
+ * down, its address not throttled, the exact path without a query, a cached usable key with the
  * scope, and for PATCH a plain JSON content type with a Content-Length within the limit.
  * Everything else goes to Fastify untouched, so each refusal before the body (401, 403, 404,
  * 405, 413, 415, 429, 503 ...) has one implementation. Once a PATCH body is read the lane
@@ -70,7 +72,7 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
 
   return (req, res) => {
     const started = performance.now();
-    if (options.isClosing() || !options.throttle.quiet()) return fallback(req, res);
+    if (options.isClosing() || throttled(options, req)) return fallback(req, res);
     const { method, url = '' } = req;
     if (method === 'GET' && url === LIST_URL && principalFor(req, 'inventory:read')) {
       stats.answered++;
@@ -90,6 +92,12 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     }
     fallback(req, res);
   };
+}
+
+/** Whether the request's address may be refused (429): then Fastify answers it. Behind a proxy, when any address is. */
+function throttled({ throttle, behindProxy }: FastLaneOptions, req: IncomingMessage): boolean {
+  const address = req.socket.remoteAddress;
+  return behindProxy || address === undefined ? !throttle.quiet() : throttle.retryAfter(address) > 0;
 }
 
 /** A JSON body framed by a Content-Length from 1 to the limit; Fastify handles the rest (chunked, empty, too large, other types). */

@@ -5,11 +5,14 @@ import type { ChangeResult, QuantityChange } from './store.js';
 
 /** Most changes in one statement. */
 export const BATCH_MAX = 256;
+/** Most changes waiting for a batch: beyond, a PATCH is answered 503 at once rather than queueing on a slow database. */
+export const QUEUE_MAX = 4 * BATCH_MAX;
 
 /**
  * Applies a batch of changes (each pet at most once) in one statement, so one round trip and
- * one commit. Rows are locked in petId order, so concurrent batches of other instances never
- * deadlock; store_state is locked last (bump needs ok, which needs cur), as in every write.
+ * one commit. Rows are locked in petId order, and store_state only once all of them are: bump's
+ * count(*) reads cur to the end (EXISTS alone could stop at its first row). So, as in every other
+ * write, store_state is the last lock taken, and batches of several instances cannot deadlock.
  * Every change gets one result row, in the order given: cur is the entry before the change
  * (absent: no entry), newVersion is set when it was applied.
  */
@@ -22,7 +25,8 @@ export const CHANGE_BATCH = {
                 WHERE c.versions IS NULL OR cur.version = ANY(c.versions::bigint[])),
          hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
                   SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord),
-         bump AS (UPDATE store_state SET version = version + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM ok) RETURNING version),
+         bump AS (UPDATE store_state SET version = version + 1
+                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok) RETURNING version),
          upd AS (UPDATE inventory i SET quantity = ok.quantity, version = i.version + 1, change_seq = bump.version, updated_at = ok.at
                  FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version)
     SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, upd.version AS "newVersion"
@@ -61,6 +65,9 @@ export class ChangeBatcher {
   }
 
   apply(change: QuantityChange): Promise<ChangeResult> {
+    if (this.#queue.length >= QUEUE_MAX) {
+      return Promise.reject(new StoreUnavailableError(`more than ${QUEUE_MAX} changes are waiting for the database`));
+    }
     return new Promise((resolve, reject) => {
       this.#queue.push({ change, resolve, reject });
       this.#next();

@@ -3,13 +3,16 @@ import type { ApiKeyRecord, Environment, Scope } from '../domain/api-key.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
 import { SQLITE_MIGRATIONS } from './migrations/sqlite.js';
-import { openSqliteConnection } from './sqlite-connection.js';
+import { BUSY_TIMEOUT_MS, openSqliteConnection } from './sqlite-connection.js';
 import { entryReader, errorOf } from './sqlite-changes.js';
-import { inThreadWriter, threadWriter, type ChangeWriter } from './sqlite-writers.js';
+import { inThreadWriter, threadWriter, type ChangeWriter } from './sqlite-change-writer.js';
 import { DuplicatePetError, type ChangeResult, type HistoryEntry, type InventoryEntry, type InventoryStore, type QuantityChange } from './store.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
 type HistoryRow = [id: bigint, petId: bigint, previous: bigint, quantity: bigint, at: string, keyId: string, keyName: string, requestId: string, reason: string | null];
+
+/** How long a housekeeping write on the event loop's connection waits for the write lock (see #briefly). */
+export const MAINTENANCE_BUSY_TIMEOUT_MS = 100;
 
 /** A change waiting for the next group commit. */
 interface Pending {
@@ -140,7 +143,7 @@ class SqliteStore implements InventoryStore {
    * once its own batch has committed.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult> {
-    if (!this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
+    if (this.#closing || !this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
     return new Promise((resolve, reject) => {
       // The first change of a batch waits one turn of the event loop for the changes that arrive with it.
       if (this.#pending.push({ change, resolve, reject }) === 1 && !this.#writing) setImmediate(() => this.#flush());
@@ -160,7 +163,7 @@ class SqliteStore implements InventoryStore {
   }
 
   async purgeIdempotencyRecords(now: Date): Promise<number> {
-    return this.#run(() => this.#stmt.purgeIdempotency.run(now.toISOString()).changes);
+    return this.#run(() => this.#briefly(() => this.#stmt.purgeIdempotency.run(now.toISOString()).changes));
   }
 
   async readVersion(): Promise<number> {
@@ -197,11 +200,28 @@ class SqliteStore implements InventoryStore {
   }
 
   async touchApiKey(id: string, at: Date): Promise<void> {
-    this.#run(() => this.#stmt.touchKey.run(at.toISOString(), id));
+    this.#run(() => this.#briefly(() => this.#stmt.touchKey.run(at.toISOString(), id)));
+  }
+
+  /**
+   * A housekeeping write on this (the event loop's) connection, waiting at most
+   * MAINTENANCE_BUSY_TIMEOUT_MS for the writer thread's lock: the wait blocks the loop, and
+   * these writes can fail (logged) and happen again later.
+   */
+  #briefly<T>(write: () => T): T {
+    this.#db.pragma(`busy_timeout = ${MAINTENANCE_BUSY_TIMEOUT_MS}`);
+    try {
+      return write();
+    } finally {
+      this.#db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   }
 
   async ping(): Promise<void> {
     this.#run(() => this.#stmt.ping.get());
+    // Reads alone are not ready: without its writer thread the store cannot commit a change.
+    const failure = this.#writer.failure();
+    if (failure) throw failure;
   }
 
   close(): Promise<void> {
@@ -236,6 +256,8 @@ class SqliteStore implements InventoryStore {
           for (const p of batch) p.reject(asUnavailable(err));
         },
       )
+      // Settling a promise cannot throw; this only keeps a bug from becoming an unhandled rejection.
+      .catch(() => {})
       .finally(() => {
         this.#writing = undefined;
         this.#flush();

@@ -7,6 +7,8 @@ import type { QuantityChange } from './store.js';
 /** Where the SQLite store's group commits run: one batch at a time. */
 export interface ChangeWriter {
   apply(changes: readonly QuantityChange[]): Promise<BatchResult[]>;
+  /** Why the writer can no longer commit (its thread stopped), or undefined while it can. */
+  failure(): Error | undefined;
   close(): Promise<void>;
 }
 
@@ -15,16 +17,17 @@ export function inThreadWriter(db: Database.Database): ChangeWriter {
   const apply = changeApplier(db);
   return {
     apply: async (changes) => apply(changes),
+    failure: () => undefined,
     close: async () => {},
   };
 }
 
 /**
- * In a worker thread with its own connection (src/store/sqlite-writer.ts), so the fsync no
+ * In a worker thread with its own connection (src/store/sqlite-writer-thread.ts), so the fsync no
  * longer stops the event loop. The worker runs the TypeScript through tsx, registered there.
  */
 export function threadWriter(filename: string): ChangeWriter {
-  const entry = new URL('./sqlite-writer.ts', import.meta.url).href;
+  const entry = new URL('./sqlite-writer-thread.ts', import.meta.url).href;
   const tsx = import.meta.resolve('tsx/esm/api');
   const worker = new Worker(`import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`, {
     eval: true,
@@ -52,12 +55,15 @@ export function threadWriter(filename: string): ChangeWriter {
   return {
     apply(changes) {
       if (stopped) return Promise.reject(stopped);
+      // The store sends one batch at a time; a second would take the first one's answer.
+      if (waiting) return Promise.reject(new Error('a batch is already being written'));
       return new Promise((resolve, reject) => {
         waiting = { resolve, reject };
         worker.ref();
         worker.postMessage({ changes });
       });
     },
+    failure: () => stopped,
     async close() {
       worker.ref();
       if (!stopped) worker.postMessage({ close: true });
