@@ -388,8 +388,8 @@ for (const backend of BACKENDS) {
           const api = await buildTestApp(t, {
             backend,
             transport,
-            // readVersion: every GET of the list reads the store version first (src/cache/list-cache.ts).
-            wrapStore: (store) => failingOn(store, 'readVersion', new Error('SQLITE_CORRUPT near "SELECT pet_id FROM inventory" at /srv/data/inventory.db')),
+            // changesSince: every GET of the list asks the store for what changed (src/cache/list-cache.ts).
+            wrapStore: (store) => failingOn(store, 'changesSince', new Error('SQLITE_CORRUPT near "SELECT pet_id FROM inventory" at /srv/data/inventory.db')),
           });
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'boom-1' } });
           const body = assertError(res, 500, 'internal_error');

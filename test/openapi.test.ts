@@ -128,14 +128,14 @@ test('every documented response of both operations is reachable and matches the 
   for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await api.request({ method: 'GET', url, key: api.keys.read });
   await patch('/v1/inventory/1', '{"quantity":1}');
 
-  const failing = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'readVersion', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')) });
+  const failing = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'changesSince', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')) });
   assertError(await failing.request({ method: 'GET', url: '/v1/inventory', key: failing.keys.read }), 500, 'internal_error');
   assertError(
     await failing.request({ method: 'PATCH', url: '/v1/inventory/1', key: failing.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' }),
     503,
     'service_unavailable',
   );
-  const broken = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'applyChange', new Error('boom')), 'readVersion', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')) });
+  const broken = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'applyChange', new Error('boom')), 'changesSince', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')) });
   await broken.request({ method: 'GET', url: '/v1/inventory', key: broken.keys.read });
   await broken.request({ method: 'PATCH', url: '/v1/inventory/1', key: broken.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
 

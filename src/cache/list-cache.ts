@@ -48,41 +48,36 @@ export class ListSnapshot {
 }
 
 /**
- * GET /v1/inventory served from memory and still exact: each request reads the store version
- * (one indexed row; a read that began after the request, shared by the requests that arrived
- * during the previous one), and only when it moved fetches the entries changed since and re-renders
- * the segments they fall in. The version lives in the store, so a write through another
- * process or instance is seen by the next request here.
+ * GET /v1/inventory served from memory and still exact. Each request waits for one query that
+ * began after it arrived: the store version and the entries changed since the cached one
+ * (usually none). That query is shared by every request that arrived while the previous one
+ * was under way (FreshRead), so under load one query, on PostgreSQL one round trip, serves many
+ * GETs. When something changed only the segments holding those entries are re-rendered. The
+ * version lives in the store, so a write through another process or instance is in the next GET.
  */
 export class ListCache {
-  readonly #store: Pick<InventoryStore, 'readVersion' | 'changesSince'>;
-  readonly #version: FreshRead<number>;
+  readonly #store: Pick<InventoryStore, 'changesSince'>;
+  readonly #fresh: FreshRead<ListSnapshot>;
   readonly #body = new ListBody();
   #snapshot: ListSnapshot | undefined;
-  #refreshing: Promise<ListSnapshot> | undefined;
 
-  constructor(store: Pick<InventoryStore, 'readVersion' | 'changesSince'>) {
+  constructor(store: Pick<InventoryStore, 'changesSince'>) {
     this.#store = store;
-    this.#version = new FreshRead(() => store.readVersion());
+    this.#fresh = new FreshRead(() => this.#catchUp());
   }
 
-  /** The list at the store's current version or later. */
-  async current(): Promise<ListSnapshot> {
-    const version = await this.#version.get();
-    let snapshot = this.#snapshot;
-    // A refresh that began before `version` was committed may not hold it: wait for one that does.
-    while (!snapshot || snapshot.version < version) {
-      this.#refreshing ??= this.#refresh().finally(() => (this.#refreshing = undefined));
-      snapshot = await this.#refreshing;
-    }
-    return snapshot;
+  /** The list at the store's version as read after this call. */
+  current(): Promise<ListSnapshot> {
+    return this.#fresh.get();
   }
 
-  async #refresh(): Promise<ListSnapshot> {
-    const known = this.#snapshot?.version;
-    const { version, items } = await this.#store.changesSince(known ?? -1);
-    if (known === undefined) this.#body.reset(items);
-    else this.#body.apply(items);
+  /** Never runs twice at once (FreshRead), so the body and snapshot change one catch-up at a time. */
+  async #catchUp(): Promise<ListSnapshot> {
+    const known = this.#snapshot;
+    const { version, items } = await this.#store.changesSince(known?.version ?? -1);
+    if (known && version === known.version) return known;
+    if (known) this.#body.apply(items);
+    else this.#body.reset(items);
     this.#snapshot = new ListSnapshot(version, this.#body.render());
     return this.#snapshot;
   }

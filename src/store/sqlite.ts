@@ -71,7 +71,6 @@ class SqliteStore implements InventoryStore {
   readonly #db: Database.Database;
   readonly #stmt;
   readonly #insertItems;
-  readonly #changesSince;
   readonly #writer: ChangeWriter;
   readonly #entry: (petId: bigint) => InventoryEntry | undefined;
   /** Changes gathering for the next group commit. */
@@ -92,7 +91,11 @@ class SqliteStore implements InventoryStore {
       ),
       readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
       setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
-      changedSince: safe('SELECT pet_id, quantity, status FROM inventory WHERE change_seq > ? ORDER BY pet_id'),
+      // One statement is one snapshot, so the version and the rows agree; the version comes first (k = 0).
+      changesSince: safe(
+        `SELECT 0 AS k, version, NULL AS pet_id, NULL AS quantity, NULL AS status FROM store_state WHERE id = 1
+         UNION ALL SELECT 1, NULL, pet_id, quantity, status FROM inventory WHERE change_seq > ? ORDER BY k, pet_id`,
+      ),
       history: safe(
         `SELECT id, pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason FROM inventory_history
          WHERE pet_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
@@ -122,10 +125,6 @@ class SqliteStore implements InventoryStore {
       }
       this.#stmt.setVersion.run(seq);
     });
-    this.#changesSince = db.transaction((after: number) => ({
-      version: Number(this.#stmt.readVersion.get()),
-      items: (this.#stmt.changedSince.all(after) as ItemRow[]).map(toItem),
-    }));
   }
 
   async listInventory(): Promise<InventoryItem[]> {
@@ -171,8 +170,13 @@ class SqliteStore implements InventoryStore {
   }
 
   async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
-    // One read transaction: the version and the rows come from the same snapshot.
-    return this.#run(() => this.#changesSince.deferred(after));
+    return this.#run(() => {
+      // Most calls find nothing new: one indexed row answers those.
+      const version = Number(this.#stmt.readVersion.get());
+      if (version === after) return { version, items: [] };
+      const [head, ...rows] = this.#stmt.changesSince.all(after) as [k: bigint, version: bigint | null, ...item: ItemRow][];
+      return { version: Number(head![1]), items: rows.map(([, , ...item]) => toItem(item)) };
+    });
   }
 
   async insertApiKey(record: ApiKeyRecord): Promise<void> {
