@@ -39,6 +39,23 @@ describe('FreshRead: one read shared, never one that began before the caller ask
     assert.equal(await b, 7);
   });
 
+  test('gather: callers of one turn of the event loop share a read that starts after that turn', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read, { gather: true });
+    const a = fresh.get();
+    const b = fresh.get();
+    assert.equal(calls.length, 0, 'no read yet: the turn may bring more callers');
+    await tick();
+    assert.equal(calls.length, 1);
+    calls[0]!.resolve(3);
+    assert.deepEqual(await Promise.all([a, b]), [3, 3]);
+    const c = fresh.get();
+    await tick();
+    assert.equal(calls.length, 2, 'a later turn gets a read of its own');
+    calls[1]!.resolve(4);
+    assert.equal(await c, 4);
+  });
+
   test('with nothing in flight a caller starts a read at once', async () => {
     const { calls, read } = controlledRead();
     const fresh = new FreshRead(read);

@@ -9,15 +9,26 @@
  */
 export class FreshRead<T> {
   readonly #read: () => Promise<T>;
+  readonly #gather: boolean;
   #inFlight: Promise<T> | undefined;
   #next: Promise<T> | undefined;
 
-  constructor(read: () => Promise<T>) {
+  /**
+   * `gather`: a read with nothing in flight waits for the end of this turn of the event loop,
+   * so the requests parsed in the same turn share it (for a store whose reads are synchronous,
+   * where no read is ever in flight for long).
+   */
+  constructor(read: () => Promise<T>, options: { gather?: boolean } = {}) {
     this.#read = read;
+    this.#gather = options.gather ?? false;
   }
 
   get(): Promise<T> {
     if (this.#next) return this.#next;
+    if (!this.#inFlight && this.#gather) {
+      this.#next = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#start());
+      return this.#next;
+    }
     if (!this.#inFlight) return this.#start();
     // The read in flight may have begun before this call: wait for the one after it.
     const next = this.#inFlight.then(

@@ -50,9 +50,9 @@ export class ListSnapshot {
 /**
  * GET /v1/inventory served from memory and still exact. Each request waits for one query that
  * began after it arrived: the store version and the entries changed since the cached one
- * (usually none). That query is shared by every request that arrived while the previous one
- * was under way (FreshRead), so under load one query, on PostgreSQL one round trip, serves many
- * GETs. When something changed only the segments holding those entries are re-rendered. The
+ * (usually none). That query is shared by the requests of one turn of the event loop and by
+ * every request that arrived while the previous one was under way (FreshRead), so under load
+ * one query, on PostgreSQL one round trip, serves many GETs. When something changed only the segments holding those entries are re-rendered. The
  * version lives in the store, so a write through another process or instance is in the next GET.
  */
 export class ListCache {
@@ -63,7 +63,7 @@ export class ListCache {
 
   constructor(store: Pick<InventoryStore, 'changesSince'>) {
     this.#store = store;
-    this.#fresh = new FreshRead(() => this.#catchUp());
+    this.#fresh = new FreshRead(() => this.#catchUp(), { gather: true });
   }
 
   /** The list at the store's version as read after this call. */
