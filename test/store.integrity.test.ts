@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { INT64_MAX } from '../src/domain/pet-id.js';
+import { StoreUnavailableError } from '../src/errors.js';
+import { QUEUE_MAX } from '../src/store/postgres-changes.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import type { ChangeResult, QuantityChange } from '../src/store/store.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
@@ -172,6 +174,20 @@ for (const backend of BACKENDS) {
       assert.equal(refused.kind, 'precondition_failed');
       assert.equal(refused.kind === 'precondition_failed' && refused.entry.version, 11);
       assert.deepEqual(await store.listInventory(), [item(1n, 30), item(2n, 28), item(3n, 29)]);
+    });
+
+    it('on PostgreSQL, changes beyond the waiting limit are refused at once as unavailable (503), the rest applied', { skip: backend !== 'postgres' }, async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0)]);
+      // One batch goes out at once; QUEUE_MAX wait behind it; the next is refused.
+      const settled = await Promise.allSettled(Array.from({ length: QUEUE_MAX + 2 }, (_, k) => store.applyChange(change(1n, k))));
+      assert.deepEqual(
+        settled.map((r) => r.status),
+        [...Array<string>(QUEUE_MAX + 1).fill('fulfilled'), 'rejected'],
+      );
+      const refused = settled.at(-1) as PromiseRejectedResult;
+      assert.ok(refused.reason instanceof StoreUnavailableError, String(refused.reason));
+      assert.deepEqual(await store.listInventory(), [item(1n, QUEUE_MAX)]);
     });
 
     it('the store version rises with every committed creation and change; changesSince returns just those entries', async (t) => {
