@@ -14,6 +14,7 @@ import { type ListAnswer, listInventoryAnswer } from '../operations/list-invento
 import { REPLAYED_HEADER, updateInventoryEntry } from '../operations/update-inventory.js';
 import { InventoryUpdate } from '../schemas/inventory.js';
 import type { InventoryStore } from '../store/store.js';
+import { headerValue } from './header-value.js';
 import { isPlainJsonContentType, parseJsonBody } from './json-body.js';
 import { requestIdFor } from './request-id.js';
 import { ERROR_CACHE_CONTROL, JSON_CONTENT_TYPE, NOSNIFF, PRIVATE_CACHE_CONTROL } from './response-headers.js';
@@ -116,7 +117,7 @@ async function list(options: FastLaneOptions, req: IncomingMessage, res: ServerR
   let answer: ListAnswer;
   let body: Buffer | undefined;
   try {
-    answer = listInventoryAnswer(await options.listCache.current(), header(req, 'accept-encoding'), header(req, 'if-none-match'));
+    answer = listInventoryAnswer(await options.listCache.current(), headerValue(req, 'accept-encoding'), headerValue(req, 'if-none-match'));
     body = answer.status === 200 ? await answer.body : undefined;
   } catch {
     // Nothing is sent yet: Fastify tries again and answers (and logs) the failure as for any request.
@@ -175,7 +176,7 @@ async function answerUpdate(
     if (checked.error) throw validationToApiError(checked.error, 'body', body, UPDATE_FIELDS);
     const answer = await updateInventoryEntry(
       options.store,
-      { petId, body: body as InventoryUpdate, ifMatch: header(req, 'if-match'), idempotencyKey: header(req, 'idempotency-key'), principal, requestId },
+      { petId, body: body as InventoryUpdate, ifMatch: headerValue(req, 'if-match'), idempotencyKey: headerValue(req, 'idempotency-key'), principal, requestId },
       { requireIfMatch: options.requireIfMatch },
     );
     return {
@@ -194,11 +195,6 @@ async function answerUpdate(
 function broken({ log }: FastLaneOptions, res: ServerResponse, err: unknown, requestId?: string): void {
   log.error({ requestId, err }, 'fast lane could not answer');
   res.destroy();
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /** The request id, and Fastify's "incoming request" line (same fields, through its serialisers) when info is logged. */

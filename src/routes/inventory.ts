@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { parsePetId } from '../domain/pet-id.js';
 import type { ListCache } from '../cache/list-cache.js';
 import { etagOf, ifNoneMatchHits } from '../http/conditional.js';
+import { headerValue } from '../http/header-value.js';
 import { JSON_MEDIA_TYPES } from '../http/json-body.js';
 import { JSON_CONTENT_TYPE } from '../http/response-headers.js';
 import { listInventoryAnswer } from '../operations/list-inventory.js';
@@ -123,11 +124,6 @@ export async function parsePetIdParam(request: FastifyRequest): Promise<void> {
   request.petId = parsePetId((request.params as { petId: string }).petId);
 }
 
-export function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-}
-
 /**
  * The inventory operations on Fastify. The hot ones in their plain form are usually answered
  * before Fastify by src/http/fast-lane.ts; both lanes call the same src/operations/ code.
@@ -140,7 +136,7 @@ export function inventoryRoutes(options: { requireIfMatch: boolean; listCache: L
     app.route({
       ...routeOptions(listInventory),
       handler: async (request, reply) => {
-        const answer = listInventoryAnswer(await listCache.current(), header(request, 'accept-encoding'), header(request, 'if-none-match'));
+        const answer = listInventoryAnswer(await listCache.current(), headerValue(request, 'accept-encoding'), headerValue(request, 'if-none-match'));
         reply.header('vary', 'Accept-Encoding').header('etag', answer.etag);
         if (answer.status === 304) return reply.code(304).send();
         reply.type(JSON_CONTENT_TYPE);
@@ -156,7 +152,7 @@ export function inventoryRoutes(options: { requireIfMatch: boolean; listCache: L
         if (!entry) throw notFound(request.petId);
         const etag = etagOf(entry.version);
         reply.header('etag', etag);
-        if (ifNoneMatchHits(header(request, 'if-none-match'), [etag])) return reply.code(304).send();
+        if (ifNoneMatchHits(headerValue(request, 'if-none-match'), [etag])) return reply.code(304).send();
         return entry.item;
       },
     });
@@ -169,8 +165,8 @@ export function inventoryRoutes(options: { requireIfMatch: boolean; listCache: L
           {
             petId: request.petId,
             body: request.body as InventoryUpdate,
-            ifMatch: header(request, 'if-match'),
-            idempotencyKey: header(request, 'idempotency-key'),
+            ifMatch: headerValue(request, 'if-match'),
+            idempotencyKey: headerValue(request, 'idempotency-key'),
             principal: request.principal!,
             requestId: request.id,
           },
