@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { trackChild } from './lifecycle.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
-/** Runs a bench/*.ts entry point the way the service runs its sources: through tsx, no build. */
+/** Runs a bench/*.ts entry point (baseline, peer) through tsx; the service itself runs its compiled build. */
 export const TSX_NODE = [process.execPath, '--import', 'tsx'];
 
 /** Which core each side runs on; undefined when taskset is missing or there is a single core. */

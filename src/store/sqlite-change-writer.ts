@@ -1,3 +1,5 @@
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
@@ -24,15 +26,10 @@ export function inThreadWriter(db: Database.Database): ChangeWriter {
 
 /**
  * In a worker thread with its own connection (src/store/sqlite-writer-thread.ts), so the fsync no
- * longer stops the event loop. The worker runs the TypeScript through tsx, registered there.
+ * longer stops the event loop.
  */
 export function threadWriter(filename: string): ChangeWriter {
-  const entry = new URL('./sqlite-writer-thread.ts', import.meta.url).href;
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const worker = new Worker(`import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`, {
-    eval: true,
-    workerData: { filename },
-  });
+  const worker = startThread(new URL(`./sqlite-writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename });
   // Keeps the process alive only while a batch or the close is under way.
   worker.unref();
   let waiting: { resolve: (r: BatchResult[]) => void; reject: (e: unknown) => void } | undefined;
@@ -70,4 +67,15 @@ export function threadWriter(filename: string): ChangeWriter {
       await exited;
     },
   };
+}
+
+/**
+ * The thread runs the same form of the code as this module: compiled JavaScript as deployed, or the
+ * TypeScript sources under the tests' loader, which Node 20 does not pass on to a worker by itself.
+ */
+function startThread(entry: URL, workerData: unknown): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData });
+  const loader = import.meta.resolve('tsx/esm/api');
+  const code = `import(${JSON.stringify(loader)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(code, { eval: true, workerData });
 }
