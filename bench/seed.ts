@@ -1,5 +1,6 @@
 import { issueApiKey } from '../src/auth/issue-key.js';
-import { PET_STATUSES, type InventoryItem } from '../src/schemas/inventory.js';
+import type { InventoryItem } from '../src/schemas/inventory.js';
+import { PET_STATUSES } from '../src/schemas/values.js';
 import { openStore } from '../src/store/open.js';
 
 /** Pets 1..size with varied but reproducible quantities and statuses, so every run serves the same bytes. */

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { POSTGRES_MIGRATIONS } from '../src/store/migrations/postgres.js';
-import { SQLITE_MIGRATIONS } from '../src/store/migrations/sqlite.js';
-import { openPostgresStore, type PostgresStoreOptions } from '../src/store/postgres.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import { POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
+import { SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
+import type { PostgresStoreOptions } from '../src/store/postgres/pool.js';
+import { openPostgresStore } from '../src/store/postgres/store.js';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
 import type { InventoryStore } from '../src/store/store.js';
 
 export type Backend = InventoryStore['backend'];

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ListBody, SEGMENT_SIZE } from '../src/cache/list-body.js';
 import { stringifyJson } from '../src/json.js';
-import { PET_STATUSES, type InventoryItem } from '../src/schemas/inventory.js';
+import type { InventoryItem } from '../src/schemas/inventory.js';
+import { PET_STATUSES } from '../src/schemas/values.js';
 
 /** A small deterministic generator, so a failure can be replayed. */
 function random(seed: number): () => number {

@@ -1,5 +1,6 @@
 import type { InventoryItem } from '../src/schemas/inventory.js';
-import type { ChangeResult, InventoryStore, QuantityChange } from '../src/store/store.js';
+import type { ChangeResult, QuantityChange } from '../src/domain/inventory.js';
+import type { InventoryStore } from '../src/store/store.js';
 
 /** The entry's item without its version, or undefined: what most assertions compare. */
 export async function itemOf(store: Pick<InventoryStore, 'getEntry'>, petId: bigint): Promise<InventoryItem | undefined> {

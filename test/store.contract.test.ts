@@ -8,7 +8,8 @@ import { hashKey, type ApiKeyRecord } from '../src/domain/api-key.js';
 import { INT64_MAX, INT64_MIN } from '../src/domain/pet-id.js';
 import { StoreUnavailableError } from '../src/errors.js';
 import type { InventoryItem, PetStatus } from '../src/schemas/inventory.js';
-import { APPLICATION_NAME, CONNECTION_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS, openPostgresStore } from '../src/store/postgres.js';
+import { APPLICATION_NAME, CONNECTION_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from '../src/store/postgres/pool.js';
+import { openPostgresStore } from '../src/store/postgres/store.js';
 import { openStore } from '../src/store/open.js';
 import { DuplicatePetError, type InventoryStore } from '../src/store/store.js';
 import {
@@ -72,8 +73,47 @@ const EVERY_CALL = {
   revokeApiKey: (s) => s.revokeApiKey('key_1', new Date()),
   touchApiKey: (s) => s.touchApiKey('key_1', new Date()),
   insertFirstApiKey: (s) => s.insertFirstApiKey(keyRecord(8)),
+  durability: (s) => s.durability(),
   ping: (s) => s.ping(),
 } satisfies Record<Exclude<keyof InventoryStore, 'backend' | 'close'>, (s: InventoryStore) => Promise<unknown>>;
+
+/**
+ * What each store member does to entries; the type makes a new member a compile error until it is
+ * classified. Every member that writes entries must be seen by changesSince (the list cache and,
+ * later, change events depend on it): WRITES_SEEN below holds one write per such member.
+ */
+const ENTRY_EFFECT = {
+  listInventory: 'none',
+  getEntry: 'none',
+  applyChange: 'writes entries',
+  addItems: 'writes entries',
+  listHistory: 'none',
+  purgeIdempotencyRecords: 'none',
+  readVersion: 'none',
+  changesSince: 'none',
+  insertApiKey: 'none',
+  insertFirstApiKey: 'none',
+  findApiKeyByHash: 'none',
+  listApiKeys: 'none',
+  revokeApiKey: 'none',
+  touchApiKey: 'none',
+  durability: 'none',
+  ping: 'none',
+  close: 'none',
+} as const satisfies Record<Exclude<keyof InventoryStore, 'backend'>, 'none' | 'writes entries'>;
+type EntryWriter = { [K in keyof typeof ENTRY_EFFECT]: (typeof ENTRY_EFFECT)[K] extends 'writes entries' ? K : never }[keyof typeof ENTRY_EFFECT];
+
+/** One write through each entry-writing member on a store holding pets 1 and 2, and the entries it leaves behind. */
+const WRITES_SEEN = {
+  applyChange: async (s) => {
+    await s.applyChange(change(2n, 9));
+    return [item(2n, 9)];
+  },
+  addItems: async (s) => {
+    await s.addItems([item(3n, 4, 'pending')]);
+    return [item(3n, 4, 'pending')];
+  },
+} satisfies Record<EntryWriter, (s: InventoryStore) => Promise<InventoryItem[]>>;
 
 for (const backend of BACKENDS) {
   describe(`InventoryStore on ${backend}`, { skip: await backendSkip(backend) }, () => {
@@ -214,6 +254,38 @@ for (const backend of BACKENDS) {
       assert.equal(won.filter(Boolean).length, 1, 'exactly one store inserted');
       assert.equal((await stores[0]!.listApiKeys()).length, 1);
       assert.equal(await stores[1]!.insertFirstApiKey(keyRecord(30)), false);
+    });
+
+    it('changesSince sees every write of every member that writes entries, and nothing else', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n), item(2n)]);
+      const writers = Object.entries(ENTRY_EFFECT).filter(([, effect]) => effect === 'writes entries').map(([name]) => name as EntryWriter);
+      for (const name of writers) {
+        const before = await store.readVersion();
+        const written = await WRITES_SEEN[name](store);
+        const { version, items } = await store.changesSince(before);
+        assert.ok(version > before, `${name} moved the store version`);
+        assert.deepEqual(items, written, `${name}: changesSince returns what it wrote`);
+      }
+      const before = await store.readVersion();
+      await store.insertApiKey(keyRecord(3));
+      await store.touchApiKey('key_3', new Date());
+      await store.purgeIdempotencyRecords(new Date());
+      assert.deepEqual(await store.changesSince(before), { version: before, items: [] }, 'writes of other things move nothing');
+    });
+
+    it('every connection that writes commits durably: WAL with synchronous=FULL, or synchronous_commit=on', async (t) => {
+      const store = await openTestStore(backend, t);
+      const reported = await store.durability();
+      if (backend === 'sqlite') {
+        // The event loop's connection (creations, keys, housekeeping) and the writer thread's (changes of quantity).
+        assert.deepEqual(reported, [
+          { connection: 'main', settings: { journal_mode: 'wal', synchronous: 'full' } },
+          { connection: 'writer thread', settings: { journal_mode: 'wal', synchronous: 'full' } },
+        ]);
+      } else {
+        assert.deepEqual(reported, [{ connection: 'pool', settings: { synchronous_commit: 'on' } }]);
+      }
     });
 
     it('after close every member rejects with StoreUnavailableError; close is idempotent', async (t) => {

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { INT64_MAX } from '../src/domain/pet-id.js';
 import { StoreUnavailableError } from '../src/errors.js';
-import { QUEUE_MAX } from '../src/store/postgres-changes.js';
+import { WAITING_MAX } from '../src/store/group-commit.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
-import type { ChangeResult, QuantityChange } from '../src/store/store.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import type { ChangeResult, QuantityChange } from '../src/domain/inventory.js';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
 import { BACKENDS, backendSkip, openTestStore } from './backends.js';
 import { change, itemOf } from './store-helpers.js';
 
@@ -176,19 +176,22 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.listInventory(), [item(1n, 30), item(2n, 28), item(3n, 29)]);
     });
 
-    // PostgreSQL only: the SQLite store has no such limit (its writer is in the same process).
-    if (backend === 'postgres') it('changes beyond the waiting limit are refused at once as unavailable (503), the rest applied', async (t) => {
+    it('changes beyond the waiting limit are refused at once as unavailable (503), the rest applied', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.addItems([item(1n, 0)]);
-      // One batch goes out at once; QUEUE_MAX wait behind it; the next is refused.
-      const settled = await Promise.allSettled(Array.from({ length: QUEUE_MAX + 2 }, (_, k) => store.applyChange(change(1n, k))));
+      const pets = Array.from({ length: WAITING_MAX + 2 }, (_, k) => BigInt(k + 1));
+      await store.addItems(pets.map((petId) => item(petId, 0)));
+      // Submitted in one turn of the event loop: WAITING_MAX wait for the first batch, the next two are refused.
+      const settled = await Promise.allSettled(pets.map((petId) => store.applyChange(change(petId, 7))));
       assert.deepEqual(
         settled.map((r) => r.status),
-        [...Array<string>(QUEUE_MAX + 1).fill('fulfilled'), 'rejected'],
+        [...Array<string>(WAITING_MAX).fill('fulfilled'), 'rejected', 'rejected'],
       );
-      const refused = settled.at(-1) as PromiseRejectedResult;
-      assert.ok(refused.reason instanceof StoreUnavailableError, String(refused.reason));
-      assert.deepEqual(await store.listInventory(), [item(1n, QUEUE_MAX)]);
+      for (const refused of settled.slice(WAITING_MAX) as PromiseRejectedResult[]) {
+        assert.ok(refused.reason instanceof StoreUnavailableError, String(refused.reason));
+      }
+      const stock = await store.listInventory();
+      assert.deepEqual(stock.filter((i) => i.quantity === 7).length, WAITING_MAX);
+      assert.deepEqual(stock.slice(WAITING_MAX), [item(pets.at(-2)!, 0), item(pets.at(-1)!, 0)]);
     });
 
     it('the store version rises with every committed creation and change; changesSince returns just those entries', async (t) => {

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { historyItem } from '../domain/history.js';
 import { tryParsePetId } from '../domain/pet-id.js';
 import { stringifyJson } from '../json.js';
-import type { HistoryEntry } from '../store/store.js';
+import type { HistoryEntry } from '../domain/history.js';
 import { printHelp, type Command } from './command.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { withStore } from './store-access.js';

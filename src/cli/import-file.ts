@@ -1,5 +1,6 @@
 import { INT64_MAX, INT64_MIN, tryParsePetId } from '../domain/pet-id.js';
-import { PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN, type InventoryItem, type PetStatus } from '../schemas/inventory.js';
+import type { InventoryItem, PetStatus } from '../schemas/inventory.js';
+import { PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from '../schemas/values.js';
 
 /**
  * Parsing of `pets import` files (CSV or JSON) into inventory entries, or into the list of every

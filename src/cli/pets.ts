@@ -2,7 +2,8 @@ import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { stringifyJson } from '../json.js';
 import { INT64_MAX, INT64_MIN } from '../domain/pet-id.js';
-import { PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN, type InventoryItem } from '../schemas/inventory.js';
+import type { InventoryItem } from '../schemas/inventory.js';
+import { PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from '../schemas/values.js';
 import { DuplicatePetError } from '../store/store.js';
 import {
   CSV_HEADER,

@@ -1,10 +1,5 @@
 import { ApiError } from '../errors.js';
-import type { VersionCondition } from '../store/store.js';
-
-/** The strong ETag of an entry at `version` (RFC 9110 8.8.3). */
-export function etagOf(version: number): string {
-  return `"v${version}"`;
-}
+import type { VersionCondition } from '../domain/inventory.js';
 
 const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e]*"$/;
 const OUR_TAG = /^"v([1-9]\d{0,14})"$/;

@@ -1,6 +1,7 @@
 import type { Principal } from '../domain/api-key.js';
 import { ApiError } from '../errors.js';
-import { etagOf, parseIfMatch } from '../http/conditional.js';
+import { etagOf } from '../domain/inventory.js';
+import { parseIfMatch } from '../http/conditional.js';
 import { IDEMPOTENCY_TTL_MS, parseIdempotencyKey, requestFingerprint } from '../http/idempotency.js';
 import type { InventoryItem, InventoryUpdate } from '../schemas/inventory.js';
 import type { InventoryStore } from '../store/store.js';

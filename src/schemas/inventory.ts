@@ -1,11 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { CHANGE_REASONS, PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
-export const QUANTITY_MIN = 0;
-export const QUANTITY_MAX = 2147483647;
-
-/** Status of the pet (spec: PetStatus). */
-export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export const PetStatus = Type.Unsafe<(typeof PET_STATUSES)[number]>({
   type: 'string',
   enum: [...PET_STATUSES],
@@ -38,8 +34,6 @@ export type InventoryItem = Static<typeof InventoryItem>;
 
 export const InventoryList = Type.Array(InventoryItem);
 
-/** Why a count changed: the spec's own purposes of the update operation. */
-export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
 export const ChangeReason = Type.Unsafe<(typeof CHANGE_REASONS)[number]>({
   type: 'string',
   enum: [...CHANGE_REASONS],

@@ -1,16 +1,17 @@
 import { resolve } from 'node:path';
-import { openPostgresStore } from './postgres.js';
-import { openSqliteStore } from './sqlite.js';
 import type { InventoryStore } from './store.js';
 
-/** The store that DATABASE_URL names (PD 5.3). */
+/**
+ * The store that DATABASE_URL names: an embedded SQLite file by default, PostgreSQL for several
+ * instances on one database. Only the chosen backend's driver is loaded.
+ */
 export async function openStore(databaseUrl: string): Promise<InventoryStore> {
   const target = parseDatabaseUrl(databaseUrl);
   switch (target.backend) {
     case 'sqlite':
-      return openSqliteStore(target.filename);
+      return (await import('./sqlite/store.js')).openSqliteStore(target.filename);
     case 'postgres':
-      return openPostgresStore(target.url, { schema: target.schema });
+      return (await import('./postgres/store.js')).openPostgresStore(target.url, { schema: target.schema });
   }
 }
 

@@ -1,10 +1,21 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
-import type { ChangeReason, InventoryItem } from '../schemas/inventory.js';
+import type { HistoryEntry } from '../domain/history.js';
+import type { ChangeResult, InventoryEntry, QuantityChange } from '../domain/inventory.js';
+import type { InventoryItem } from '../schemas/inventory.js';
 
 /**
- * The one storage interface. Every backend (src/store/<backend>.ts) implements it and the
- * contract suite (test/store.contract.test.ts) runs against each. A resolved write is durable.
- * Failures to reach the store reject with StoreUnavailableError (answered as 503).
+ * The one storage interface. Every backend (src/store/<backend>/) implements it and the contract
+ * suite (test/store.contract.test.ts) runs against each. A resolved write is durable: it survives
+ * the process being killed the next instant, and by default a power loss. Failures to reach the
+ * store reject with StoreUnavailableError (answered as 503).
+ *
+ * Every write of an entry follows the same rules, in one transaction:
+ * - a change of quantity writes its history row (creating an entry is not a change and writes none);
+ * - the store version is bumped last, so store versions commit in order and changesSince
+ *   never misses a committed write, from any process or instance;
+ * - a change with an idempotency key writes the key's record with the outcome.
+ * Changes of quantity go through the one group commit (src/store/group-commit.ts); a backend
+ * supplies only how a batch is applied.
  */
 export interface InventoryStore {
   /** Backend name, for logs and readiness. */
@@ -17,7 +28,7 @@ export interface InventoryStore {
   /**
    * Sets the quantity of an existing entry (status never changes) if its condition holds, writing
    * the history row and the idempotency record in the same transaction. Changes that arrive
-   * together may share one commit; each resolves only once its own is durable.
+   * together share one commit; each resolves only once its own is durable.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult>;
   /** Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. */
@@ -45,10 +56,18 @@ export interface InventoryStore {
   /** Records that a key was used at this time. */
   touchApiKey(id: string, at: Date): Promise<void>;
 
-  /** Resolves when the store answers a trivial query. */
+  /** The settings that make a write durable, for each connection that writes (logged at start). */
+  durability(): Promise<ConnectionDurability[]>;
+  /** Resolves when the store answers a trivial query and can commit. */
   ping(): Promise<void>;
-  /** Releases the store; further calls reject with StoreUnavailableError. */
+  /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
   close(): Promise<void>;
+}
+
+/** One writing connection (or pool) and its durability settings as the database reports them, e.g. { synchronous: 'full' }. */
+export interface ConnectionDurability {
+  connection: string;
+  settings: Record<string, string>;
 }
 
 /** addItems was given a petId that already has an entry. */
@@ -59,50 +78,3 @@ export class DuplicatePetError extends Error {
   }
 }
 
-/** An entry with its version, which every change increments (the ETag). */
-export interface InventoryEntry {
-  item: InventoryItem;
-  version: number;
-}
-
-/** If-Match as a store condition: any existing entry (`*`), or one of these versions. */
-export type VersionCondition = { anyVersion: true } | { anyVersion: false; versions: readonly number[] };
-
-/** One PATCH as the store applies it. */
-export interface QuantityChange {
-  petId: bigint;
-  quantity: number;
-  /** From If-Match; undefined applies the change unconditionally. */
-  condition?: VersionCondition | undefined;
-  /** Who asked, for the history: the API key's id and name, never the key. */
-  keyId: string;
-  keyName: string;
-  requestId: string;
-  reason: ChangeReason | null;
-  at: Date;
-  /** From Idempotency-Key: the first outcome is kept per key id and idempotency key until `expiresAt`. */
-  idempotency?: { key: string; fingerprint: string; expiresAt: Date } | undefined;
-}
-
-/** What a change did; stored as-is for idempotent replays. */
-export type ChangeOutcome =
-  | { kind: 'updated'; entry: InventoryEntry }
-  | { kind: 'not_found' }
-  | { kind: 'precondition_failed'; entry: InventoryEntry };
-
-/** The outcome, `replayed` when it is the stored first outcome of the same idempotency key; or a key reused with another request. */
-export type ChangeResult = (ChangeOutcome & { replayed: boolean }) | { kind: 'idempotency_key_reused' };
-
-/** One row of an entry's change history. */
-export interface HistoryEntry {
-  /** Row id: increases with every change of the entry (the pagination cursor). */
-  id: bigint;
-  petId: bigint;
-  previousQuantity: number;
-  quantity: number;
-  at: Date;
-  keyId: string;
-  keyName: string;
-  requestId: string;
-  reason: ChangeReason | null;
-}

@@ -12,7 +12,7 @@ export function openSqliteConnection(filename: string): Database.Database {
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('journal_mode = WAL');
-    // FULL: a commit is fsynced before it returns, so a 2xx survives a power loss (PD 5.2).
+    // FULL: a commit is fsynced before it returns, so an acknowledged change survives a power loss.
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
   } catch (err) {
@@ -20,4 +20,12 @@ export function openSqliteConnection(filename: string): Database.Database {
     throw err;
   }
   return db;
+}
+
+const SYNCHRONOUS = ['off', 'normal', 'full', 'extra'];
+
+/** The settings that make this connection's commits durable, as SQLite reports them. */
+export function durabilityOf(db: Database.Database): Record<string, string> {
+  const synchronous = db.pragma('synchronous', { simple: true }) as number;
+  return { journal_mode: String(db.pragma('journal_mode', { simple: true })), synchronous: SYNCHRONOUS[synchronous] ?? String(synchronous) };
 }

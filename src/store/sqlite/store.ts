@@ -1,25 +1,21 @@
 import type Database from 'better-sqlite3';
-import type { ApiKeyRecord, Environment, Scope } from '../domain/api-key.js';
-import { StoreUnavailableError } from '../errors.js';
-import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
-import { SQLITE_MIGRATIONS } from './migrations/sqlite.js';
-import { BUSY_TIMEOUT_MS, openSqliteConnection } from './sqlite-connection.js';
-import { entryReader, errorOf } from './sqlite-changes.js';
-import { inThreadWriter, threadWriter, type ChangeWriter } from './sqlite-change-writer.js';
-import { DuplicatePetError, type ChangeResult, type HistoryEntry, type InventoryEntry, type InventoryStore, type QuantityChange } from './store.js';
+import type { ApiKeyRecord, Environment, Scope } from '../../domain/api-key.js';
+import type { HistoryEntry } from '../../domain/history.js';
+import type { ChangeResult, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import { StoreUnavailableError } from '../../errors.js';
+import type { ChangeReason, InventoryItem, PetStatus } from '../../schemas/inventory.js';
+import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
+import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
+import { entryReader, errorOf, type BatchResult } from './apply-batch.js';
+import { BUSY_TIMEOUT_MS, durabilityOf, openSqliteConnection } from './connection.js';
+import { migrate } from './migrations.js';
+import { inThreadWriter, threadWriter, type ChangeWriter } from './writer.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
 type HistoryRow = [id: bigint, petId: bigint, previous: bigint, quantity: bigint, at: string, keyId: string, keyName: string, requestId: string, reason: string | null];
 
 /** How long a housekeeping write on the event loop's connection waits for the write lock (see #briefly). */
 export const MAINTENANCE_BUSY_TIMEOUT_MS = 100;
-
-/** A change waiting for the next group commit. */
-interface Pending {
-  change: QuantityChange;
-  resolve: (result: ChangeResult) => void;
-  reject: (err: unknown) => void;
-}
 
 interface KeyRow {
   id: string;
@@ -47,42 +43,35 @@ export function openSqliteStore(filename: string): InventoryStore {
     throw err;
   }
   // A private :memory: database exists only on this connection, so it cannot have a writer thread.
-  return new SqliteStore(db, filename === ':memory:' ? inThreadWriter(db) : threadWriter(filename));
-}
-
-function migrate(db: Database.Database): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
-  // IMMEDIATE takes the write lock first, so processes starting together migrate one at a time.
-  db.transaction(() => {
-    const applied = new Set(
-      db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[],
-    );
-    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const m of SQLITE_MIGRATIONS) {
-      if (applied.has(m.version)) continue;
-      db.exec(m.sql);
-      record.run(m.version, m.name, new Date().toISOString());
-    }
-  }).immediate();
+  return new SqliteStore(db, filename, filename === ':memory:' ? inThreadWriter(db) : threadWriter(filename));
 }
 
 class SqliteStore implements InventoryStore {
   readonly backend = 'sqlite' as const;
   readonly #db: Database.Database;
+  readonly #filename: string;
   readonly #stmt;
   readonly #insertItems;
   readonly #writer: ChangeWriter;
   readonly #entry: (petId: bigint) => InventoryEntry | undefined;
-  /** Changes gathering for the next group commit. */
-  #pending: Pending[] = [];
-  /** The group commit under way, if any. */
-  #writing: Promise<void> | undefined;
+  /** Changes of quantity, committed in groups by the writer. */
+  readonly #changes: GroupCommit<QuantityChange, ChangeResult>;
   #closing: Promise<void> | undefined;
 
-  constructor(db: Database.Database, writer: ChangeWriter) {
+  constructor(db: Database.Database, filename: string, writer: ChangeWriter) {
     this.#db = db;
+    this.#filename = filename;
     this.#writer = writer;
     this.#entry = entryReader(db);
+    this.#changes = changeGroupCommit(async (batch) => {
+      let results: BatchResult[];
+      try {
+        results = await this.#writer.apply(batch);
+      } catch (err) {
+        throw asUnavailable(err);
+      }
+      return results.map((result) => ('error' in result ? asUnavailable(errorOf(result)) : result));
+    });
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
       list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
@@ -136,17 +125,11 @@ class SqliteStore implements InventoryStore {
   }
 
   /**
-   * Group commit: one batch commits (in the writer thread, so the fsync does not stop the event
-   * loop) while the next gathers; a batch is one transaction and one fsync. Each change runs in
-   * its own savepoint, in arrival order, so one that fails fails alone, and each is answered
-   * once its own batch has committed.
+   * The batch is one IMMEDIATE transaction, one fsync, in the writer thread, so the fsync does
+   * not stop the event loop; each change runs in its own savepoint, so one that fails fails alone.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult> {
-    if (this.#closing || !this.#db.open) return Promise.reject(new StoreUnavailableError('the SQLite store is closed'));
-    return new Promise((resolve, reject) => {
-      // The first change of a batch waits one turn of the event loop for the changes that arrive with it.
-      if (this.#pending.push({ change, resolve, reject }) === 1 && !this.#writing) setImmediate(() => this.#flush());
-    });
+    return this.#changes.submit(change);
   }
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
@@ -221,6 +204,16 @@ class SqliteStore implements InventoryStore {
     }
   }
 
+  async durability(): Promise<ConnectionDurability[]> {
+    const main = this.#run(() => durabilityOf(this.#db));
+    // A private :memory: database commits on the main connection.
+    if (this.#filename === ':memory:') return [{ connection: 'main', settings: main }];
+    return [
+      { connection: 'main', settings: main },
+      { connection: 'writer thread', settings: await this.#writer.durability() },
+    ];
+  }
+
   async ping(): Promise<void> {
     this.#run(() => this.#stmt.ping.get());
     // Reads alone are not ready: without its writer thread the store cannot commit a change.
@@ -235,37 +228,9 @@ class SqliteStore implements InventoryStore {
 
   async #close(): Promise<void> {
     if (!this.#db.open) return;
-    // Changes already accepted are committed before the database closes.
-    while (this.#writing || this.#pending.length > 0) {
-      this.#flush();
-      await this.#writing;
-    }
+    await this.#changes.close();
     await this.#writer.close();
     this.#db.close();
-  }
-
-  #flush(): void {
-    if (this.#writing || this.#pending.length === 0) return;
-    const batch = this.#pending;
-    this.#pending = [];
-    this.#writing = this.#writer
-      .apply(batch.map((p) => p.change))
-      .then(
-        (results) =>
-          results.forEach((result, i) => {
-            if ('error' in result) batch[i]!.reject(asUnavailable(errorOf(result)));
-            else batch[i]!.resolve(result);
-          }),
-        (err: unknown) => {
-          for (const p of batch) p.reject(asUnavailable(err));
-        },
-      )
-      // Settling a promise cannot throw; this only keeps a bug from becoming an unhandled rejection.
-      .catch(() => {})
-      .finally(() => {
-        this.#writing = undefined;
-        this.#flush();
-      });
   }
 
   /** Runs a synchronous driver call, turning "cannot reach the store now" into StoreUnavailableError. */
@@ -282,7 +247,7 @@ class SqliteStore implements InventoryStore {
 /** Above every history row id, for the first page. */
 const INT64_MAX_ID = 2n ** 63n - 1n;
 
-function asUnavailable(err: unknown): unknown {
+function asUnavailable<E>(err: E): E | StoreUnavailableError {
   return isTransient(err) ? new StoreUnavailableError('the SQLite store is busy or unavailable', { cause: err }) : err;
 }
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import type { PetStatus } from '../schemas/inventory.js';
-import { decodeOutcome, encodeOutcome, judgeChange } from './change.js';
-import type { ChangeOutcome, ChangeResult, InventoryEntry, QuantityChange } from './store.js';
+import { judgeChange, type ChangeOutcome, type ChangeResult, type InventoryEntry, type QuantityChange } from '../../domain/inventory.js';
+import type { PetStatus } from '../../schemas/inventory.js';
+import { decodeOutcome, encodeOutcome } from '../outcome.js';
 
 /** A change that failed, kept apart from the batch's other results. */
 export interface ChangeFailure {

@@ -2,13 +2,17 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { StoreUnavailableError } from '../errors.js';
-import { changeApplier, errorOf, type BatchResult, type ChangeFailure } from './sqlite-changes.js';
-import type { QuantityChange } from './store.js';
+import type { QuantityChange } from '../../domain/inventory.js';
+import { StoreUnavailableError } from '../../errors.js';
+import { changeApplier, errorOf, type BatchResult } from './apply-batch.js';
+import { durabilityOf } from './connection.js';
+import type { WriterReply, WriterRequest } from './writer-thread.js';
 
 /** Where the SQLite store's group commits run: one batch at a time. */
 export interface ChangeWriter {
   apply(changes: readonly QuantityChange[]): Promise<BatchResult[]>;
+  /** The durability settings of the connection that commits. */
+  durability(): Promise<Record<string, string>>;
   /** Why the writer can no longer commit (its thread stopped), or undefined while it can. */
   failure(): Error | undefined;
   close(): Promise<void>;
@@ -19,51 +23,57 @@ export function inThreadWriter(db: Database.Database): ChangeWriter {
   const apply = changeApplier(db);
   return {
     apply: async (changes) => apply(changes),
+    durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},
   };
 }
 
 /**
- * In a worker thread with its own connection (src/store/sqlite-writer-thread.ts), so the fsync no
- * longer stops the event loop.
+ * In a worker thread with its own connection (writer-thread.ts), so the fsync no longer stops the
+ * event loop. The thread answers requests in the order it gets them.
  */
 export function threadWriter(filename: string): ChangeWriter {
-  const worker = startThread(new URL(`./sqlite-writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename });
-  // Keeps the process alive only while a batch or the close is under way.
+  const worker = startThread(new URL(`./writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename });
+  // Keeps the process alive only while a request or the close is under way.
   worker.unref();
-  let waiting: { resolve: (r: BatchResult[]) => void; reject: (e: unknown) => void } | undefined;
+  const waiting: { resolve: (reply: WriterReply) => void; reject: (err: unknown) => void }[] = [];
   let stopped: Error | undefined;
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   const stop = (err: Error) => {
     stopped ??= new StoreUnavailableError('the SQLite writer thread stopped', { cause: err });
-    waiting?.reject(stopped);
-    waiting = undefined;
+    for (const w of waiting.splice(0)) w.reject(stopped);
   };
   worker.on('error', stop);
   worker.on('exit', (code) => stop(new Error(`exit code ${code}`)));
-  worker.on('message', (reply: { results: BatchResult[] } | { failed: ChangeFailure }) => {
-    const w = waiting;
-    waiting = undefined;
-    worker.unref();
-    if ('results' in reply) w?.resolve(reply.results);
-    else w?.reject(errorOf(reply.failed));
+  worker.on('message', (reply: WriterReply) => {
+    waiting.shift()?.resolve(reply);
+    if (waiting.length === 0) worker.unref();
   });
+  const ask = (request: WriterRequest): Promise<WriterReply> => {
+    if (stopped) return Promise.reject(stopped);
+    return new Promise((resolve, reject) => {
+      waiting.push({ resolve, reject });
+      worker.ref();
+      worker.postMessage(request);
+    });
+  };
   return {
-    apply(changes) {
-      if (stopped) return Promise.reject(stopped);
-      // The store sends one batch at a time; a second would take the first one's answer.
-      if (waiting) return Promise.reject(new Error('a batch is already being written'));
-      return new Promise((resolve, reject) => {
-        waiting = { resolve, reject };
-        worker.ref();
-        worker.postMessage({ changes });
-      });
+    async apply(changes) {
+      const reply = await ask({ changes });
+      if ('failed' in reply) throw errorOf(reply.failed);
+      if (!('results' in reply)) throw new Error('the writer thread answered a batch with something else');
+      return reply.results;
+    },
+    async durability() {
+      const reply = await ask({ durability: true });
+      if (!('durability' in reply)) throw new Error('the writer thread answered a durability request with something else');
+      return reply.durability;
     },
     failure: () => stopped,
     async close() {
       worker.ref();
-      if (!stopped) worker.postMessage({ close: true });
+      if (!stopped) worker.postMessage({ close: true } satisfies WriterRequest);
       await exited;
     },
   };

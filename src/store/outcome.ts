@@ -1,21 +1,5 @@
+import type { ChangeOutcome } from '../domain/inventory.js';
 import type { PetStatus } from '../schemas/inventory.js';
-import type { ChangeOutcome, InventoryEntry, VersionCondition } from './store.js';
-
-/**
- * What a change does to the entry it finds, the rule both backends apply inside their
- * transaction: no entry is not_found (before any precondition, RFC 9110 13.2.1), a condition
- * that fails is precondition_failed, anything else applies.
- */
-export function judgeChange(
-  current: InventoryEntry | undefined,
-  condition: VersionCondition | undefined,
-): { kind: 'apply'; current: InventoryEntry } | Exclude<ChangeOutcome, { kind: 'updated' }> {
-  if (!current) return { kind: 'not_found' };
-  if (condition && !condition.anyVersion && !condition.versions.includes(current.version)) {
-    return { kind: 'precondition_failed', entry: current };
-  }
-  return { kind: 'apply', current };
-}
 
 interface StoredOutcome {
   kind: ChangeOutcome['kind'];

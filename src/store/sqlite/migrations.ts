@@ -1,3 +1,5 @@
+import type Database from 'better-sqlite3';
+
 /**
  * SQLite schema versions, applied in order at start; an applied version is never edited,
  * a change is a new version.
@@ -72,3 +74,17 @@ export const SQLITE_MIGRATIONS: readonly { version: number; name: string; sql: s
     `,
   },
 ];
+
+/** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */
+export function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  db.transaction(() => {
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const m of SQLITE_MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      db.exec(m.sql);
+      record.run(m.version, m.name, new Date().toISOString());
+    }
+  }).immediate();
+}

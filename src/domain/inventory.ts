@@ -1,0 +1,56 @@
+import type { ChangeReason, InventoryItem } from '../schemas/inventory.js';
+
+/** An entry with its version, which every change of its quantity increments (its ETag). */
+export interface InventoryEntry {
+  item: InventoryItem;
+  version: number;
+}
+
+/** If-Match as a store condition: any existing entry (`*`), or one of these versions. */
+export type VersionCondition = { anyVersion: true } | { anyVersion: false; versions: readonly number[] };
+
+/** One change of an entry's quantity, as the store applies it. */
+export interface QuantityChange {
+  petId: bigint;
+  quantity: number;
+  /** From If-Match; undefined applies the change unconditionally. */
+  condition?: VersionCondition | undefined;
+  /** Who asked, for the history: the API key's id and name, never the key. */
+  keyId: string;
+  keyName: string;
+  requestId: string;
+  reason: ChangeReason | null;
+  at: Date;
+  /** From Idempotency-Key: the first outcome is kept per key id and idempotency key until `expiresAt`. */
+  idempotency?: { key: string; fingerprint: string; expiresAt: Date } | undefined;
+}
+
+/** What a change did; stored as-is for idempotent replays. */
+export type ChangeOutcome =
+  | { kind: 'updated'; entry: InventoryEntry }
+  | { kind: 'not_found' }
+  | { kind: 'precondition_failed'; entry: InventoryEntry };
+
+/** The outcome, `replayed` when it is the stored first outcome of the same idempotency key; or a key reused with another request. */
+export type ChangeResult = (ChangeOutcome & { replayed: boolean }) | { kind: 'idempotency_key_reused' };
+
+/**
+ * What a change does to the entry it finds, the rule every backend applies inside its
+ * transaction: no entry is not_found (before any precondition, RFC 9110 13.2.1), a condition
+ * that fails is precondition_failed, anything else applies.
+ */
+export function judgeChange(
+  current: InventoryEntry | undefined,
+  condition: VersionCondition | undefined,
+): { kind: 'apply'; current: InventoryEntry } | Exclude<ChangeOutcome, { kind: 'updated' }> {
+  if (!current) return { kind: 'not_found' };
+  if (condition && !condition.anyVersion && !condition.versions.includes(current.version)) {
+    return { kind: 'precondition_failed', entry: current };
+  }
+  return { kind: 'apply', current };
+}
+
+/** The strong ETag of an entry at `version` (RFC 9110 8.8.3). */
+export function etagOf(version: number): string {
+  return `"v${version}"`;
+}

@@ -1,0 +1,148 @@
+import type { ChangeResult, QuantityChange } from '../domain/inventory.js';
+import { StoreUnavailableError } from '../errors.js';
+
+/**
+ * How a backend commits one batch: one transaction (one fsync) for all of it, resolving to one
+ * result per change in the order given, where an Error is a change that failed alone. Rejects
+ * when the batch as a whole could not be committed.
+ */
+export type CommitBatch<C, R> = (batch: readonly C[]) => Promise<(R | Error)[]>;
+
+export interface GroupCommitOptions<C> {
+  /** Changes that share a key never share a batch: a later one waits for the next, so their order holds. */
+  keysOf: (change: C) => readonly unknown[];
+  /** Most changes in one batch. */
+  maxBatch: number;
+  /** Most changes waiting for a batch; beyond, a change is refused at once (503) rather than queueing on a slow store. */
+  maxWaiting: number;
+}
+
+/** Most changes of quantity in one batch. */
+export const BATCH_MAX = 256;
+/** Most changes of quantity waiting: more than any burst a healthy store sees, few enough to answer 503 at once when it stalls. */
+export const WAITING_MAX = 4 * BATCH_MAX;
+
+/**
+ * The group commit of changes of quantity, with the rules both backends share: changes of one
+ * pet, and changes with one idempotency key of one API key, never share a batch (so a retry
+ * finds the first one committed, and a pet's changes apply in arrival order).
+ */
+export function changeGroupCommit(commit: CommitBatch<QuantityChange, ChangeResult>): GroupCommit<QuantityChange, ChangeResult> {
+  return new GroupCommit(commit, {
+    keysOf: (change) => [change.petId, change.idempotency && `${change.keyId}\n${change.idempotency.key}`],
+    maxBatch: BATCH_MAX,
+    maxWaiting: WAITING_MAX,
+  });
+}
+
+interface Pending<C, R> {
+  change: C;
+  resolve: (result: R) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * The one write path of the stores: changes are committed in groups, one batch in flight at a
+ * time. The first change of a batch waits one turn of the event loop for the changes parsed with
+ * it; the changes that arrive while a batch commits go together in the next one. Each change is
+ * settled only once its own batch has committed. A batch the store refuses as a whole (and not
+ * for being unavailable) is retried change by change, so an invalid change fails alone. On close
+ * what was accepted is committed, and nothing more is accepted.
+ */
+export class GroupCommit<C, R> {
+  readonly #commit: CommitBatch<C, R>;
+  readonly #options: GroupCommitOptions<C>;
+  #queue: Pending<C, R>[] = [];
+  #inFlight: Promise<void> | undefined;
+  #scheduled = false;
+  #closed = false;
+  #drained: Promise<void> | undefined;
+
+  constructor(commit: CommitBatch<C, R>, options: GroupCommitOptions<C>) {
+    this.#commit = commit;
+    this.#options = options;
+  }
+
+  /** Changes waiting for a batch (not counting the one in flight). */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  submit(change: C): Promise<R> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
+    if (this.#queue.length >= this.#options.maxWaiting) {
+      return Promise.reject(new StoreUnavailableError(`more than ${this.#options.maxWaiting} changes are waiting for the store`));
+    }
+    return new Promise<R>((resolve, reject) => {
+      this.#queue.push({ change, resolve, reject });
+      if (!this.#inFlight && !this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => {
+          this.#scheduled = false;
+          this.#next();
+        });
+      }
+    });
+  }
+
+  /** Commits everything accepted so far; later submits are refused. */
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#drained ??= this.#drain();
+    return this.#drained;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#inFlight || this.#queue.length > 0) {
+      this.#next();
+      await this.#inFlight;
+    }
+  }
+
+  #next(): void {
+    if (this.#inFlight || this.#queue.length === 0) return;
+    const batch = this.#take();
+    this.#inFlight = this.#run(batch).finally(() => {
+      this.#inFlight = undefined;
+      this.#next();
+    });
+  }
+
+  /** The oldest changes, up to maxBatch, skipping any whose key is already taken; the rest stay queued in order. */
+  #take(): Pending<C, R>[] {
+    const taken = new Set<unknown>();
+    const batch: Pending<C, R>[] = [];
+    const rest: Pending<C, R>[] = [];
+    for (const pending of this.#queue) {
+      const keys = this.#options.keysOf(pending.change).filter((k) => k !== undefined);
+      if (batch.length < this.#options.maxBatch && !keys.some((k) => taken.has(k))) {
+        for (const k of keys) taken.add(k);
+        batch.push(pending);
+      } else {
+        rest.push(pending);
+      }
+    }
+    this.#queue = rest;
+    return batch;
+  }
+
+  async #run(batch: readonly Pending<C, R>[]): Promise<void> {
+    let results: (R | Error)[];
+    try {
+      results = await this.#commit(batch.map((p) => p.change));
+    } catch (err) {
+      if (batch.length === 1 || err instanceof StoreUnavailableError) {
+        for (const p of batch) p.reject(err);
+        return;
+      }
+      // Nothing of a refused batch was written: each change alone tells which one the store refuses.
+      for (const p of batch) await this.#run([p]);
+      return;
+    }
+    batch.forEach((p, i) => {
+      const result = results[i]!;
+      if (result instanceof Error) p.reject(result);
+      else p.resolve(result);
+    });
+  }
+}

@@ -1,0 +1,164 @@
+import { Pool, escapeIdentifier, types, type CustomTypesConfig, type PoolClient, type PoolConfig } from 'pg';
+import { StoreUnavailableError } from '../../errors.js';
+import { POSTGRES_MIGRATIONS } from './migrations.js';
+
+/** Connections per instance: several instances share the server's max_connections (100 by default). */
+export const POOL_MAX = 10;
+/** Opening a connection, or waiting for a free one, longer than this answers 503 instead of queueing on. */
+export const CONNECTION_TIMEOUT_MS = 3000;
+/** Idle connections close after this, so a quiet instance holds few server slots. */
+export const IDLE_TIMEOUT_MS = 30_000;
+/** The server cancels any statement running longer (ours take milliseconds): no request hangs on a lock. */
+export const STATEMENT_TIMEOUT_MS = 5000;
+/** The client gives up this long after statement_timeout, for when the server itself stops answering. */
+export const QUERY_TIMEOUT_GRACE_MS = 1000;
+/** The server ends a transaction left idle this long (a frozen instance), releasing its row locks. */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
+/** TCP keepalive starts probing after this much silence, so a peer that vanished without a FIN is noticed. */
+export const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+/** Shown in pg_stat_activity, so an operator can tell this service's connections apart. */
+export const APPLICATION_NAME = 'petstore-inventory';
+/** First half of the migration advisory lock ("pets" in ASCII); the second half is the schema's hash. */
+export const MIGRATION_LOCK_KEY = 0x70657473;
+
+/** Strict on purpose: the name goes into a startup option and DDL, where quoting rules differ. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]*$/;
+
+export interface PostgresStoreOptions {
+  /** Schema to create if missing and put on every connection's search_path (test isolation); default: the server's. */
+  schema?: string;
+  /** Overrides CONNECTION_TIMEOUT_MS. */
+  connectionTimeoutMs?: number;
+  /** Overrides STATEMENT_TIMEOUT_MS; the client-side read timeout follows it. */
+  statementTimeoutMs?: number;
+}
+
+/** int8 as bigint, so ids above 2^53 keep every digit; for this pool only, since a global parser would change every other pg user in the process. */
+const INT8_AS_BIGINT: CustomTypesConfig = {
+  getTypeParser: (...[oid, format]: Parameters<typeof types.getTypeParser>): unknown =>
+    oid === types.builtins.INT8 ? (text: string) => BigInt(text) : types.getTypeParser(oid, format),
+};
+
+/** A pool on the database at `url` with the store's session settings, its migrations applied (once, however many processes open at the same moment). */
+export async function openPool(url: string, options: PostgresStoreOptions): Promise<Pool> {
+  const pool = new Pool(poolConfig(url, options));
+  // An idle connection that drops is already out of the pool and the next query reconnects; unhandled, this event would kill the process.
+  pool.on('error', ignore);
+  try {
+    await migrate(pool, options.schema);
+  } catch (err) {
+    await pool.end();
+    throw asUnavailable(err);
+  }
+  return pool;
+}
+
+function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
+  // The URL's options would replace ours wholesale, silently dropping synchronous_commit.
+  if (/[?&]options=/.test(url)) throw new Error('DATABASE_URL must not set options=: the store sets the session options itself');
+  // on: a COMMIT returns only once the WAL is flushed, so an acknowledged change survives a crash or power loss.
+  const settings = ['-c synchronous_commit=on'];
+  if (options.schema !== undefined) {
+    if (!SCHEMA_NAME.test(options.schema)) throw new Error(`schema must match ${SCHEMA_NAME.source}, got "${options.schema}"`);
+    settings.push(`-c search_path=${options.schema}`);
+  }
+  const statementTimeout = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
+  return {
+    connectionString: url,
+    max: POOL_MAX,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? CONNECTION_TIMEOUT_MS,
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
+    statement_timeout: statementTimeout,
+    query_timeout: statementTimeout + QUERY_TIMEOUT_GRACE_MS,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+    application_name: APPLICATION_NAME,
+    options: settings.join(' '),
+    types: INT8_AS_BIGINT,
+  };
+}
+
+async function migrate(pool: Pool, schema: string | undefined): Promise<void> {
+  await inTransaction(pool, async (client) => {
+    // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [
+      MIGRATION_LOCK_KEY,
+      schema ?? null,
+    ]);
+    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(schema)}`);
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)',
+    );
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => r.version));
+    for (const m of POSTGRES_MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name]);
+    }
+  });
+}
+
+/** Runs fn between BEGIN and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot. */
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
+  client.on('error', ignore);
+  let reusable = true;
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    // After a lost or silent connection a ROLLBACK would only wait out another timeout; dropping the connection rolls back too.
+    reusable = !isTransient(err) && (await client.query('ROLLBACK').then(() => true, () => false));
+    throw err;
+  } finally {
+    client.off('error', ignore);
+    client.release(!reusable);
+  }
+}
+
+/**
+ * SQLSTATEs that mean "not now" rather than "never": connection exceptions (08), insufficient
+ * resources (53), shutdown and session kills (57P0x), statement timeout or cancel (57014),
+ * lock timeout (55P03), idle-in-transaction timeout (25P03), I/O error (58030), and conflicts a
+ * retry resolves (40001 serialization, 40P01 deadlock).
+ */
+const TRANSIENT_SQLSTATE = /^(08...|53...|57P0.|57014|55P03|25P03|58030|40001|40P01)$/;
+/** Socket and DNS failures: the server cannot be reached from here right now. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
+/** The driver's own connection failures carry no code, only these messages (pg 8, pg-pool 3). */
+const DRIVER_CONNECTION_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client (has encountered a connection error|was closed) and is not queryable|Cannot use a pool after calling end)/;
+
+/** Lost connection, timeout, shutdown, exhaustion or a retryable conflict: worth a retry, not a 500. */
+function isTransient(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') return TRANSIENT_SQLSTATE.test(code) || NETWORK_CODES.has(code);
+  // Node reports a refused connection to every address of a host (localhost: ::1 and 127.0.0.1) as one AggregateError.
+  if (err instanceof AggregateError) return err.errors.some(isTransient);
+  return DRIVER_CONNECTION_MESSAGE.test(err.message);
+}
+
+/** A transient failure as StoreUnavailableError (503); anything else as it is. */
+export function asUnavailable(err: unknown): unknown {
+  return isTransient(err) ? new StoreUnavailableError('the PostgreSQL store is unreachable or busy', { cause: err }) : err;
+}
+
+function ignore(): void {}

@@ -1,0 +1,234 @@
+import type { Pool, QueryResult, QueryResultRow } from 'pg';
+import type { ApiKeyRecord } from '../../domain/api-key.js';
+import type { HistoryEntry } from '../../domain/history.js';
+import type { ChangeResult, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import { StoreUnavailableError } from '../../errors.js';
+import type { InventoryItem } from '../../schemas/inventory.js';
+import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
+import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
+import { applyBatch, type Database, type Statement } from './apply-batch.js';
+import { asUnavailable, inTransaction, MIGRATION_LOCK_KEY, openPool, type PostgresStoreOptions } from './pool.js';
+
+/** Selected under the names of InventoryItem, so a row is the item. */
+const ITEM_COLUMNS = 'pet_id AS "petId", quantity, status';
+/** Selected under the names of ApiKeyRecord; pg already returns TIMESTAMPTZ as Date and TEXT[] as string[]. */
+const KEY_COLUMNS = `id, name, environment, key_hash AS "keyHash", hint, scopes, created_at AS "createdAt",
+  last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"`;
+
+/** Named, so each connection prepares a statement once and reuses the plan. */
+const STATEMENTS = {
+  list: { name: 'inventory-list', text: `SELECT ${ITEM_COLUMNS} FROM inventory ORDER BY pet_id` },
+  get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1` },
+  stampInserted: {
+    name: 'inventory-stamp-inserted',
+    text: `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
+           UPDATE inventory SET change_seq = s.version FROM s WHERE pet_id = ANY($1::bigint[])`,
+  },
+  readVersion: { name: 'store-version', text: 'SELECT version FROM store_state WHERE id = 1' },
+  // One statement is one snapshot: the version and the rows agree.
+  changesSince: {
+    name: 'inventory-changes-since',
+    text: `SELECT s.version AS "storeVersion", i.pet_id AS "petId", i.quantity, i.status
+           FROM store_state s LEFT JOIN inventory i ON i.change_seq > $1 WHERE s.id = 1 ORDER BY i.pet_id`,
+  },
+  history: {
+    name: 'history-page',
+    text: `SELECT id, pet_id AS "petId", previous_quantity AS "previousQuantity", quantity, at, key_id AS "keyId", key_name AS "keyName",
+             request_id AS "requestId", reason
+           FROM inventory_history WHERE pet_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  },
+  syncCommit: { name: 'synchronous-commit', text: 'SHOW synchronous_commit' },
+  hasEntry: { name: 'inventory-has', text: 'SELECT 1 FROM inventory WHERE pet_id = $1' },
+  purgeIdempotency: { name: 'idempotency-purge', text: 'DELETE FROM idempotency_records WHERE expires_at <= $1' },
+  // One statement for the whole batch; skipped rows (already present, or repeated in the batch) are missing from RETURNING.
+  insertItems: {
+    name: 'inventory-insert',
+    text: `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
+           SELECT pet_id, quantity, status, now(), now(), 0 FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS t(pet_id, quantity, status)
+           ON CONFLICT (pet_id) DO NOTHING RETURNING pet_id AS "petId"`,
+  },
+  insertKey: {
+    name: 'key-insert',
+    text: `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+  },
+  // Under FIRST_KEY_LOCK: read committed sees a key another instance committed while we waited.
+  insertFirstKey: {
+    name: 'key-insert-first',
+    text: `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 WHERE NOT EXISTS (SELECT 1 FROM api_keys)`,
+  },
+  keyByHash: { name: 'key-by-hash', text: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = $1` },
+  listKeys: { name: 'key-list', text: `SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id` },
+  revokeKey: { name: 'key-revoke', text: 'UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL' },
+  touchKey: { name: 'key-touch', text: 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1' },
+  ping: { name: 'ping', text: 'SELECT 1' },
+} as const satisfies Record<string, Statement>;
+
+/**
+ * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
+ * many processes open at the same moment) and returns the store.
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<InventoryStore> {
+  return new PostgresStore(await openPool(url, options));
+}
+
+class PostgresStore implements InventoryStore {
+  readonly backend = 'postgres' as const;
+  readonly #pool: Pool;
+  /** Changes of quantity, committed in groups. */
+  readonly #changes: GroupCommit<QuantityChange, ChangeResult>;
+  #closed: Promise<void> | undefined;
+  /** Set once the pool is being ended, after the accepted changes are committed. */
+  #ended = false;
+
+  constructor(pool: Pool) {
+    this.#pool = pool;
+    const database: Database = {
+      query: (statement, values) => this.#pool.query({ ...statement, values }),
+      transaction: (fn) => inTransaction(this.#pool, (client) => fn((statement, values) => client.query({ ...statement, values }))),
+    };
+    this.#changes = changeGroupCommit((batch) => this.#run(() => applyBatch(database, batch)));
+  }
+
+  async listInventory(): Promise<InventoryItem[]> {
+    return (await this.#query<InventoryItem>(STATEMENTS.list)).rows;
+  }
+
+  async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {
+    const row = (await this.#query<EntryRow>(STATEMENTS.get, [petId.toString()])).rows[0];
+    return row && toEntry(row);
+  }
+
+  /** The batch is one statement (one round trip and one commit), or one transaction when changes carry idempotency keys. */
+  applyChange(change: QuantityChange): Promise<ChangeResult> {
+    return this.#changes.submit(change);
+  }
+
+  async addItems(items: readonly InventoryItem[]): Promise<void> {
+    await this.#run(() =>
+      inTransaction(this.#pool, async (client) => {
+        // change_seq is set from the bumped version at the end, keeping store_state the last lock taken, as in applyChange.
+        const { rows } = await client.query<{ petId: bigint }>({
+          ...STATEMENTS.insertItems,
+          values: [items.map((i) => i.petId.toString()), items.map((i) => i.quantity), items.map((i) => i.status)],
+        });
+        const inserted = new Set(rows.map((r) => r.petId));
+        const seen = new Set<bigint>();
+        // The first item that was not inserted is the one SQLite's row-by-row insert stops at.
+        for (const { petId } of items) {
+          if (!inserted.has(petId) || seen.has(petId)) throw new DuplicatePetError(petId);
+          seen.add(petId);
+        }
+        await client.query(STATEMENTS.stampInserted, [rows.map((r) => r.petId.toString())]);
+      }),
+    );
+  }
+
+  async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
+    const id = petId.toString();
+    const [exists, history] = await Promise.all([
+      this.#query(STATEMENTS.hasEntry, [id]),
+      this.#query<HistoryEntry>(STATEMENTS.history, [id, (page.before ?? 2n ** 63n - 1n).toString(), page.limit]),
+    ]);
+    return exists.rowCount === 0 ? undefined : history.rows;
+  }
+
+  async purgeIdempotencyRecords(now: Date): Promise<number> {
+    return (await this.#query(STATEMENTS.purgeIdempotency, [now.toISOString()])).rowCount ?? 0;
+  }
+
+  async readVersion(): Promise<number> {
+    return Number((await this.#query<{ version: bigint }>(STATEMENTS.readVersion)).rows[0]!.version);
+  }
+
+  async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
+    const { rows } = await this.#query<{ storeVersion: bigint; petId: bigint | null } & Omit<InventoryItem, 'petId'>>(STATEMENTS.changesSince, [after]);
+    const items = rows.filter((r) => r.petId !== null).map((r) => ({ petId: r.petId!, quantity: r.quantity, status: r.status }));
+    return { version: Number(rows[0]!.storeVersion), items };
+  }
+
+  async insertFirstApiKey(r: ApiKeyRecord): Promise<boolean> {
+    return this.#run(() =>
+      inTransaction(this.#pool, async (client) => {
+        // Instances starting together take turns, so only the first finds no key.
+        await client.query("SELECT pg_advisory_xact_lock($1, hashtext('first-api-key:' || current_schema()))", [MIGRATION_LOCK_KEY]);
+        return (await client.query({ ...STATEMENTS.insertFirstKey, values: keyValues(r) })).rowCount === 1;
+      }),
+    );
+  }
+
+  async insertApiKey(r: ApiKeyRecord): Promise<void> {
+    await this.#query(STATEMENTS.insertKey, keyValues(r));
+  }
+
+  async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return (await this.#query<ApiKeyRecord>(STATEMENTS.keyByHash, [keyHash])).rows[0];
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    return (await this.#query<ApiKeyRecord>(STATEMENTS.listKeys)).rows;
+  }
+
+  async revokeApiKey(id: string, at: Date): Promise<boolean> {
+    return (await this.#query(STATEMENTS.revokeKey, [id, at.toISOString()])).rowCount === 1;
+  }
+
+  async touchApiKey(id: string, at: Date): Promise<void> {
+    await this.#query(STATEMENTS.touchKey, [id, at.toISOString()]);
+  }
+
+  async durability(): Promise<ConnectionDurability[]> {
+    // Every connection of the pool is opened with the same session settings.
+    const { rows } = await this.#query<{ synchronous_commit: string }>(STATEMENTS.syncCommit);
+    return [{ connection: 'pool', settings: { synchronous_commit: rows[0]!.synchronous_commit } }];
+  }
+
+  async ping(): Promise<void> {
+    await this.#query(STATEMENTS.ping);
+  }
+
+  async close(): Promise<void> {
+    this.#closed ??= this.#changes.close().then(() => {
+      this.#ended = true;
+      return this.#pool.end();
+    });
+    await this.#closed;
+  }
+
+  #query<R extends QueryResultRow>(statement: Statement, values: unknown[] = []): Promise<QueryResult<R>> {
+    return this.#run(() => this.#pool.query<R>({ ...statement, values }));
+  }
+
+  /** Runs one driver call, turning "cannot reach the store now" into StoreUnavailableError. */
+  async #run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#ended) throw new StoreUnavailableError('the PostgreSQL store is closed');
+    try {
+      return await fn();
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  }
+}
+
+type EntryRow = InventoryItem & { version: bigint };
+
+/** A key record as the parameters of insertKey and insertFirstKey. */
+function keyValues(r: ApiKeyRecord): unknown[] {
+  return [
+    r.id,
+    r.name,
+    r.environment,
+    r.keyHash,
+    r.hint,
+    r.scopes,
+    r.createdAt.toISOString(),
+    r.lastUsedAt?.toISOString() ?? null,
+    r.expiresAt?.toISOString() ?? null,
+    r.revokedAt?.toISOString() ?? null,
+  ];
+}
+
+function toEntry({ version, ...item }: EntryRow): InventoryEntry {
+  return { item, version: Number(version) };
+}

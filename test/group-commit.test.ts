@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { StoreUnavailableError } from '../src/errors.js';
+import { GroupCommit, type CommitBatch } from '../src/store/group-commit.js';
+
+/** A change for these tests: a key (a pet, say) and a value; the value 'bad' is refused by the store. */
+interface Change {
+  key: string;
+  value: string;
+}
+
+/** A store's batch commit that records each batch and settles it when the test says so. */
+function scriptedCommit() {
+  const batches: string[][] = [];
+  const release: (() => void)[] = [];
+  let mode: 'ok' | 'refuse bad batches' | 'unavailable' = 'ok';
+  const commit: CommitBatch<Change, string> = async (batch) => {
+    batches.push(batch.map((c) => `${c.key}=${c.value}`));
+    await new Promise<void>((resolve) => release.push(resolve));
+    if (mode === 'unavailable') throw new StoreUnavailableError('down');
+    if (mode === 'refuse bad batches' && batch.some((c) => c.value === 'bad')) throw new Error('CHECK constraint failed');
+    return batch.map((c) => (c.value === 'fails alone' ? new Error(`refused ${c.key}`) : `${c.key}:${c.value}`));
+  };
+  return {
+    commit,
+    batches,
+    setMode: (m: typeof mode) => (mode = m),
+    /** Lets every commit under way finish, then waits until the queue has moved on. */
+    async settle() {
+      while (release.length > 0) {
+        release.shift()!();
+        await new Promise((r) => setImmediate(r));
+      }
+    },
+  };
+}
+
+const options = { keysOf: (c: Change) => [c.key], maxBatch: 3, maxWaiting: 5 };
+const turn = () => new Promise((r) => setImmediate(r));
+
+describe('GroupCommit: the one write path of the stores', () => {
+  it('commits the changes of one turn of the event loop together; those arriving meanwhile form the next batch', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, options);
+    const first = [group.submit({ key: 'a', value: '1' }), group.submit({ key: 'b', value: '1' })];
+    assert.deepEqual(store.batches, [], 'the first change waits one turn for the ones parsed with it');
+    await turn();
+    assert.deepEqual(store.batches, [['a=1', 'b=1']]);
+    const second = [group.submit({ key: 'c', value: '1' }), group.submit({ key: 'd', value: '1' })];
+    await turn();
+    assert.deepEqual(store.batches, [['a=1', 'b=1']], 'one batch in flight at a time');
+    await store.settle();
+    assert.deepEqual(await Promise.all(first), ['a:1', 'b:1']);
+    assert.deepEqual(store.batches, [['a=1', 'b=1'], ['c=1', 'd=1']]);
+    await store.settle();
+    assert.deepEqual(await Promise.all(second), ['c:1', 'd:1']);
+  });
+
+  it('changes sharing a key never share a batch and keep their order; a batch holds at most maxBatch changes', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, options);
+    const all = ['a=1', 'a=2', 'b=1', 'c=1', 'd=1'].map((s) => {
+      const [key, value] = s.split('=') as [string, string];
+      return group.submit({ key, value });
+    });
+    await turn();
+    await store.settle();
+    await store.settle();
+    assert.deepEqual(store.batches, [['a=1', 'b=1', 'c=1'], ['a=2', 'd=1']]);
+    assert.deepEqual(await Promise.all(all), ['a:1', 'a:2', 'b:1', 'c:1', 'd:1']);
+  });
+
+  it('beyond maxWaiting a change is refused at once as unavailable', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, options);
+    const accepted = Array.from({ length: 5 }, (_, i) => group.submit({ key: `k${i}`, value: '1' }));
+    await assert.rejects(group.submit({ key: 'k5', value: '1' }), (err) => err instanceof StoreUnavailableError && /more than 5 changes/.test(err.message));
+    assert.equal(group.waiting, 5);
+    await turn();
+    assert.equal(group.waiting, 2, 'three went out in the first batch');
+    await store.settle();
+    await store.settle();
+    assert.equal((await Promise.all(accepted)).length, 5);
+  });
+
+  it('a change the store refuses fails alone: per-change errors, and a refused batch retried change by change', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, options);
+    const results = await settleAll(store, [group.submit({ key: 'a', value: 'fails alone' }), group.submit({ key: 'b', value: '1' })]);
+    assert.deepEqual(results, ['refused a', 'b:1']);
+
+    store.setMode('refuse bad batches');
+    store.batches.length = 0;
+    const retried = await settleAll(store, [group.submit({ key: 'a', value: '2' }), group.submit({ key: 'b', value: 'bad' }), group.submit({ key: 'c', value: '2' })]);
+    assert.deepEqual(retried, ['a:2', 'CHECK constraint failed', 'c:2']);
+    assert.deepEqual(store.batches, [['a=2', 'b=bad', 'c=2'], ['a=2'], ['b=bad'], ['c=2']]);
+  });
+
+  it('a batch that fails because the store is unavailable fails every change in it, without retries', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, options);
+    store.setMode('unavailable');
+    const results = await settleAll(store, [group.submit({ key: 'a', value: '1' }), group.submit({ key: 'b', value: '1' })]);
+    assert.deepEqual(results, ['down', 'down']);
+    assert.equal(store.batches.length, 1);
+  });
+
+  it('close commits every change already accepted, then refuses new ones as unavailable', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, options);
+    const accepted = ['a', 'a', 'b'].map((key, i) => group.submit({ key, value: String(i) }));
+    const closed = group.close();
+    await assert.rejects(group.submit({ key: 'c', value: '1' }), (err) => err instanceof StoreUnavailableError && /closed/.test(err.message));
+    await store.settle();
+    await store.settle();
+    await closed;
+    assert.deepEqual(await Promise.all(accepted), ['a:0', 'a:1', 'b:2']);
+  });
+});
+
+/** Lets the scripted store commit until every promise has settled; each as its value or its error's message. */
+async function settleAll(store: ReturnType<typeof scriptedCommit>, promises: Promise<string>[]): Promise<string[]> {
+  let done = false;
+  const all = Promise.allSettled(promises).finally(() => (done = true));
+  while (!done) {
+    await turn();
+    await store.settle();
+  }
+  return (await all).map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message));
+}
