@@ -23,8 +23,9 @@ export async function openPeerDatabase(target: DatabaseTarget): Promise<PeerData
 
 function openSqlite(filename: string): PeerDatabase {
   const db = new Database(filename);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  // exec(), not pragma(): a dropped better-sqlite3 statement can abort Node 24 when collected (see src/store/sqlite/connection.ts).
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = FULL');
   const list = db.prepare(LIST_SQL);
   const update = db.prepare('UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING pet_id AS "petId", quantity, status');
   return {

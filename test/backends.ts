@@ -3,12 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import Database from 'better-sqlite3';
 import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
 import { SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
 import type { PostgresStoreOptions } from '../src/store/postgres/pool.js';
 import { openPostgresStore } from '../src/store/postgres/store.js';
+import { Connection } from '../src/store/sqlite/connection.js';
 import { openSqliteStore } from '../src/store/sqlite/store.js';
 import type { InventoryStore } from '../src/store/store.js';
 
@@ -140,7 +140,8 @@ async function sqliteDatabase(): Promise<Location> {
     databaseUrl: `sqlite:${filename}`,
     open: async () => openSqliteStore(filename),
     async migrationVersions() {
-      const db = new Database(filename, { readonly: true });
+      // A Connection, as the store's: no better-sqlite3 object may be garbage collected (see Connection).
+      const db = new Connection(filename, { readonly: true });
       try {
         return db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
       } finally {

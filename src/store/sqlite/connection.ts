@@ -5,16 +5,45 @@ import Database from 'better-sqlite3';
 /** How long a writer waits for another connection's lock before the request fails with 503. */
 export const BUSY_TIMEOUT_MS = 5000;
 
+/** Every connection and statement this thread made, kept reachable until the thread exits (see Connection). */
+const keptUntilExit: object[] = [];
+
+/**
+ * A better-sqlite3 connection whose objects (the connection and each statement it prepares) are
+ * never garbage collected while the thread runs.
+ *
+ * Why: better-sqlite3 12 builds them on node::ObjectWrap, whose destructor, since Node 24.19,
+ * removes an environment cleanup hook and aborts the process ("Assertion failed: (env) !=
+ * nullptr") when V8 collects the object in a collection that runs with no context entered. Objects
+ * still alive when the thread exits are freed by Node's own cleanup, which is safe. The store
+ * prepares its statements once per connection, so keeping them costs nothing in a server; settings
+ * go through exec(), which makes no statement object (pragma() would make one per call).
+ * better-sqlite3 13 (Node-API) has no such destructor, but needs Node 22 or later.
+ */
+export class Connection extends Database {
+  constructor(filename: string, options?: Database.Options) {
+    super(filename, options);
+    keptUntilExit.push(this);
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- better-sqlite3's own signature, kept so that every caller types as before
+  override prepare<BindParameters extends unknown[] | {} = unknown[], Result = unknown>(source: string): Database.Statement<BindParameters, Result> {
+    const statement = super.prepare<BindParameters, Result>(source);
+    keptUntilExit.push(statement);
+    return statement;
+  }
+}
+
 /** Opens (creating if needed) a connection with the settings every connection of the store uses. */
-export function openSqliteConnection(filename: string): Database.Database {
+export function openSqliteConnection(filename: string): Connection {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
-  const db = new Database(filename);
+  const db = new Connection(filename);
   try {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    db.pragma('journal_mode = WAL');
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.exec('PRAGMA journal_mode = WAL');
     // FULL: a commit is fsynced before it returns, so an acknowledged change survives a power loss.
-    db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
+    db.exec('PRAGMA synchronous = FULL');
+    db.exec('PRAGMA foreign_keys = ON');
   } catch (err) {
     db.close();
     throw err;
@@ -26,6 +55,7 @@ const SYNCHRONOUS = ['off', 'normal', 'full', 'extra'];
 
 /** The settings that make this connection's commits durable, as SQLite reports them. */
 export function durabilityOf(db: Database.Database): Record<string, string> {
-  const synchronous = db.pragma('synchronous', { simple: true }) as number;
-  return { journal_mode: String(db.pragma('journal_mode', { simple: true })), synchronous: SYNCHRONOUS[synchronous] ?? String(synchronous) };
+  const read = (name: string) => db.prepare(`PRAGMA ${name}`).pluck().get();
+  const synchronous = Number(read('synchronous'));
+  return { journal_mode: String(read('journal_mode')), synchronous: SYNCHRONOUS[synchronous] ?? String(synchronous) };
 }

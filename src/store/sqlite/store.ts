@@ -196,11 +196,11 @@ class SqliteStore implements InventoryStore {
    * these writes can fail (logged) and happen again later.
    */
   #briefly<T>(write: () => T): T {
-    this.#db.pragma(`busy_timeout = ${MAINTENANCE_BUSY_TIMEOUT_MS}`);
+    this.#db.exec(`PRAGMA busy_timeout = ${MAINTENANCE_BUSY_TIMEOUT_MS}`);
     try {
       return write();
     } finally {
-      this.#db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      this.#db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }
   }
 
