@@ -4,20 +4,20 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import { Authenticator } from './auth/authenticator.js';
 import { FailureThrottle } from './auth/throttle.js';
-import type { Config } from './config.js';
-import { ApiError } from './errors.js';
 import { ListCache } from './cache/list-cache.js';
-import { authenticateRequest, registerAuthentication } from './http/auth.js';
+import type { Config } from './config.js';
+import { answerUndecodableUrl, handleClientError, registerErrorHandling } from './http/errors.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
-import { NOSNIFF, PRIVATE_CACHE_CONTROL } from './http/response-headers.js';
-import { badUrlError, handleClientError, registerErrorHandling, sendApiError } from './http/errors.js';
-import { IDEMPOTENCY_PURGE_INTERVAL_MS } from './http/idempotency.js';
+import { registerPipeline } from './http/fastify-pipeline.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { collectRouteMethods, registerMethodNotAllowed } from './http/method-not-allowed.js';
-import { requestIdFor } from './http/request-id.js';
 import { buildOpenApiDocument } from './openapi/document.js';
+import { IDEMPOTENCY_PURGE_INTERVAL_MS } from './operations/idempotency.js';
+import { OPERATIONS } from './operations/index.js';
+import { clientAddressReader } from './pipeline/client-address.js';
+import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
+import { standardRules } from './pipeline/rules.js';
 import { healthRoutes } from './routes/health.js';
-import { OPERATIONS } from './routes/index.js';
 import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { openApiRoutes } from './routes/openapi.js';
@@ -37,15 +37,15 @@ export interface AppOptions {
   store: InventoryStore;
   /** Where JSON logs go (default stdout); tests pass a stream to read them. */
   logStream?: Writable;
+  /** The request rules, given the standard ones in their order (default: those); both lanes apply what this returns. */
+  rules?: (standard: readonly Rule[]) => readonly Rule[];
 }
 
 /** Builds the service as a Fastify instance that never listens; server.ts does. */
-export async function buildApp({ config, store, logStream }: AppOptions): Promise<FastifyInstance> {
-  const authenticator = new Authenticator(store, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
-  const throttle = new FailureThrottle(config.authFailuresPerMinute);
-  const listCache = new ListCache(store);
-  // Set once the app is built; until then (and behind a proxy at LOG_LEVEL info) every request goes to Fastify.
-  let handle: RequestHandler | undefined;
+export async function buildApp({ config, store, logStream, rules }: AppOptions): Promise<FastifyInstance> {
+  let closing = false;
+  // Set once the app is built; until then every request goes to Fastify.
+  let handle: RequestHandler | undefined = undefined;
   let fastifyHandler: RequestHandler;
   const app: FastifyInstance = Fastify({
     // Fastify's own HTTP/1 server, with the fast lane (src/http/fast-lane.ts) in front of its handler.
@@ -61,29 +61,34 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      // The pipeline writes each request's `req` field in its final form, the same in both lanes (not a Fastify request).
+      serializers: { req: (view) => ({ ...view }) },
       ...(logStream ? { stream: logStream } : {}),
     },
-    genReqId: requestIdFor,
-    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    genReqId: (req) => pipeline.requestIdOf(req),
+    // The pipeline logs each request's arrival and completion, in both lanes alike.
+    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: config.bodyLimit,
     requestTimeout: config.requestTimeoutMs,
     // Node checks for timed-out requests every 30 s by default; check often enough to keep the limit.
     http: { connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))) },
-    // Fastify accepts a hop count at run time; its typings omit number.
-    trustProxy: config.trustProxy as boolean | string,
-    // Our own onRequest hook answers 503 in the Error shape while closing.
+    // The pipeline's shutting-down rule answers 503 in the Error shape while closing.
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
-    // A URL the router cannot decode: still authentication first (PD 2.2), then 400 or 404.
-    frameworkErrors: (_err, request, reply) => {
-      reply.header('x-request-id', request.id);
-      authenticateRequest(request, authenticator, throttle).then(
-        () => sendApiError(reply, badUrlError(request.url)),
-        (err: unknown) => sendApiError(reply, err instanceof ApiError ? err : new ApiError('service_unavailable')),
-      );
-    },
+    frameworkErrors: (_err, request, reply) => answerUndecodableUrl(pipeline, request, reply),
     routerOptions: { maxParamLength: 1000 },
   });
+
+  const authenticator = new Authenticator(store, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
+  const throttle = new FailureThrottle(config.authFailuresPerMinute);
+  const standard = standardRules({ isClosing: () => closing, throttle, authenticator });
+  const pipeline = new RequestPipeline(rules ? rules(standard) : standard, {
+    clientAddress: clientAddressReader(config.trustProxy),
+    log: app.log,
+    logRequests: ['info', 'debug', 'trace'].includes(config.logLevel),
+  });
+  const listCache = new ListCache(store);
+
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
@@ -91,30 +96,17 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   const purge = setInterval(() => {
     store.purgeIdempotencyRecords(new Date()).catch((err: unknown) => app.log.warn({ err }, 'could not purge idempotency records'));
   }, IDEMPOTENCY_PURGE_INTERVAL_MS).unref();
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onClose', async () => {
     clearInterval(purge);
     await store.close();
   });
 
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    if (closing) {
-      reply.header('connection', 'close');
-      throw new ApiError('service_unavailable', 'The service is shutting down; retry on another instance.', { 'retry-after': '1' });
-    }
-  });
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-content-type-options', NOSNIFF);
-    if (request.principal && !reply.hasHeader('cache-control')) reply.header('cache-control', PRIVATE_CACHE_CONTROL);
-  });
-
-  registerAuthentication(app, authenticator, throttle);
+  registerPipeline(app, pipeline);
   registerJsonBodyParser(app);
-  registerErrorHandling(app, config.bodyLimit);
+  registerErrorHandling(app, pipeline, config.bodyLimit);
 
   const methodsByPath = collectRouteMethods(app);
   const document = buildOpenApiDocument(OPERATIONS, {
@@ -128,15 +120,6 @@ export async function buildApp({ config, store, logStream }: AppOptions): Promis
   await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
-  // The lane needs the client address only for the info lines of each request; behind a proxy
-  // (TRUST_PROXY) that address comes from forwarded headers, which only Fastify reads.
-  const logRequests = ['info', 'debug', 'trace'].includes(config.logLevel);
-  // A hop count of 0 trusts no proxy, as false does.
-  const behindProxy = config.trustProxy !== false && config.trustProxy !== 0;
-  if (!behindProxy || !logRequests) {
-    const options = { authenticator, throttle, listCache, store, log: app.log, logRequests, behindProxy, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch };
-    handle = fastLane({ ...options, isClosing: () => closing }, app.fastLane, fastifyHandler!);
-  }
-
+  handle = fastLane({ pipeline, listCache, store, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch }, app.fastLane, fastifyHandler!);
   return app;
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { describe, test } from 'node:test';
-import { StoreUnavailableError } from '../src/errors.js';
+import { ApiError, StoreUnavailableError } from '../src/errors.js';
+import { memoryRule } from '../src/pipeline/pipeline.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from './backends.js';
 import { assertError, buildTestApp, failingOn, type TestApp, type TestResponse } from './helper.js';
@@ -165,16 +166,29 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('left to Fastify: unknown keys, other scopes, queries, odd paths, other media types, oversized and empty bodies', async (t) => {
+    test('refusals the rules decide from memory are answered by the lane too: a cached unknown key, no key, another scope, a bad petId', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const cases: [Sent, number, string][] = [
+        [{ method: 'GET', url: '/v1/inventory', key: `${api.keys.read}x`, headers: { 'x-request-id': 'same-1' } }, 401, 'unauthorized'],
+        [{ method: 'GET', url: '/v1/inventory', headers: { 'x-request-id': 'same-1' } }, 401, 'unauthorized'],
+        [{ ...patchOf(api, '1', '{"quantity":5}'), key: api.keys.read }, 403, 'forbidden'],
+        [patchOf(api, '01', '{"quantity":5}'), 400, 'invalid_pet_id'],
+      ];
+      for (const [req, status, code] of cases) {
+        const { lane, full } = await bothLanes(api, req);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assertErrorAnswer(lane, status, code);
+      }
+    });
+
+    test('left to Fastify untouched: queries, other paths, other media types, oversized and empty bodies', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { BODY_LIMIT: '64' } });
       const get = (url: string, key: string): Sent => ({ method: 'GET', url, key, headers: { 'x-request-id': 'same-1' } });
       const left: Sent[] = [
-        get('/v1/inventory', `${api.keys.read}x`),
         get('/v1/inventory?limit=1', api.keys.read),
         get('/v1/inventory/', api.keys.read),
-        { ...patchOf(api, '1', '{"quantity":5}'), key: api.keys.read },
-        patchOf(api, '01', '{"quantity":5}'),
         patchOf(api, '1?x=1', '{"quantity":5}'),
+        patchOf(api, '%zz', '{"quantity":5}'),
         patchOf(api, '1', '{"quantity":5}', { 'content-type': 'text/plain' }),
         patchOf(api, '1', '{"quantity":5}', { 'content-type': 'application/json; charset=latin1' }),
         patchOf(api, '1', `{"quantity":5,"reason":"${'x'.repeat(64)}"}`),
@@ -187,22 +201,76 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('an address over the failed-authentication limit gets its 429 from Fastify, even with a good key', async (t) => {
+    test('a key not in the cache yet: the lane runs the rules it can, then Fastify continues the same list', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const before = api.app.fastLane.answered;
+      const first = await overSocket(api, 'GET', '/v1/inventory', { authorization: `Bearer ${api.keys.read}`, 'x-request-id': 'first-use' }, undefined);
+      assert.equal(first.status, 200);
+      assert.equal(api.app.fastLane.answered, before, 'answered by Fastify');
+      const lines = api.logs().filter((l) => l.requestId === 'first-use').map((l) => l.msg);
+      assert.deepEqual(lines, ['incoming request', 'request completed'], 'one context: its lines are written once');
+    });
+
+    test('an address over the failed-authentication limit is refused 429 by either lane, even with a good key', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { AUTH_FAILURES_PER_MINUTE: '2' } });
       const get = (key: string) => overSocket(api, 'GET', '/v1/inventory', { authorization: `Bearer ${key}` }, undefined);
       assert.equal((await get(api.keys.read)).status, 200, 'fills the key cache');
       for (let i = 0; i < 2; i++) assertErrorAnswer(await get(`${api.keys.read}x`), 401, 'unauthorized');
-      const before = api.app.fastLane.answered;
-      assertErrorAnswer(await get(api.keys.read), 429, 'rate_limited');
-      assert.equal(api.app.fastLane.answered, before, 'the lane left it to Fastify');
+      // inject() comes from 127.0.0.1 too, so both lanes see the same throttled address.
+      const { lane, full } = await bothLanes(api, { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } });
+      assertErrorAnswer(lane, 429, 'rate_limited');
+      // Retry-After counts down the same window in whole seconds; it may tick between the two requests.
+      const { 'retry-after': laneRetry, ...laneRest } = lane.headers;
+      const { 'retry-after': fullRetry, ...fullRest } = full.headers;
+      assert.deepEqual({ ...lane, headers: laneRest, bytes: '' }, { ...full, headers: fullRest, bytes: '' });
+      assert.ok(Math.abs(Number(laneRetry) - Number(fullRetry)) <= 1 && Number(laneRetry) > 0, `${String(laneRetry)} ~ ${String(fullRetry)}`);
     });
 
-    test('behind a proxy the lane runs only when request lines are not logged (they need the forwarded address)', async (t) => {
-      for (const [level, expectLane] of [['info', false], ['warn', true]] as const) {
-        const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { TRUST_PROXY: '1', LOG_LEVEL: level } });
-        const { lane, full } = await bothLanes(api, { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } }, expectLane);
-        assert.deepEqual(lane, full, level);
+    test('behind a proxy (TRUST_PROXY) both lanes key the throttle and the log lines by the forwarded client address', async (t) => {
+      for (const level of ['info', 'warn']) {
+        const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { TRUST_PROXY: '1', LOG_LEVEL: level, AUTH_FAILURES_PER_MINUTE: '1' } });
+        const from = (client: string, key: string, id: string) => ({ method: 'GET', url: '/v1/inventory', key, headers: { 'x-forwarded-for': client, 'x-request-id': id } });
+        const plain = await bothLanes(api, from('203.0.113.7', api.keys.read, 'same-1'));
+        assert.deepEqual(plain.lane, plain.full, level);
+        assertErrorAnswer((await bothLanes(api, from('203.0.113.7', `${api.keys.read}x`, 'bad-1'))).lane, 401, 'unauthorized');
+        const throttled = await bothLanes(api, from('203.0.113.7', api.keys.read, 'same-2'));
+        assertErrorAnswer(throttled.lane, 429, 'rate_limited');
+        assertErrorAnswer(throttled.full, 429, 'rate_limited');
+        const other = await bothLanes(api, from('203.0.113.8', api.keys.read, 'same-3'));
+        assert.deepEqual(other.lane, other.full);
+        assert.equal(other.lane.status, 200, 'another client behind the same proxy is not throttled');
+        if (level === 'info') {
+          const seen = api.logs().filter((l) => l.requestId === 'same-3' && l.msg === 'incoming request');
+          assert.deepEqual(seen.map((l) => (l.req as { remoteAddress: string }).remoteAddress), ['203.0.113.8', '203.0.113.8']);
+        }
       }
+    });
+
+    test('a rule added to the pipeline applies identically in both lanes: its header on every answer, and its refusal', async (t) => {
+      // After authentication, as a per-key rule would be.
+      const probe = memoryRule('probe', (ctx) => {
+        ctx.answerHeaders['x-probe'] = ctx.principal ? `seen ${ctx.principal.keyName}` : 'seen';
+        return ctx.headers['x-probe-refuse'] === 'yes' ? new ApiError('rate_limited', 'Refused by the probe rule.', { 'retry-after': '7' }) : undefined;
+      });
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, rules: (standard) => [...standard.slice(0, 3), probe, ...standard.slice(3)] });
+      const get: Sent = { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } };
+      for (const req of [get, patchOf(api, '1', '{"quantity":5}', { 'if-match': '"v999"' }), patchOf(api, '1', '{"quantity":-1}')]) {
+        const { lane, full } = await bothLanes(api, req);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assert.equal(lane.headers['x-probe'], req.method === 'GET' ? 'seen test inventory:read' : 'seen test inventory:write');
+      }
+      for (const req of [get, patchOf(api, '1', '{"quantity":5}')]) {
+        const refused = { ...req, headers: { ...req.headers, 'x-probe-refuse': 'yes' } };
+        const { lane, full } = await bothLanes(api, refused);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assertErrorAnswer(lane, 429, 'rate_limited');
+        assert.equal(lane.headers['retry-after'], '7');
+      }
+      // The rule runs for every route, the ones only Fastify serves included, and its header goes on refusals by earlier rules too.
+      const history = await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });
+      assert.equal(history.headers['x-probe'], 'seen test inventory:read');
+      const unauthenticated = await api.request({ method: 'GET', url: '/v1/inventory/1/history' });
+      assertError(unauthenticated, 401, 'unauthorized');
     });
 
     test('log lines: the lane writes the fields Fastify writes for a request', async (t) => {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
+import { buildApp, type AppOptions } from '../src/app.js';
 import { issueApiKey } from '../src/auth/issue-key.js';
 import { loadConfig, type Config, type ConfigVariable } from '../src/config.js';
 import type { Environment, Scope } from '../src/domain/api-key.js';
@@ -58,6 +58,8 @@ export interface TestAppOptions {
   items?: readonly InventoryItem[];
   /** Swap the store the app gets, e.g. to make one call fail. */
   wrapStore?: (store: InventoryStore) => InventoryStore;
+  /** The request rules, given the standard ones (see buildApp). */
+  rules?: AppOptions['rules'];
 }
 
 /** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
@@ -77,7 +79,12 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   const logStream = new PassThrough();
   const lines: string[] = [];
   logStream.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
-  const app = await buildApp({ config, store: options.wrapStore ? options.wrapStore(store) : store, logStream });
+  const app = await buildApp({
+    config,
+    store: options.wrapStore ? options.wrapStore(store) : store,
+    logStream,
+    ...(options.rules ? { rules: options.rules } : {}),
+  });
   toClose.push(app);
 
   const send = options.transport === 'http' ? await httpTransport(app) : injectTransport(app);

@@ -2,7 +2,7 @@ import { hashKey, KEY_PREFIX, keyUnusableReason, type ApiKeyRecord, type Environ
 import { ApiError } from '../errors.js';
 import type { InventoryStore } from '../store/store.js';
 
-/** Kept under PD 2.6's 5 s so that a revocation elsewhere is honoured in time. */
+/** A revocation made on another instance is honoured within this time, well inside the 5 s the service promises. */
 export const KEY_CACHE_TTL_MS = 2000;
 /** last_used_at is written at most this often per key, so reads do not each cost a disk write. */
 export const TOUCH_INTERVAL_MS = 60_000;
@@ -24,8 +24,9 @@ export const AUTH_MESSAGES = {
 type Deps = Pick<InventoryStore, 'findApiKeyByHash' | 'touchApiKey'>;
 
 /**
- * Turns an Authorization header into a Principal, or throws 401 (PD 2.1, 2.3). Fails closed:
- * a store error propagates (503), it never lets a request through.
+ * Turns an Authorization header into a Principal, or the 401 to answer (with WWW-Authenticate,
+ * error="invalid_token" once a token was sent). Lookups, unknown keys included, are cached for
+ * KEY_CACHE_TTL_MS, so a flood of bad keys does not each reach the store.
  */
 export class Authenticator {
   readonly #store: Deps;
@@ -40,41 +41,49 @@ export class Authenticator {
     this.#onTouchError = onTouchError;
   }
 
-  async authenticate(authorization: string | undefined, now = new Date()): Promise<Principal> {
-    const keyHash = this.#hashOf(bearerToken(authorization));
-    const cached = this.#cache.get(keyHash);
-    const record = cached && cached.until > now.getTime() ? cached.record : await this.#load(keyHash, now.getTime());
-    return this.#principal(record, now);
+  /**
+   * The principal of a usable key, or the 401 to answer. Asks the store when the key's lookup is not
+   * cached; a store failure rejects (503): it never lets a request through.
+   */
+  async authenticate(authorization: string | undefined, now = new Date()): Promise<Principal | ApiError> {
+    const keyHash = this.#keyHash(authorization);
+    if (keyHash instanceof ApiError) return keyHash;
+    const cached = this.#fresh(keyHash, now);
+    return this.#principal(cached ? cached.record : await this.#load(keyHash, now.getTime()), now);
   }
 
   /**
-   * The principal when the header's key is cached, usable and of this environment, without
-   * waiting on the store; undefined in every other case, where authenticate() has the answer.
-   * For the fast lane (src/http/fast-lane.ts), which leaves every refusal to the full path.
+   * The same decision from the cache alone: the principal, or the 401 (no header, a malformed one,
+   * a cached unknown or unusable key); undefined when only the store can tell.
    */
-  cachedPrincipal(authorization: string | undefined, now = new Date()): Principal | undefined {
-    try {
-      const cached = this.#cache.get(this.#hashOf(bearerToken(authorization)));
-      if (!cached || cached.until <= now.getTime() || !cached.record) return undefined;
-      return this.#principal(cached.record, now);
-    } catch {
-      return undefined;
-    }
+  authenticateFromCache(authorization: string | undefined, now = new Date()): Principal | ApiError | undefined {
+    const keyHash = this.#keyHash(authorization);
+    if (keyHash instanceof ApiError) return keyHash;
+    const cached = this.#fresh(keyHash, now);
+    return cached && this.#principal(cached.record, now);
   }
 
-  /** The key's hash, or 401 for a key of another environment or of no known shape. */
-  #hashOf(token: string): string {
+  /** The cached lookup of this hash while it is fresh (its record is undefined for an unknown key). */
+  #fresh(keyHash: string, now: Date): { record: ApiKeyRecord | undefined } | undefined {
+    const cached = this.#cache.get(keyHash);
+    return cached && cached.until > now.getTime() ? cached : undefined;
+  }
+
+  /** The hash of the header's bearer key, or 401 for no key, another scheme, or a key of another environment or of no known shape. */
+  #keyHash(authorization: string | undefined): string | ApiError {
+    const token = bearerToken(authorization);
+    if (token instanceof ApiError) return token;
     if (!token.startsWith(KEY_PREFIX[this.#environment])) {
       const otherEnv = Object.entries(KEY_PREFIX).find(([, p]) => token.startsWith(p));
-      throw invalidToken(otherEnv ? AUTH_MESSAGES.environment(this.#environment) : AUTH_MESSAGES.invalid);
+      return invalidToken(otherEnv ? AUTH_MESSAGES.environment(this.#environment) : AUTH_MESSAGES.invalid);
     }
     return hashKey(token);
   }
 
-  #principal(record: ApiKeyRecord | undefined, now: Date): Principal {
-    if (!record || record.environment !== this.#environment) throw invalidToken(AUTH_MESSAGES.invalid);
+  #principal(record: ApiKeyRecord | undefined, now: Date): Principal | ApiError {
+    if (!record || record.environment !== this.#environment) return invalidToken(AUTH_MESSAGES.invalid);
     const unusable = keyUnusableReason(record, now);
-    if (unusable) throw invalidToken(AUTH_MESSAGES[unusable]);
+    if (unusable) return invalidToken(AUTH_MESSAGES[unusable]);
     this.#touch(record.id, now);
     return { keyId: record.id, keyName: record.name, scopes: record.scopes };
   }
@@ -95,19 +104,17 @@ export class Authenticator {
   }
 }
 
-/** The token of a `Bearer` credential (scheme case-insensitive), or throws 401. */
-function bearerToken(authorization: string | undefined): string {
+/** The token of a `Bearer` credential (scheme case-insensitive), or the 401. */
+function bearerToken(authorization: string | undefined): string | ApiError {
   if (authorization === undefined || authorization.trim() === '') {
-    throw new ApiError('unauthorized', AUTH_MESSAGES.missing, { 'www-authenticate': WWW_AUTHENTICATE });
+    return new ApiError('unauthorized', AUTH_MESSAGES.missing, { 'www-authenticate': WWW_AUTHENTICATE });
   }
   const match = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)(?: +(.*))?$/.exec(authorization.trim());
   if (!match || match[1]!.toLowerCase() !== 'bearer') {
-    throw new ApiError('unauthorized', AUTH_MESSAGES.scheme, { 'www-authenticate': WWW_AUTHENTICATE });
+    return new ApiError('unauthorized', AUTH_MESSAGES.scheme, { 'www-authenticate': WWW_AUTHENTICATE });
   }
   const token = (match[2] ?? '').trim();
-  if (token === '') {
-    throw new ApiError('unauthorized', AUTH_MESSAGES.missing, { 'www-authenticate': WWW_AUTHENTICATE });
-  }
+  if (token === '') return new ApiError('unauthorized', AUTH_MESSAGES.missing, { 'www-authenticate': WWW_AUTHENTICATE });
   return token;
 }
 

@@ -2,14 +2,12 @@ const WINDOW_MS = 60_000;
 const MAX_TRACKED = 100_000;
 
 /**
- * Counts failed authentications per client address in fixed one-minute windows (PD 2.7).
+ * Counts failed authentications per client address in fixed one-minute windows.
  * An address over the limit is refused until its window ends, whatever key it sends next.
  */
 export class FailureThrottle {
   readonly #limit: number;
   readonly #windows = new Map<string, { failures: number; resetAt: number }>();
-  /** No address is refused from this time on (the latest window end of any address over the limit). */
-  #quietFrom = 0;
 
   constructor(limitPerMinute: number) {
     this.#limit = limitPerMinute;
@@ -22,21 +20,14 @@ export class FailureThrottle {
     return w.failures >= this.#limit ? Math.ceil((w.resetAt - nowMs) / 1000) : 0;
   }
 
-  /** True when no address is refused now: a request need not know its address to pass. */
-  quiet(nowMs = Date.now()): boolean {
-    return nowMs >= this.#quietFrom;
-  }
-
   recordFailure(address: string, nowMs = Date.now()): void {
     const w = this.#windows.get(address);
     if (w && w.resetAt > nowMs) {
       w.failures += 1;
-      if (w.failures >= this.#limit) this.#quietFrom = Math.max(this.#quietFrom, w.resetAt);
       return;
     }
     if (this.#windows.size >= MAX_TRACKED) this.#sweep(nowMs);
     this.#windows.set(address, { failures: 1, resetAt: nowMs + WINDOW_MS });
-    if (this.#limit <= 1) this.#quietFrom = Math.max(this.#quietFrom, nowMs + WINDOW_MS);
   }
 
   #sweep(nowMs: number): void {

@@ -1,3 +1,4 @@
+import { itemJson } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 
 /** Entries per segment when the list is built; a segment that grows to twice this is split. */
@@ -90,9 +91,4 @@ function lowerBound(items: readonly InventoryItem[], petId: bigint): number {
     else hi = mid;
   }
   return lo;
-}
-
-/** Same bytes as the route's schema serialiser: petId as exact digits, status from a closed enum (nothing to escape). */
-export function itemJson(item: InventoryItem): string {
-  return `{"petId":${item.petId},"quantity":${item.quantity},"status":"${item.status}"}`;
 }

@@ -54,3 +54,8 @@ export function judgeChange(
 export function etagOf(version: number): string {
   return `"v${version}"`;
 }
+
+/** An entry's JSON: petId as its exact digits (never through a float), status from a closed enum (nothing to escape). */
+export function itemJson(item: InventoryItem): string {
+  return `{"petId":${item.petId},"quantity":${item.quantity},"status":"${item.status}"}`;
+}

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, asApiError, ERROR_CATALOGUE, StoreUnavailableError, type ErrorBody, type ErrorCode } from '../errors.js';
-import { ERROR_CACHE_CONTROL } from './response-headers.js';
-import { validationToApiError } from './validation.js';
+import { ApiError, ERROR_CATALOGUE, type ErrorBody, type ErrorCode } from '../errors.js';
+import { errorAnswer } from '../operations/answer.js';
+import { validationToApiError } from '../operations/validation.js';
+import type { RequestPipeline } from '../pipeline/pipeline.js';
+import { contextOf, sendAnswer } from './fastify-pipeline.js';
 
 export const NOT_FOUND_MESSAGE =
   'No resource at this path. The API lives under /v1: GET /v1/inventory, PATCH /v1/inventory/{petId}.';
 
-/** Fastify's own errors, by code, and what the API answers instead (PD 4.1). */
+/** Fastify's own errors, by code, and what the API answers instead: every error is the Error object. */
 const FRAMEWORK_ERRORS: Record<string, (bodyLimit: number) => ApiError> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (bodyLimit) =>
     new ApiError('payload_too_large', `The request body exceeds the limit of ${bodyLimit} bytes.`),
@@ -18,43 +20,56 @@ const FRAMEWORK_ERRORS: Record<string, (bodyLimit: number) => ApiError> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('malformed_json'),
 };
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The fields the route's body accepts, named in validation messages. */
+    bodyFields?: readonly string[];
+  }
+}
+
 /**
- * Every error leaves as the spec's Error object: ApiErrors as they are, Fastify's own mapped to
- * their codes, store outages as 503, anything else as a generic 500 with details only in the log.
+ * Every error leaves as the spec's Error object, through the pipeline's failure mapping (the
+ * fast lane's too): Fastify's own errors mapped to their codes first.
  */
-export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const apiError = toApiError(err, request, bodyLimit);
-    if (apiError.status >= 500) {
-      request.log.error({ err }, 'request failed');
-    }
-    return sendApiError(reply, apiError);
-  });
-
-  app.setNotFoundHandler((_request, reply) => sendApiError(reply, new ApiError('not_found', NOT_FOUND_MESSAGE)));
+export function registerErrorHandling(app: FastifyInstance, pipeline: RequestPipeline, bodyLimit: number): void {
+  app.setErrorHandler((err: FastifyError, request, reply) =>
+    sendAnswer(reply, pipeline.failure(contextOf(pipeline, request), fromFramework(err, request, bodyLimit))),
+  );
+  app.setNotFoundHandler((_request, reply) => sendAnswer(reply, errorAnswer(new ApiError('not_found', NOT_FOUND_MESSAGE))));
 }
 
-/** For a path the router could not decode: a bad petId under /v1/inventory/, else no such resource. */
-export function badUrlError(url: string): ApiError {
-  return url.startsWith('/v1/inventory/') ? new ApiError('invalid_pet_id') : new ApiError('not_found', NOT_FOUND_MESSAGE);
+/**
+ * A URL Fastify's router cannot decode (Fastify's frameworkErrors, where no hook runs): the
+ * pipeline first (authentication before anything else), then a bad petId under /v1/inventory/ is
+ * 400, anything else no such resource; sent with the pipeline's headers, as every answer is.
+ */
+export function answerUndecodableUrl(pipeline: RequestPipeline, request: FastifyRequest, reply: FastifyReply): void {
+  const ctx = contextOf(pipeline, request);
+  const badUrl = request.url.startsWith('/v1/inventory/') ? new ApiError('invalid_pet_id') : new ApiError('not_found', NOT_FOUND_MESSAGE);
+  void pipeline
+    .run(ctx)
+    .then(
+      (refusal) => pipeline.failure(ctx, refusal ?? badUrl),
+      (err: unknown) => pipeline.failure(ctx, err),
+    )
+    .then((answer) => {
+      reply.headers(pipeline.answerHeaders(ctx, (name) => name in answer.headers));
+      void sendAnswer(reply, answer);
+      pipeline.completed(ctx, answer.status);
+    });
 }
 
-export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply {
-  reply.code(error.status).headers(error.headers).header('cache-control', ERROR_CACHE_CONTROL);
-  return reply.send(error.toBody());
-}
-
-function toApiError(err: FastifyError, request: FastifyRequest, bodyLimit: number): ApiError {
-  if (err instanceof ApiError || err instanceof StoreUnavailableError) return asApiError(err);
+/** A Fastify error as the ApiError it means; any other error as it is. */
+function fromFramework(err: FastifyError, request: FastifyRequest, bodyLimit: number): unknown {
+  if (err instanceof ApiError) return err;
   if (err.validation) {
-    const bodySchema = request.routeOptions.schema?.body as { properties?: object } | undefined;
-    return validationToApiError(err.validation, err.validationContext, request.body, Object.keys(bodySchema?.properties ?? {}));
+    return validationToApiError(err.validation, err.validationContext, request.body, request.routeOptions.config.bodyFields ?? []);
   }
   const mapped = err.code ? FRAMEWORK_ERRORS[err.code] : undefined;
   if (mapped) return mapped(bodyLimit);
   // JSON.parse failures surface as SyntaxError with status 400 from some Fastify paths.
   if (err instanceof SyntaxError) return new ApiError('malformed_json');
-  return asApiError(err);
+  return err;
 }
 
 /** Raw HTTP for errors raised before Fastify has a request: unparseable requests and timeouts. */

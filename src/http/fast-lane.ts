@@ -1,38 +1,21 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
-import type { FastifyBaseLogger } from 'fastify';
-import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
-import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
-import type { Authenticator } from '../auth/authenticator.js';
-import type { FailureThrottle } from '../auth/throttle.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ListCache } from '../cache/list-cache.js';
-import { hasScope, type Principal, type Scope } from '../domain/api-key.js';
-import { tryParsePetId } from '../domain/pet-id.js';
-import { type ApiError, asApiError } from '../errors.js';
-import { itemJson } from '../cache/list-body.js';
-import { type ListAnswer, listInventoryAnswer } from '../operations/list-inventory.js';
-import { REPLAYED_HEADER, updateInventoryEntry } from '../operations/update-inventory.js';
-import { InventoryUpdate } from '../schemas/inventory.js';
+import { parsePetId } from '../domain/pet-id.js';
+import type { Answer } from '../operations/answer.js';
+import { bodyValidator, isPlainJsonContentType, parseJsonBody } from '../operations/body.js';
+import { answerListInventory, listInventory } from '../operations/list-inventory.js';
+import type { OperationSpec } from '../operations/operation.js';
+import { answerUpdateInventory, updateInventory } from '../operations/update-inventory.js';
+import type { RequestContext } from '../pipeline/context.js';
+import { UNDECIDED, type RequestPipeline } from '../pipeline/pipeline.js';
 import type { InventoryStore } from '../store/store.js';
-import { headerValue } from './header-value.js';
-import { isPlainJsonContentType, parseJsonBody } from './json-body.js';
-import { requestIdFor } from './request-id.js';
-import { ERROR_CACHE_CONTROL, JSON_CONTENT_TYPE, NOSNIFF, PRIVATE_CACHE_CONTROL } from './response-headers.js';
-import { validationToApiError } from './validation.js';
 
 export interface FastLaneOptions {
-  authenticator: Authenticator;
-  throttle: FailureThrottle;
+  pipeline: RequestPipeline;
   listCache: ListCache;
   store: Pick<InventoryStore, 'applyChange'>;
-  log: FastifyBaseLogger;
-  /** Whether info lines are logged, as Fastify logs each request at info. */
-  logRequests: boolean;
-  /** TRUST_PROXY is set: the client's address is in forwarded headers, which only Fastify reads. */
-  behindProxy: boolean;
   bodyLimit: number;
   requireIfMatch: boolean;
-  isClosing: () => boolean;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -42,63 +25,90 @@ export interface FastLaneStats {
   answered: number;
 }
 
-const LIST_URL = '/v1/inventory';
-const ITEM_PREFIX = '/v1/inventory/';
-
-/** The validator Fastify compiles for the PATCH body, compiled the same way, so both lanes see the same errors. */
-const checkUpdate = TypeBoxValidatorCompiler({ schema: InventoryUpdate, method: 'PATCH', url: ITEM_PREFIX, httpPart: 'body' }) as (
-  body: unknown,
-) => { value?: unknown; error?: FastifySchemaValidationError[] };
-const UPDATE_FIELDS = Object.keys(InventoryUpdate.properties);
+/** One operation the lane serves: its declaration, and its answer from the path's parameters and the body's text. */
+interface LaneOperation {
+  spec: OperationSpec;
+  /** The path's parameters (raw segments) when the path is the operation's, with no query; else undefined. */
+  match: (url: string) => Record<string, string> | undefined;
+  answer: (ctx: RequestContext, params: Record<string, string>, body: string | undefined) => Promise<Answer>;
+}
 
 /**
  * GET /v1/inventory and PATCH /v1/inventory/{petId}, answered on node:http before Fastify.
  *
- * Why: measured on one core, Fastify's request machinery (hooks, reply objects, schema
- * serialisation) cost several times what these operations do themselves (bench/results.md).
+ * Why: measured on one core, Fastify's request machinery (hooks, reply objects, serialisation)
+ * cost several times what these operations do themselves (bench/results.md).
  *
- * The lane takes only a request whose every check before the body would pass: not shutting
- * down, its address not throttled, the exact path without a query, a cached usable key with the
- * scope, and for PATCH a plain JSON content type with a Content-Length within the limit.
- * Everything else goes to Fastify untouched, so each refusal before the body (401, 403, 404,
- * 405, 413, 415, 429, 503 ...) has one implementation. Once a PATCH body is read the lane
- * answers it, through the same parser, validator, operation code and header values as the
- * route; test/fast-lane.test.ts holds both lanes to the same answers.
+ * The lane is the second executor of the request pipeline (src/pipeline/): it takes its paths,
+ * scopes and body schema from the operations' declarations, runs the pipeline's rules in their
+ * synchronous form, builds its answers with the same functions as the Fastify routes, and adds the
+ * same headers. It leaves to Fastify, untouched, what it does not take (another path, a query, a
+ * body that is not plain JSON framed by a Content-Length within the limit); and, part-way, a
+ * request whose rules cannot all decide from memory (a key not in the cache yet): Fastify then
+ * continues the same list at the rule where the lane stopped. test/fast-lane.test.ts holds both
+ * lanes to the same bytes.
  */
 export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallback: RequestHandler): RequestHandler {
-  const principalFor = (req: IncomingMessage, scope: Scope): Principal | undefined => {
-    const principal = options.authenticator.cachedPrincipal(req.headers.authorization);
-    return principal && hasScope(principal.scopes, scope) ? principal : undefined;
-  };
+  const { pipeline } = options;
+  const checkUpdate = bodyValidator(updateInventory);
+  const operations: LaneOperation[] = [
+    {
+      spec: listInventory,
+      match: pathMatcher(listInventory.path),
+      answer: (ctx) => answerListInventory(options.listCache, ctx),
+    },
+    {
+      spec: updateInventory,
+      match: pathMatcher(updateInventory.path),
+      answer: async (ctx, params, text) => {
+        const petId = parsePetId(params.petId!);
+        const body = checkUpdate(parseJsonBody(ctx.headers['content-type'], text ?? ''));
+        return answerUpdateInventory(options.store, { petId, body, headers: ctx.headers, principal: ctx.principal!, requestId: ctx.requestId }, options);
+      },
+    },
+  ];
 
   return (req, res) => {
-    const started = performance.now();
-    if (options.isClosing() || throttled(options, req)) return fallback(req, res);
-    const { method, url = '' } = req;
-    if (method === 'GET' && url === LIST_URL && principalFor(req, 'inventory:read')) {
-      stats.answered++;
-      const toFastify = () => {
-        stats.answered--;
-        fallback(req, res);
-      };
-      return void list(options, req, res, started, toFastify).catch((err: unknown) => broken(options, res, err));
-    }
-    if (method === 'PATCH' && url.startsWith(ITEM_PREFIX)) {
-      const petId = tryParsePetId(url.slice(ITEM_PREFIX.length));
-      const principal = petId === undefined ? undefined : principalFor(req, 'inventory:write');
-      if (principal && petId !== undefined && hasPlainBody(req, options.bodyLimit)) {
-        stats.answered++;
-        return update(options, req, res, { petId, principal, started });
-      }
-    }
-    fallback(req, res);
+    let params: Record<string, string> | undefined;
+    const operation = operations.find((op) => op.spec.method === req.method && (params = op.match(req.url ?? '')) !== undefined);
+    if (!operation || !params || (operation.spec.body && !hasPlainBody(req, options.bodyLimit))) return fallback(req, res);
+    const ctx = pipeline.contextOf(req, operation.spec.scope ?? 'public');
+    const refusal = pipeline.runNow(ctx);
+    if (refusal === UNDECIDED) return fallback(req, res);
+    stats.answered++;
+    if (refusal) return send(pipeline, res, ctx, pipeline.failure(ctx, refusal));
+    const answer = (text?: string) =>
+      operation
+        .answer(ctx, params!, text)
+        .catch((err: unknown) => pipeline.failure(ctx, err))
+        .then((a) => send(pipeline, res, ctx, a))
+        // The answer itself could not be written (never expected): logged as a 500, and the connection dropped.
+        .catch((err: unknown) => {
+          pipeline.failure(ctx, err);
+          res.destroy();
+        });
+    if (!operation.spec.body) return void answer();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    // A client that goes away mid-body has nobody to answer; Node closes the socket.
+    req.on('error', () => {});
+    req.on('end', () => void answer(Buffer.concat(chunks).toString('utf8')));
   };
 }
 
-/** Whether the request's address may be refused (429): then Fastify answers it. Behind a proxy, when any address is. */
-function throttled({ throttle, behindProxy }: FastLaneOptions, req: IncomingMessage): boolean {
-  const address = req.socket.remoteAddress;
-  return behindProxy || address === undefined ? !throttle.quiet() : throttle.retryAfter(address) > 0;
+/** A matcher for a declared path: literal segments, and {name} for one segment without percent-escapes (those are Fastify's to decode). */
+function pathMatcher(path: string): LaneOperation['match'] {
+  const names: string[] = [];
+  const pattern = path.replace(/\{(\w+)\}|[^{]+/g, (part, name: string | undefined) => {
+    if (name === undefined) return part.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+    names.push(name);
+    return '([^/?#%]+)';
+  });
+  const regex = new RegExp(`^${pattern}$`);
+  return (url) => {
+    const found = regex.exec(url);
+    return found ? Object.fromEntries(names.map((name, i) => [name, found[i + 1]!])) : undefined;
+  };
 }
 
 /** A JSON body framed by a Content-Length from 1 to the limit; Fastify handles the rest (chunked, empty, too large, other types). */
@@ -113,100 +123,11 @@ function hasPlainBody(req: IncomingMessage, bodyLimit: number): boolean {
   );
 }
 
-async function list(options: FastLaneOptions, req: IncomingMessage, res: ServerResponse, started: number, fallback: () => void): Promise<void> {
-  let answer: ListAnswer;
-  let body: Buffer | undefined;
-  try {
-    answer = listInventoryAnswer(await options.listCache.current(), headerValue(req, 'accept-encoding'), headerValue(req, 'if-none-match'));
-    body = answer.status === 200 ? await answer.body : undefined;
-  } catch {
-    // Nothing is sent yet: Fastify tries again and answers (and logs) the failure as for any request.
-    return fallback();
-  }
-  const requestId = logIncoming(options, req);
-  const headers: OutgoingHttpHeaders = {
-    'x-request-id': requestId,
-    vary: 'Accept-Encoding',
-    etag: answer.etag,
-    'x-content-type-options': NOSNIFF,
-    'cache-control': PRIVATE_CACHE_CONTROL,
-  };
-  if (answer.status === 200) {
-    headers['content-type'] = JSON_CONTENT_TYPE;
-    if (answer.encoding) headers['content-encoding'] = answer.encoding;
-    headers['content-length'] = body!.length;
-  }
+/** Writes an answer with the pipeline's headers, as Fastify would send it, and logs its completion. */
+function send(pipeline: RequestPipeline, res: ServerResponse, ctx: RequestContext, answer: Answer): void {
+  const headers: Record<string, string | number> = { ...answer.headers, ...pipeline.answerHeaders(ctx, (name) => name in answer.headers) };
+  if (answer.body !== undefined) headers['content-length'] = Buffer.byteLength(answer.body);
   res.writeHead(answer.status, headers);
-  res.end(body);
-  logCompleted(options, requestId, res, started);
-}
-
-function update(
-  options: FastLaneOptions,
-  req: IncomingMessage,
-  res: ServerResponse,
-  target: { petId: bigint; principal: Principal; started: number },
-): void {
-  const requestId = logIncoming(options, req);
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  // A client that goes away mid-body has nobody to answer; Node closes the socket.
-  req.on('error', () => {});
-  req.on('end', () => {
-    answerUpdate(options, req, requestId, target, Buffer.concat(chunks).toString('utf8'))
-      .then(({ status, headers, body }) => {
-        res.writeHead(status, { ...headers, 'x-request-id': requestId, 'content-type': JSON_CONTENT_TYPE, 'x-content-type-options': NOSNIFF, 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-        logCompleted(options, requestId, res, target.started);
-      })
-      .catch((err: unknown) => broken(options, res, err, requestId));
-  });
-}
-
-async function answerUpdate(
-  options: FastLaneOptions,
-  req: IncomingMessage,
-  requestId: string,
-  { petId, principal }: { petId: bigint; principal: Principal },
-  text: string,
-): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  try {
-    const body = parseJsonBody(req.headers['content-type'], text);
-    const checked = checkUpdate(body);
-    if (checked.error) throw validationToApiError(checked.error, 'body', body, UPDATE_FIELDS);
-    const answer = await updateInventoryEntry(
-      options.store,
-      { petId, body: body as InventoryUpdate, ifMatch: headerValue(req, 'if-match'), idempotencyKey: headerValue(req, 'idempotency-key'), principal, requestId },
-      { requireIfMatch: options.requireIfMatch },
-    );
-    return {
-      status: 200,
-      headers: { ...(answer.replayed ? REPLAYED_HEADER : {}), etag: answer.etag, 'cache-control': PRIVATE_CACHE_CONTROL },
-      body: itemJson(answer.item),
-    };
-  } catch (err) {
-    const apiError: ApiError = asApiError(err);
-    if (apiError.status >= 500) options.log.error({ requestId, err }, 'request failed');
-    return { status: apiError.status, headers: { ...apiError.headers, 'cache-control': ERROR_CACHE_CONTROL }, body: JSON.stringify(apiError.toBody()) };
-  }
-}
-
-/** A failure of the lane itself, after it took the request: never expected, logged, and the connection dropped. */
-function broken({ log }: FastLaneOptions, res: ServerResponse, err: unknown, requestId?: string): void {
-  log.error({ requestId, err }, 'fast lane could not answer');
-  res.destroy();
-}
-
-/** The request id, and Fastify's "incoming request" line (same fields, through its serialisers) when info is logged. */
-function logIncoming({ log, logRequests }: FastLaneOptions, req: IncomingMessage): string {
-  const requestId = requestIdFor(req);
-  if (logRequests) {
-    const view = { method: req.method, url: req.url, headers: req.headers, host: req.headers.host, ip: req.socket.remoteAddress, socket: req.socket };
-    log.info({ requestId, req: view }, 'incoming request');
-  }
-  return requestId;
-}
-
-function logCompleted({ log, logRequests }: FastLaneOptions, requestId: string, res: ServerResponse, started: number): void {
-  if (logRequests) log.info({ requestId, res, responseTime: performance.now() - started }, 'request completed');
+  res.end(answer.body);
+  pipeline.completed(ctx, answer.status);
 }

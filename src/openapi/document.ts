@@ -1,8 +1,8 @@
 import type { TSchema } from 'typebox';
 import type { ErrorCode } from '../errors.js';
-import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../http/validation.js';
+import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validation.js';
 import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PetStatus } from '../schemas/inventory.js';
-import type { OperationSpec, ResponseSpec } from '../routes/operation.js';
+import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
 
 export const API_PREFIX = '/v1';
 

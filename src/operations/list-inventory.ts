@@ -1,16 +1,45 @@
-import type { ListEncoding, ListSnapshot } from '../cache/list-cache.js';
-import { ifNoneMatchHits } from '../http/conditional.js';
-import { negotiateEncoding } from '../http/encoding.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Type } from 'typebox';
+import type { ListCache } from '../cache/list-cache.js';
+import { InventoryList } from '../schemas/inventory.js';
+import { JSON_CONTENT_TYPE, type Answer } from './answer.js';
+import { ifNoneMatchHits } from './conditional.js';
+import { negotiateEncoding } from './encoding.js';
+import { headerValue } from './header-value.js';
+import { NoQuery, type OperationSpec } from './operation.js';
 
-/** What GET /v1/inventory answers, whichever lane received it; always sent with Vary: Accept-Encoding. */
-export type ListAnswer =
-  | { status: 304; etag: string }
-  | { status: 200; etag: string; encoding: ListEncoding | undefined; body: Buffer | Promise<Buffer> };
+export const listInventory = {
+  operationId: 'listInventory',
+  method: 'GET',
+  path: '/v1/inventory',
+  summary: 'List stock levels',
+  description: 'Returns current stock levels for all pets in the store, ordered by petId ascending.',
+  tags: ['inventory'],
+  scope: 'inventory:read',
+  requestHeaders: {
+    'If-None-Match': { description: 'An ETag of an earlier answer: 304 while nothing in the store has changed', schema: Type.String() },
+  },
+  querystring: NoQuery,
+  responses: {
+    200: {
+      description: 'The stock of every pet; br or gzip when Accept-Encoding allows and the list is over 1 KiB',
+      schema: InventoryList,
+      headers: { ETag: { description: 'Strong entity tag of the list at this store version (one per content coding)', schema: Type.String(), required: true } },
+    },
+    304: { description: 'Nothing changed since the If-None-Match ETag' },
+  },
+  contractStatuses: [200, 401],
+} as const satisfies OperationSpec;
 
-/** The list at `snapshot`'s version for a client's Accept-Encoding and If-None-Match headers. */
-export function listInventoryAnswer(snapshot: ListSnapshot, acceptEncoding: string | undefined, ifNoneMatch: string | undefined): ListAnswer {
-  const encoding = negotiateEncoding(acceptEncoding, snapshot.body.length);
-  const etag = snapshot.etag(encoding);
-  if (ifNoneMatchHits(ifNoneMatch, snapshot.etags)) return { status: 304, etag };
-  return { status: 200, etag, encoding, body: encoding ? snapshot.encoded(encoding) : snapshot.body };
+/**
+ * GET /v1/inventory: the list at the store version read after the request arrived, in the best
+ * coding the client accepts (always with Vary: Accept-Encoding), or 304 for a current If-None-Match.
+ */
+export async function answerListInventory(listCache: Pick<ListCache, 'current'>, request: { headers: IncomingHttpHeaders }): Promise<Answer> {
+  const snapshot = await listCache.current();
+  const encoding = negotiateEncoding(headerValue(request, 'accept-encoding'), snapshot.body.length);
+  const headers: Record<string, string> = { vary: 'Accept-Encoding', etag: snapshot.etag(encoding) };
+  if (ifNoneMatchHits(headerValue(request, 'if-none-match'), snapshot.etags)) return { status: 304, headers };
+  if (encoding) headers['content-encoding'] = encoding;
+  return { status: 200, headers: { ...headers, 'content-type': JSON_CONTENT_TYPE }, body: encoding ? await snapshot.encoded(encoding) : snapshot.body };
 }

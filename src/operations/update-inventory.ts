@@ -1,31 +1,75 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Type } from 'typebox';
 import type { Principal } from '../domain/api-key.js';
+import { etagOf, itemJson } from '../domain/inventory.js';
 import { ApiError } from '../errors.js';
-import { etagOf } from '../domain/inventory.js';
-import { parseIfMatch } from '../http/conditional.js';
-import { IDEMPOTENCY_TTL_MS, parseIdempotencyKey, requestFingerprint } from '../http/idempotency.js';
-import type { InventoryItem, InventoryUpdate } from '../schemas/inventory.js';
+import { InventoryItem, InventoryUpdate, PetId } from '../schemas/inventory.js';
 import type { InventoryStore } from '../store/store.js';
+import { jsonAnswer, type Answer } from './answer.js';
+import { JSON_MEDIA_TYPES } from './body.js';
+import { parseIfMatch } from './conditional.js';
+import { headerValue } from './header-value.js';
+import { IDEMPOTENCY_TTL_MS, parseIdempotencyKey, requestFingerprint } from './idempotency.js';
+import { ETAG_HEADER, NOT_FOUND } from './item-parts.js';
 import { notFound } from './not-found.js';
+import { NoQuery, type OperationSpec } from './operation.js';
 
-/** A validated PATCH /v1/inventory/{petId}, whichever lane (src/http/fast-lane.ts or Fastify) received it. */
+export const updateInventory = {
+  operationId: 'updateInventory',
+  method: 'PATCH',
+  path: '/v1/inventory/{petId}',
+  summary: 'Update stock level',
+  description:
+    'Sets the stock quantity for one pet (new arrivals, returns, manual adjustments). The entry must exist; its status never changes. ' +
+    'Experimental: the request shape may change before it becomes stable.\n\n' +
+    'Extensions: If-Match makes the update conditional on the entry\'s version (412 when it changed); Idempotency-Key makes a retry ' +
+    'safe (the first answer is replayed for 24 hours, with Idempotent-Replayed: true); the optional body field reason is kept in the ' +
+    'change history.',
+  tags: ['inventory'],
+  scope: 'inventory:write',
+  pathParams: { petId: Type.Unsafe({ ...PetId, description: 'The ID of the pet whose stock is updated' }) },
+  requestHeaders: {
+    'If-Match': {
+      description: 'Update only if the entry\'s ETag is one of these ("*": any existing entry). Required when the service runs with REQUIRE_IF_MATCH=true.',
+      schema: Type.String(),
+    },
+    'Idempotency-Key': {
+      description: 'A unique key per intended change (e.g. a UUID), 1 to 255 printable ASCII characters; a retry with the same key and body gets the first answer again',
+      schema: Type.String({ minLength: 1, maxLength: 255 }),
+    },
+  },
+  querystring: NoQuery,
+  body: { schema: InventoryUpdate, contentTypes: JSON_MEDIA_TYPES, description: 'The new stock count' },
+  responses: {
+    200: {
+      description: 'Update accepted: the updated entry',
+      schema: InventoryItem,
+      headers: {
+        ...ETAG_HEADER,
+        'Idempotent-Replayed': { description: '"true" when this is the stored answer to an earlier request with the same Idempotency-Key', schema: Type.String() },
+      },
+    },
+    404: NOT_FOUND,
+    412: {
+      description: 'If-Match named another version of the entry; nothing changed. ETag holds the current version.',
+      errorCodes: ['precondition_failed'],
+      headers: ETAG_HEADER,
+    },
+    422: { description: 'The Idempotency-Key was used with a different request', errorCodes: ['idempotency_key_reused'] },
+    428: { description: 'If-Match is required (REQUIRE_IF_MATCH=true) and was not sent', errorCodes: ['precondition_required'] },
+  },
+  contractStatuses: [200, 400, 401, 404],
+  extensions: { 'x-experimental': true },
+} as const satisfies OperationSpec;
+
+/** A PATCH /v1/inventory/{petId} whose path and body are valid, whichever lane received it. */
 export interface UpdateRequest {
   petId: bigint;
   body: InventoryUpdate;
-  ifMatch: string | undefined;
-  idempotencyKey: string | undefined;
+  headers: IncomingHttpHeaders;
   principal: Principal;
   requestId: string;
 }
-
-/** A successful update: the entry, its new ETag, and whether it is an idempotent replay. */
-export interface UpdateAnswer {
-  item: InventoryItem;
-  etag: string;
-  replayed: boolean;
-}
-
-/** The operation's id, part of every idempotency fingerprint (so keys cannot cross operations). */
-export const UPDATE_OPERATION_ID = 'updateInventory';
 
 /** Marks a stored answer replayed for an Idempotency-Key, on success and error answers alike. */
 export const REPLAYED_HEADER = { 'idempotent-replayed': 'true' } as const;
@@ -34,17 +78,17 @@ export const REPLAYED_HEADER = { 'idempotent-replayed': 'true' } as const;
  * Sets one pet's stock count: the headers' rules (If-Match, REQUIRE_IF_MATCH, Idempotency-Key),
  * then the store. Every refusal is thrown as an ApiError carrying its response headers.
  */
-export async function updateInventoryEntry(
+export async function answerUpdateInventory(
   store: Pick<InventoryStore, 'applyChange'>,
   request: UpdateRequest,
   options: { requireIfMatch: boolean },
-): Promise<UpdateAnswer> {
+): Promise<Answer> {
   const { petId, body, principal } = request;
-  const condition = parseIfMatch(request.ifMatch);
+  const condition = parseIfMatch(headerValue(request, 'if-match'));
   if (!condition && options.requireIfMatch) {
     throw new ApiError('precondition_required', 'This service requires If-Match on PATCH: GET the entry, then send its ETag in If-Match.');
   }
-  const idempotencyKey = parseIdempotencyKey(request.idempotencyKey);
+  const idempotencyKey = parseIdempotencyKey(headerValue(request, 'idempotency-key'));
   const at = new Date();
   const result = await store.applyChange({
     petId,
@@ -60,7 +104,8 @@ export async function updateInventoryEntry(
         ? undefined
         : {
             key: idempotencyKey,
-            fingerprint: requestFingerprint(UPDATE_OPERATION_ID, petId.toString(), body),
+            // The operation is part of the fingerprint, so a key cannot cross operations.
+            fingerprint: requestFingerprint(updateInventory.operationId, petId.toString(), body),
             expiresAt: new Date(at.getTime() + IDEMPOTENCY_TTL_MS),
           },
   });
@@ -75,6 +120,6 @@ export async function updateInventoryEntry(
         ...replayed,
       });
     case 'updated':
-      return { item: result.entry.item, etag: etagOf(result.entry.version), replayed: result.replayed };
+      return jsonAnswer(200, itemJson(result.entry.item), { ...replayed, etag: etagOf(result.entry.version) });
   }
 }

@@ -1,28 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
-import { routeOptions, type OperationSpec } from './operation.js';
+import { jsonAnswer } from '../operations/answer.js';
+import { getOpenApiDocument } from '../operations/openapi-document.js';
+import { sendAnswer } from '../http/fastify-pipeline.js';
+import { routeOptions } from './route-options.js';
 
-export const getOpenApiDocument = {
-  operationId: 'getOpenApiDocument',
-  method: 'GET',
-  path: '/v1/openapi.json',
-  summary: 'This OpenAPI document',
-  description: 'The OpenAPI 3.1 document of the running service. No authentication needed.',
-  tags: ['meta'],
-  scope: undefined,
-  responses: { 200: { description: 'The OpenAPI document', schema: Type.Object({}, { additionalProperties: true }) } },
-  extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
-
-/** Serves the document, serialised once at start. */
+/** Serves the document, serialised once at start; anyone may cache it for a while. */
 export function openApiRoutes(documentJson: string) {
+  const answer = jsonAnswer(200, documentJson, { 'cache-control': 'public, max-age=300' });
   return async (app: FastifyInstance): Promise<void> => {
-    app.route({
-      ...routeOptions(getOpenApiDocument),
-      handler: async (_request, reply) => {
-        reply.type('application/json; charset=utf-8').header('cache-control', 'public, max-age=300');
-        return documentJson;
-      },
-    });
+    app.route({ ...routeOptions(getOpenApiDocument), handler: async (_request, reply) => sendAnswer(reply, answer) });
   };
 }

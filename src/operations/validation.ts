@@ -1,5 +1,12 @@
-import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
+
+/** One schema validation error, as the validator (and Fastify, which runs the same one) reports it. */
+export interface SchemaError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string | undefined;
+}
 
 /** The code for an invalid value of each body field; the OpenAPI document lists them too. */
 export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
@@ -15,7 +22,7 @@ export const BODY_SHAPE_ERROR_CODES: readonly ErrorCode[] = ['missing_field', 'u
  * most basic one wins: not an object, then unknown fields, missing fields, bad values.
  */
 export function validationToApiError(
-  errors: readonly FastifySchemaValidationError[],
+  errors: readonly SchemaError[],
   part: string | undefined,
   body: unknown,
   allowedFields: readonly string[],

@@ -1,0 +1,9 @@
+import { getInventoryItem } from './get-inventory-item.js';
+import { listInventoryHistory } from './list-history.js';
+import { listInventory } from './list-inventory.js';
+import { getOpenApiDocument } from './openapi-document.js';
+import type { OperationSpec } from './operation.js';
+import { updateInventory } from './update-inventory.js';
+
+/** Every operation of the API; the OpenAPI document is built from this list. */
+export const OPERATIONS: readonly OperationSpec[] = [listInventory, getInventoryItem, updateInventory, listInventoryHistory, getOpenApiDocument];

@@ -1,0 +1,69 @@
+import { Type, type Static } from 'typebox';
+import { historyItem } from '../domain/history.js';
+import { ApiError } from '../errors.js';
+import { stringifyJson } from '../json.js';
+import { HistoryPage } from '../schemas/inventory.js';
+import type { InventoryStore } from '../store/store.js';
+import { jsonAnswer, type Answer } from './answer.js';
+import { PET_ID_PARAM } from './item-parts.js';
+import { notFound } from './not-found.js';
+import type { OperationSpec } from './operation.js';
+
+export const HISTORY_LIMIT_MAX = 500;
+export const HISTORY_LIMIT_DEFAULT = 100;
+
+const HistoryQuery = Type.Object(
+  {
+    // A decimal string, not an integer schema: conversion would quietly truncate 2.5 to 2.
+    limit: Type.Optional(
+      Type.String({ pattern: '^(500|[1-4][0-9]{2}|[1-9][0-9]?)$', description: `Changes per page, 1 to ${HISTORY_LIMIT_MAX} (default ${HISTORY_LIMIT_DEFAULT})` }),
+    ),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'nextCursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+export const listInventoryHistory = {
+  operationId: 'listInventoryHistory',
+  method: 'GET',
+  path: '/v1/inventory/{petId}/history',
+  summary: 'Change history of one stock level',
+  description:
+    'Every change of the pet\'s quantity, newest first: previous and new quantity, when, by which API key (id and name, never the key), ' +
+    'the request id and the reason sent with it. Pages with limit and cursor.',
+  tags: ['inventory'],
+  scope: 'inventory:read',
+  pathParams: PET_ID_PARAM,
+  querystring: HistoryQuery,
+  responses: {
+    200: { description: 'One page of changes, newest first', schema: HistoryPage },
+    404: { description: 'The pet has no inventory entry', errorCodes: ['not_found'] },
+  },
+  extensions: { 'x-extension': true },
+} as const satisfies OperationSpec;
+
+/** Cursors are opaque to clients: a prefix and the last row id, so they can change form later. */
+const CURSOR = /^h([1-9][0-9]{0,18})$/;
+
+function parseCursor(cursor: string | undefined): bigint | undefined {
+  if (cursor === undefined) return undefined;
+  const match = CURSOR.exec(cursor);
+  if (!match) throw new ApiError('invalid_parameter', 'Query parameter "cursor" is not valid: pass nextCursor from the previous page unchanged.');
+  return BigInt(match[1]!);
+}
+
+/** GET /v1/inventory/{petId}/history: one page of changes, newest first, and the cursor of the next one. */
+export async function answerListHistory(
+  store: Pick<InventoryStore, 'listHistory'>,
+  request: { petId: bigint; query: Static<typeof HistoryQuery> },
+): Promise<Answer> {
+  const limit = request.query.limit === undefined ? HISTORY_LIMIT_DEFAULT : Number(request.query.limit);
+  const before = parseCursor(request.query.cursor);
+  // One row more than asked tells whether another page follows.
+  const rows = await store.listHistory(request.petId, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
+  if (!rows) throw notFound(request.petId);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  const body: Static<typeof HistoryPage> = { items: page.map(historyItem), nextCursor: rows.length > limit && last ? `h${last.id}` : null };
+  return jsonAnswer(200, stringifyJson(body));
+}
