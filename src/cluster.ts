@@ -1,34 +1,13 @@
 import cluster, { type Worker } from 'node:cluster';
-import { hostname, availableParallelism } from 'node:os';
+import { hostname } from 'node:os';
 import { ConfigError, type Config, type LogLevel } from './config.js';
-import { firstRunBanner, prepareStore, startServer } from './server.js';
+import { firstRunBanner, prepareStore } from './first-run.js';
 import { openStore, parseDatabaseUrl } from './store/open.js';
 
-/** One process, no cluster: what `serve` did before --workers, and the least surprising default. */
-export const DEFAULT_WORKERS = 1;
-export const MAX_WORKERS = 64;
 /** The first restart of a crashed worker waits this long; each further crash in CRASH_WINDOW_MS doubles it. */
 export const RESTART_DELAY_MS = 500;
 export const MAX_RESTART_DELAY_MS = 30_000;
 export const CRASH_WINDOW_MS = 60_000;
-
-/** Whether this process is a worker that a `serve --workers N` primary forked. */
-export const isClusterWorker = cluster.isWorker;
-
-/**
- * `--workers` / WORKERS (`name` says which, for the message): a whole number from 1 to
- * MAX_WORKERS, or `auto` for one per available CPU. Throws ConfigError naming it.
- */
-export function parseWorkers(name: string, raw: string | undefined): number {
-  const value = raw?.trim();
-  if (value === undefined || value === '') return DEFAULT_WORKERS;
-  if (value === 'auto') return Math.min(availableParallelism(), MAX_WORKERS);
-  const count = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_WORKERS) {
-    throw new ConfigError(`${name} must be a whole number from 1 to ${MAX_WORKERS}, or "auto" (one per CPU), got "${raw}"`);
-  }
-  return count;
-}
 
 export interface ClusterOptions {
   /** How many worker processes share the port (2 or more). */
@@ -155,6 +134,7 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
  */
 export async function runWorker(config: Config, print: (text: string) => void): Promise<void> {
   try {
+    const { startServer } = await import('./server.js');
     await startServer(config, { demo: false, print, worker: true });
   } catch (err) {
     // The channel to the primary would keep a worker that failed alive; the CLI reports the error.

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { ENVIRONMENTS, type Environment } from './domain/api-key.js';
 import { parseDatabaseUrl } from './store/open.js';
 
@@ -148,4 +149,22 @@ function trustProxy(raw: string | undefined): boolean | number | string {
   if (raw === 'true') return true;
   if (/^\d+$/.test(raw)) return Number(raw);
   return raw;
+}
+
+/** One process, no cluster: what `serve` did before --workers, and the least surprising default. */
+export const DEFAULT_WORKERS = 1;
+export const MAX_WORKERS = 64;
+/**
+ * `--workers` / WORKERS (`name` says which, for the message): a whole number from 1 to
+ * MAX_WORKERS, or `auto` for one per available CPU. Throws ConfigError naming it.
+ */
+export function parseWorkers(name: string, raw: string | undefined): number {
+  const value = raw?.trim();
+  if (value === undefined || value === '') return DEFAULT_WORKERS;
+  if (value === 'auto') return Math.min(availableParallelism(), MAX_WORKERS);
+  const count = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_WORKERS) {
+    throw new ConfigError(`${name} must be a whole number from 1 to ${MAX_WORKERS}, or "auto" (one per CPU), got "${raw}"`);
+  }
+  return count;
 }

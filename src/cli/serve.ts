@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
-import { isClusterWorker, MAX_WORKERS, parseWorkers, runWorker, startCluster } from '../cluster.js';
-import { loadConfig, type ConfigVariable } from '../config.js';
-import { startServer } from '../server.js';
+import cluster from 'node:cluster';
+import { loadConfig, MAX_WORKERS, parseWorkers, type ConfigVariable } from '../config.js';
 import type { CliIO } from './io.js';
 import type { Command } from './command.js';
 
@@ -59,9 +58,10 @@ export const serveCommand: Command = {
     const config = loadConfig(io.env, overrides);
     const workers = values.workers === undefined ? parseWorkers('WORKERS', io.env.WORKERS) : parseWorkers('--workers', values.workers);
     const demo = values.demo ?? false;
-    if (isClusterWorker) await runWorker(config, io.stderr);
-    else if (workers === 1) await startServer(config, { demo, print: io.stderr });
-    else await startCluster(config, { workers, demo, print: io.stderr, log: io.stdout });
+    // Loaded here, not above: the other commands and --help start without the server's modules.
+    if (cluster.isWorker) await (await import('../cluster.js')).runWorker(config, io.stderr);
+    else if (workers === 1) await (await import('../server.js')).startServer(config, { demo, print: io.stderr });
+    else await (await import('../cluster.js')).startCluster(config, { workers, demo, print: io.stderr, log: io.stdout });
     // The server (or the cluster) keeps the process alive; signals end it (see server.ts, cluster.ts).
     return 0;
   },

@@ -1,0 +1,60 @@
+import type { Config } from './config.js';
+import { generateApiKey } from './domain/api-key.js';
+import { DEMO_PETS } from './domain/demo-pets.js';
+import { DuplicatePetError, type InventoryStore } from './store/store.js';
+
+/**
+ * What a server does to a store before it serves: adds DEMO_PETS when asked and the store has no
+ * entries, and on a store with no API keys creates the first-run key, which it returns.
+ */
+export async function prepareStore(store: InventoryStore, config: Config, demo: boolean): Promise<string | undefined> {
+  if (demo && (await store.listInventory()).length === 0) {
+    try {
+      await store.addItems(DEMO_PETS);
+    } catch (err) {
+      // Another instance starting at the same moment added them first.
+      if (!(err instanceof DuplicatePetError)) throw err;
+    }
+  }
+  // Atomic: of several instances starting on an empty store, exactly one creates (and prints) the key.
+  const issued = generateApiKey({ name: 'first-run', environment: config.environment, scopes: ['inventory:write'], expiresAt: null });
+  return (await store.insertFirstApiKey(issued.record)) ? issued.key : undefined;
+}
+
+/** Where the banner's curl lines point, and the pet its PATCH names (undefined: the store has none yet). */
+export interface BannerTarget {
+  host: string;
+  port: number;
+  firstPetId: bigint | undefined;
+}
+
+/** The first-run banner: the new key, shown once, with curl lines ready to paste. */
+export function firstRunBanner(key: string, { host: listenHost, port, firstPetId }: BannerTarget): string {
+  const host = ['0.0.0.0', '::', ''].includes(listenHost) ? 'localhost' : listenHost;
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`;
+  const petId = firstPetId ?? 1n;
+  const lines = [
+    '',
+    'First run: created an API key with scope inventory:write.',
+    'It is shown only this once; store it now:',
+    '',
+    `    ${key}`,
+    '',
+    'List the stock of every pet:',
+    `    curl -s ${base}/inventory -H 'Authorization: Bearer ${key}'`,
+    '',
+    `Set the stock of pet ${petId}:`,
+    `    curl -s -X PATCH ${base}/inventory/${petId} -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -d '{"quantity": 5}'`,
+    '',
+  ];
+  if (firstPetId === undefined) {
+    lines.push(
+      'The store has no pets yet, so that PATCH answers 404 until you add one:',
+      `    ./bin/petstore-inventory pets add --pet-id ${petId} --status available --quantity 3`,
+      'or restart with a few demo pets: npm start -- --demo',
+      '',
+    );
+  }
+  lines.push('More keys: ./bin/petstore-inventory keys create --name NAME --scope inventory:read', '');
+  return lines.join('\n');
+}
