@@ -7,7 +7,7 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['eslint.config.js', 'bin/*'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ['eslint.config.js', 'bin/*', 'scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': [
@@ -22,7 +22,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/*', 'eslint.config.js'],
+    files: ['bin/*', 'scripts/*.mjs', 'eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },
 );
