@@ -12,6 +12,8 @@ export interface BenchOptions {
   backends: readonly Backend[];
   /** Forces a load generator; default wrk when installed. */
   load: LoadTool | undefined;
+  /** Runs of each start-up measurement (the median is reported). */
+  startupRounds: number;
 }
 
 export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon]
@@ -60,5 +62,6 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     sizes: quick ? [100, 1_000, 10_000] : [100, 10_000, 100_000],
     backends,
     load,
+    startupRounds: quick ? 5 : 11,
   };
 }

@@ -16,6 +16,7 @@ import { renderNotes, renderTable, type Section } from './report.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';
+import { startupSection } from './startup.js';
 
 const RESULTS_FILE = resolve(REPO_ROOT, 'bench', 'results.md');
 const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
@@ -51,6 +52,9 @@ async function main(argv: string[]): Promise<number> {
   const load = new LoadGenerator(tool);
   const sections: Section[] = [];
   try {
+    const startup = await startupSection(options.startupRounds);
+    sections.push(startup);
+    process.stdout.write(`${renderSection(startup)}\n\n`);
     for (const backend of options.backends) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       const section: Section = skip

@@ -66,12 +66,20 @@ function command(kind: ServerKind, options: ServerOptions): string[] {
 }
 
 function environment(kind: ServerKind, options: ServerOptions, port: number): NodeJS.ProcessEnv {
+  if (kind === 'service') return { ...serviceEnvironment(options.databaseUrl), PORT: String(port) };
+  return { ...withoutSettings(), DATABASE_URL: options.databaseUrl, PORT: String(port), BENCH_KEY: options.key };
+}
+
+/** What the service runs with in the bench: none of the caller's settings, this database, on loopback, warnings only. */
+export function serviceEnvironment(databaseUrl: string): NodeJS.ProcessEnv {
+  return { ...withoutSettings(), DATABASE_URL: databaseUrl, HOST: '127.0.0.1', LOG_LEVEL: 'warn', INVENTORY_ENV: 'production' };
+}
+
+/** The environment without the service's settings: the caller's shell (BODY_LIMIT, TRUST_PROXY...) would make runs incomparable. */
+function withoutSettings(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  // Settings from the caller's shell (BODY_LIMIT, TRUST_PROXY...) would make runs incomparable.
   for (const name of Object.keys(CONFIG_VARIABLES)) delete env[name];
-  Object.assign(env, { DATABASE_URL: options.databaseUrl, PORT: String(port) });
-  if (kind === 'service') Object.assign(env, { HOST: '127.0.0.1', LOG_LEVEL: 'warn', INVENTORY_ENV: 'production' });
-  else env.BENCH_KEY = options.key;
+  delete env.WORKERS;
   return env;
 }
 
