@@ -10,18 +10,18 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
-  /** Which key prefix this instance accepts (PD 2.4). */
+  /** Which key prefix this instance accepts: production keys and staging keys are told apart by it. */
   environment: Environment;
   /** Production base URL, ending in /v1 (OpenAPI `servers`). */
   publicBaseUrl: string;
   /** Staging base URL, ending in /v1 (OpenAPI `servers`). */
   stagingBaseUrl: string;
   logLevel: LogLevel;
-  /** Largest request body in bytes (PD 3.5). */
+  /** Largest request body in bytes (413 beyond). */
   bodyLimit: number;
   /** Time a client has to send a whole request, in ms. */
   requestTimeoutMs: number;
-  /** Failed authentications allowed per client address per minute before 429 (PD 2.7). */
+  /** Failed authentications allowed per client address per minute before 429. */
   authFailuresPerMinute: number;
   /** Fastify trustProxy: false, true, a hop count, or addresses/CIDRs of trusted proxies. */
   trustProxy: boolean | number | string;

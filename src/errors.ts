@@ -1,5 +1,5 @@
 /**
- * The closed catalogue of API errors (PD 4.2): every code, its HTTP status and default message,
+ * The closed catalogue of API errors (docs/decisions.md 4.2): every code, its HTTP status and default message,
  * defined once. Handlers throw ApiError; the error handler turns it into the spec's Error body.
  */
 

@@ -31,7 +31,7 @@ for (const backend of BACKENDS) {
   for (const transport of TRANSPORTS) {
     describe(`API on ${backend} over ${transport}`, { skip }, () => {
       describe('listInventory: GET /v1/inventory', () => {
-        test('200 lists every entry as InventoryItem, ordered by petId ascending (PD 3.7)', async (t) => {
+        test('200 lists every entry as InventoryItem, ordered by petId ascending (decisions 3.7)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           assert.equal(res.status, 200);
@@ -78,19 +78,19 @@ for (const backend of BACKENDS) {
           assert.match(list.text, /\{"petId":2,"quantity":40,"status":"pending"\}/);
         });
 
-        test('status never changes through PATCH (PD 3.6)', async (t) => {
+        test('status never changes through PATCH (decisions 3.6)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const res = await patch(api, '3', { quantity: 5 });
           assert.deepEqual(res.json(), { petId: 3, quantity: 5, status: 'sold' });
         });
 
-        test('quantity bounds 0 and 2147483647 are accepted (PD 3.3)', async (t) => {
+        test('quantity bounds 0 and 2147483647 are accepted (decisions 3.3)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           assert.equal((await patch(api, '1', { quantity: 0 })).json<{ quantity: number }>().quantity, 0);
           assert.equal((await patch(api, '1', { quantity: 2147483647 })).json<{ quantity: number }>().quantity, 2147483647);
         });
 
-        test('application/merge-patch+json and a utf-8 charset are accepted (PD 3.5)', async (t) => {
+        test('application/merge-patch+json and a utf-8 charset are accepted (decisions 3.5)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           for (const type of ['application/merge-patch+json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8']) {
             const res = await patch(api, '1', { quantity: 8 }, { headers: { 'content-type': type } });
@@ -98,13 +98,13 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('404 not_found when the pet has no entry (PD 5.1), and nothing is created', async (t) => {
+        test('404 not_found when the pet has no entry (decisions 5.1), and nothing is created', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           assertError(await patch(api, '99', { quantity: 1 }), 404, 'not_found');
           assert.equal((await itemOf(api.store, 99n)), undefined);
         });
 
-        describe('400 for a petId that is not a canonical int64 (PD 3.1)', () => {
+        describe('400 for a petId that is not a canonical int64 (decisions 3.1)', () => {
           for (const bad of ['abc', '1.5', '01', '+1', '1e3', ' 1', '9223372036854775808', '-9223372036854775809', '0x10', '1'.repeat(400), '%zz', '-', '']) {
             test(`petId ${JSON.stringify(bad.length > 30 ? `${bad.slice(0, 10)}...` : bad)}`, async (t) => {
               const api = await buildTestApp(t, { backend, transport, items: PETS });
@@ -114,7 +114,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        describe('400 invalid_quantity for a value that is not an integer in 0..2147483647 (PD 3.3)', () => {
+        describe('400 invalid_quantity for a value that is not an integer in 0..2147483647 (decisions 3.3)', () => {
           for (const bad of [-1, 2147483648, 1.5, '5', true, null, [], {}, 1e300]) {
             test(`quantity ${JSON.stringify(bad)}`, async (t) => {
               const api = await buildTestApp(t, { backend, transport, items: PETS });
@@ -125,7 +125,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('400 missing_field when the body lacks quantity, or there is no body (PD 3.4)', async (t) => {
+        test('400 missing_field when the body lacks quantity, or there is no body (decisions 3.4)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           assert.match(assertError(await patch(api, '1', {}), 400, 'missing_field').message, /quantity/);
           assertError(await patch(api, '1', ''), 400, 'missing_field');
@@ -133,14 +133,14 @@ for (const backend of BACKENDS) {
           assertError(noBody, 400, 'missing_field');
         });
 
-        test('400 unknown_field naming the field, and nothing changes (PD 3.4)', async (t) => {
+        test('400 unknown_field naming the field, and nothing changes (decisions 3.4)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const body = assertError(await patch(api, '1', { quantity: 5, status: 'sold' }), 400, 'unknown_field');
           assert.match(body.message, /"status"/);
           assert.deepEqual(await itemOf(api.store, 1n), { petId: 1n, quantity: 12, status: 'available' });
         });
 
-        test('400 unknown_field for __proto__, constructor and prototype keys, never merged (PD 3.4)', async (t) => {
+        test('400 unknown_field for __proto__, constructor and prototype keys, never merged (decisions 3.4)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           for (const key of ['__proto__', 'constructor', 'prototype']) {
             const res = await patch(api, '1', `{"quantity":5,"${key}":{"quantity":1}}`);
@@ -150,21 +150,21 @@ for (const backend of BACKENDS) {
           assert.equal((await itemOf(api.store, 1n))?.quantity, 12);
         });
 
-        test('400 malformed_json for a body that is not JSON (PD 3.4)', async (t) => {
+        test('400 malformed_json for a body that is not JSON (decisions 3.4)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           for (const text of ['{', '{"quantity": 5,}', 'quantity=5', '{"quantity": 5} x']) {
             assertError(await patch(api, '1', text), 400, 'malformed_json');
           }
         });
 
-        test('400 invalid_body for JSON that is not an object (PD 3.4)', async (t) => {
+        test('400 invalid_body for JSON that is not an object (decisions 3.4)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           for (const text of ['null', '[{"quantity":5}]', '5', '"quantity"', 'true']) {
             assertError(await patch(api, '1', text), 400, 'invalid_body');
           }
         });
 
-        test('415 unsupported_media_type for other media types and charsets (PD 3.5)', async (t) => {
+        test('415 unsupported_media_type for other media types and charsets (decisions 3.5)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/json-patch+json', 'application/json; charset=latin1']) {
             assertError(await patch(api, '1', '{"quantity":5}', { headers: { 'content-type': type } }), 415, 'unsupported_media_type');
@@ -173,7 +173,7 @@ for (const backend of BACKENDS) {
           assertError(noType, 415, 'unsupported_media_type');
         });
 
-        test('413 payload_too_large over the body limit (PD 3.5), configurable', async (t) => {
+        test('413 payload_too_large over the body limit (decisions 3.5), configurable', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS, config: { BODY_LIMIT: '64' } });
           const res = await patch(api, '1', JSON.stringify({ quantity: 5 }).padEnd(65, ' '));
           assert.match(assertError(res, 413, 'payload_too_large').message, /64 bytes/);
@@ -188,7 +188,7 @@ for (const backend of BACKENDS) {
         });
       });
 
-      describe('int64 petIds round-trip digit for digit (PD 3.2)', () => {
+      describe('int64 petIds round-trip digit for digit (decisions 3.2)', () => {
         for (const id of ['9007199254740991', '9007199254740993', INT64_MAX, INT64_MIN, '-9007199254740993', '0']) {
           test(`petId ${id}`, async (t) => {
             const api = await buildTestApp(t, { backend, transport, items: [{ petId: BigInt(id), quantity: 1, status: 'available' }] });
@@ -216,8 +216,8 @@ for (const backend of BACKENDS) {
         });
       });
 
-      describe('authentication (PD 2)', () => {
-        test('401 without credentials, with WWW-Authenticate and no error attribute (PD 2.3)', async (t) => {
+      describe('authentication (decisions 2)', () => {
+        test('401 without credentials, with WWW-Authenticate and no error attribute (decisions 2.3)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const res = await api.request({ method: 'GET', url: '/v1/inventory' });
           assert.equal(assertError(res, 401, 'unauthorized').message, AUTH_MESSAGES.missing);
@@ -241,7 +241,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('the scheme word is case-insensitive (PD 2.1)', async (t) => {
+        test('the scheme word is case-insensitive (decisions 2.1)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
             const res = await api.request({ method: 'GET', url: '/v1/inventory', headers: { authorization: `${scheme} ${api.keys.read}` } });
@@ -249,7 +249,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('401 for a revoked key, at once on this instance (PD 2.6)', async (t) => {
+        test('401 for a revoked key, at once on this instance (decisions 2.6)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const key = await makeKey(api.store, 'production', ['inventory:read']);
           const record = (await api.store.findApiKeyByHash(hashKey(key)))!;
@@ -265,7 +265,7 @@ for (const backend of BACKENDS) {
           assert.equal(assertError(res, 401, 'unauthorized').message, AUTH_MESSAGES.expired);
         });
 
-        test('a key of the other environment is refused by its prefix (PD 2.4)', async (t) => {
+        test('a key of the other environment is refused by its prefix (decisions 2.4)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const staging = await makeKey(api.store, 'staging', ['inventory:write']);
           assert.ok(staging.startsWith(KEY_PREFIX.staging));
@@ -277,7 +277,7 @@ for (const backend of BACKENDS) {
           assertError(await stagingApi.request({ method: 'GET', url: '/v1/inventory', key: stagingApi.keys.read.replace(KEY_PREFIX.staging, KEY_PREFIX.production) }), 401, 'unauthorized');
         });
 
-        test('403 forbidden when a read key PATCHes; read keys still GET (PD 2.5)', async (t) => {
+        test('403 forbidden when a read key PATCHes; read keys still GET (decisions 2.5)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const res = await patch(api, '1', { quantity: 5 }, { key: api.keys.read });
           assert.match(assertError(res, 403, 'forbidden').message, /inventory:write/);
@@ -286,7 +286,7 @@ for (const backend of BACKENDS) {
           assertError(await patch(api, 'x', '{', { key: api.keys.read }), 403, 'forbidden');
         });
 
-        test('authentication runs before everything else: no 400, 404, 405, 413 or 415 without a key (PD 2.2)', async (t) => {
+        test('authentication runs before everything else: no 400, 404, 405, 413 or 415 without a key (decisions 2.2)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS, config: { BODY_LIMIT: '32' } });
           const unauthenticated = [
             { method: 'PATCH', url: '/v1/inventory/abc', body: '{"quantity":1}', headers: { 'content-type': 'application/json' } },
@@ -310,7 +310,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('429 rate_limited with Retry-After once an address fails too often (PD 2.7), valid keys included', async (t) => {
+        test('429 rate_limited with Retry-After once an address fails too often (decisions 2.7), valid keys included', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS, config: { AUTH_FAILURES_PER_MINUTE: '3' } });
           for (let i = 0; i < 3; i++) assertError(await api.request({ method: 'GET', url: '/v1/inventory', key: 'wrong' }), 401, 'unauthorized');
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
@@ -321,7 +321,7 @@ for (const backend of BACKENDS) {
           assert.equal((await api.request({ method: 'GET', url: '/healthz' })).status, 200);
         });
 
-        test('the key never appears in logs or error messages (PD 2.7)', async (t) => {
+        test('the key never appears in logs or error messages (decisions 2.7)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           const bad = `${api.keys.write}zz`;
@@ -333,7 +333,7 @@ for (const backend of BACKENDS) {
         });
       });
 
-      describe('HTTP behaviour (PD 4, 6)', () => {
+      describe('HTTP behaviour (decisions 4, 6)', () => {
         test('404 not_found in the Error shape for an unknown route', async (t) => {
           const api = await buildTestApp(t, { backend, transport });
           for (const url of ['/v1/pets/1', '/v2/inventory', '/', '/v1/inventory/1/history', '/v1/inventory/1/']) {
@@ -341,7 +341,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('405 method_not_allowed with an Allow header, before the body is read (PD 4.1)', async (t) => {
+        test('405 method_not_allowed with an Allow header, before the body is read (decisions 4.1)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const cases: [string, string, string][] = [
             ['POST', '/v1/inventory', 'GET, HEAD'],
@@ -360,7 +360,7 @@ for (const backend of BACKENDS) {
           }
         });
 
-        test('X-Request-Id: a sane client id is echoed, anything else replaced; logs carry it (PD 6.2)', async (t) => {
+        test('X-Request-Id: a sane client id is echoed, anything else replaced; logs carry it (decisions 6.2)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const echoed = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'pos-42.a:b' } });
           assert.equal(echoed.headers['x-request-id'], 'pos-42.a:b');
@@ -375,7 +375,7 @@ for (const backend of BACKENDS) {
           assert.ok(api.logs().filter((l) => l.req || l.res).every((l) => typeof l.requestId === 'string'));
         });
 
-        test('Cache-Control: private on authenticated answers, no-store on errors (PD 6.1)', async (t) => {
+        test('Cache-Control: private on authenticated answers, no-store on errors (decisions 6.1)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const ok = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           assert.equal(ok.headers['cache-control'], 'private, no-cache');
@@ -384,7 +384,7 @@ for (const backend of BACKENDS) {
           assert.equal(ok.headers['x-content-type-options'], 'nosniff');
         });
 
-        test('500 internal_error is generic: no stack, SQL or path; the log has the details and request id (PD 4.3)', async (t) => {
+        test('500 internal_error is generic: no stack, SQL or path; the log has the details and request id (decisions 4.3)', async (t) => {
           const api = await buildTestApp(t, {
             backend,
             transport,
@@ -398,7 +398,7 @@ for (const backend of BACKENDS) {
           assert.ok(logged && JSON.stringify(logged).includes('SQLITE_CORRUPT'), 'details go to the log');
         });
 
-        test('503 service_unavailable when the store is unreachable; /readyz says so too (PD 6.3)', async (t) => {
+        test('503 service_unavailable when the store is unreachable; /readyz says so too (decisions 6.3)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           assert.deepEqual((await api.request({ method: 'GET', url: '/readyz' })).json(), { status: 'ready' });
           // Authenticate once so the key is cached, then take the store away.

@@ -9,7 +9,7 @@ const run = promisify(execFile);
 const PETS = 8;
 
 for (const backend of BACKENDS) {
-  describe(`durability on ${backend} (PD 5.2)`, { skip: await backendSkip(backend) }, () => {
+  describe(`durability on ${backend} (decisions 5.2)`, { skip: await backendSkip(backend) }, () => {
     test('every acknowledged PATCH survives a kill -9 in the middle of a write load', async (t) => {
       const db = await createTestDatabase(backend, t);
       const env = { ...process.env, DATABASE_URL: db.databaseUrl };

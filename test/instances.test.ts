@@ -52,7 +52,7 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     assert.equal(list.text, '[{"petId":1,"quantity":0,"status":"available"},{"petId":2,"quantity":41,"status":"available"},{"petId":3,"quantity":0,"status":"available"}]');
   });
 
-  test('a revoked key is refused by every instance within 5 seconds (PD 2.6)', async (t) => {
+  test('a revoked key is refused by every instance within 5 seconds (decisions 2.6)', async (t) => {
     const { db, key, a, b } = await twoInstances(t, 1);
     assert.equal((await call(a, key, 'GET', '/v1/inventory')).status, 200);
     assert.equal((await call(b, key, 'GET', '/v1/inventory')).status, 200);

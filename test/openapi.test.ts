@@ -20,7 +20,7 @@ function dig(value: unknown, ...path: string[]): unknown {
   return path.reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], value);
 }
 
-test('GET /v1/openapi.json is a valid OpenAPI 3.1 document, served without a key (PD 1.3)', async (t) => {
+test('GET /v1/openapi.json is a valid OpenAPI 3.1 document, served without a key (decisions 1.3)', async (t) => {
   const doc = await documentOf(t);
   assert.equal(doc.openapi, '3.1.0');
   const result = await new Validator().validate(doc);
@@ -41,7 +41,7 @@ test('the two operations are described exactly as the spec has them', async (t) 
   const update = doc.paths['/inventory/{petId}']!.patch!;
   assert.equal(list.operationId, 'listInventory');
   assert.equal(update.operationId, 'updateInventory');
-  assert.equal(update['x-experimental'], true, 'PD 1.3, 8.1');
+  assert.equal(update['x-experimental'], true, 'decisions 1.3, 8.1');
   assert.equal(list['x-experimental'], undefined);
   const [petId, ...extensionParameters] = update.parameters as Record<string, unknown>[];
   assert.deepEqual(petId, { name: 'petId', in: 'path', required: true, description: 'The ID of the pet whose stock is updated', schema: { type: 'integer', format: 'int64' } });
@@ -52,7 +52,7 @@ test('the two operations are described exactly as the spec has them', async (t) 
   ]);
   assert.equal(dig(doc.components.schemas, 'InventoryUpdate', 'properties', 'reason', 'x-extension'), true);
   for (const op of [doc.paths['/inventory/{petId}']!.get!, doc.paths['/inventory/{petId}/history']!.get!]) {
-    assert.equal(op['x-extension'], true, `${op.operationId} is an extension (PD 1.2)`);
+    assert.equal(op['x-extension'], true, `${op.operationId} is an extension (decisions 1.2)`);
   }
   const body = update.requestBody as { required: boolean; content: Record<string, { schema: unknown }> };
   assert.equal(body.required, true);
@@ -70,7 +70,7 @@ test('the two operations are described exactly as the spec has them', async (t) 
   assert.deepEqual(doc.paths['/openapi.json']!.get!.security, []);
 });
 
-test('the Error code enum is the closed catalogue (PD 4.2)', async (t) => {
+test('the Error code enum is the closed catalogue (decisions 4.2)', async (t) => {
   const doc = await documentOf(t);
   const codes = dig(doc.components.schemas, 'Error', 'properties', 'code', 'enum') as typeof ERROR_CODES;
   assert.deepEqual(codes, ERROR_CODES);
@@ -79,7 +79,7 @@ test('the Error code enum is the closed catalogue (PD 4.2)', async (t) => {
   }
 });
 
-test('the spec statuses are plain; every other status is marked x-extension (PD 1.2)', async (t) => {
+test('the spec statuses are plain; every other status is marked x-extension (decisions 1.2)', async (t) => {
   const doc = await documentOf(t);
   const responses = (path: string, method: string) => doc.paths[path]![method]!.responses as Record<string, Record<string, unknown>>;
   const plain = (r: Record<string, Record<string, unknown>>) => Object.keys(r).filter((s) => !r[s]!['x-extension']);

@@ -328,7 +328,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await db.migrationVersions(), MIGRATION_VERSIONS[backend]);
     });
 
-    it('two stores on one database: one addItems wins a race, a revocation is seen at once (PD 2.6)', async (t) => {
+    it('two stores on one database: one addItems wins a race, a revocation is seen at once (decisions 2.6)', async (t) => {
       const db = await createTestDatabase(backend, t);
       const [a, b] = [await db.open(), await db.open()];
 
@@ -370,7 +370,7 @@ function postgresOnly(): void {
     if (!allowed) return t.skip('the TEST_DATABASE_URL user cannot create roles');
     const db = await createTestDatabase('postgres', t);
     const schema = pg.escapeIdentifier(db.location);
-    // A role of its own with synchronous_commit off by default: only the store's own options can turn it on (PD 5.2).
+    // A role of its own with synchronous_commit off by default: only the store's own options can turn it on (decisions 5.2).
     const role = `${db.location}_role`;
     const password = randomBytes(12).toString('hex');
     await adminQuery(`

@@ -105,7 +105,7 @@ const revokeCommand: Command = {
     if (id === undefined || positionals.length > 1) {
       throw new CliError('keys revoke takes exactly one key id (see "petstore-inventory keys list")', EXIT_USAGE);
     }
-    // Someone who pastes the key itself must not see it echoed back (PD 2.7).
+    // Someone who pastes the key itself must not see it echoed back: keys never appear in messages.
     if (Object.values(KEY_PREFIX).some((prefix) => id.startsWith(prefix))) {
       throw new CliError('that is an API key, not a key id: pass the key_... id that "petstore-inventory keys list" shows', EXIT_USAGE);
     }

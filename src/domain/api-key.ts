@@ -6,7 +6,7 @@ export type Scope = (typeof SCOPES)[number];
 export const ENVIRONMENTS = ['production', 'staging'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
-/** Key prefixes tell the environments apart, so a staging key is refused by production (PD 2.4). */
+/** Key prefixes tell the environments apart, so a staging key is refused by production. */
 export const KEY_PREFIX: Record<Environment, string> = {
   production: 'inv_live_',
   staging: 'inv_test_',
@@ -63,7 +63,7 @@ export function generateApiKey(input: {
   return { key, record };
 }
 
-/** inventory:write implies inventory:read (PD 2.5). */
+/** inventory:write implies inventory:read. */
 export function hasScope(granted: readonly Scope[], needed: Scope): boolean {
   return granted.includes(needed) || (needed === 'inventory:read' && granted.includes('inventory:write'));
 }

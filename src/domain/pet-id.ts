@@ -5,7 +5,7 @@ export const INT64_MAX = 2n ** 63n - 1n;
 
 const CANONICAL_DECIMAL = /^-?(0|[1-9][0-9]*)$/;
 
-/** Parses a canonical decimal int64 (PD 3.1); undefined when the text is not one. */
+/** Parses a canonical decimal int64 (no sign but minus, no leading zeros); undefined when the text is not one. */
 export function tryParsePetId(text: string): bigint | undefined {
   // 20 characters hold every int64; the check also keeps BigInt() away from huge inputs.
   if (text.length > 20 || !CANONICAL_DECIMAL.test(text)) return undefined;

@@ -5,7 +5,7 @@ const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
 
 /**
  * Collects the methods registered for each path, so that `registerMethodNotAllowed` can answer
- * the other methods with 405 and an Allow header (PD 4.1) instead of the router's 404.
+ * the other methods with 405 and an Allow header, in the Error shape, instead of the router's 404.
  * Call before the routes are registered.
  */
 export function collectRouteMethods(app: FastifyInstance): Map<string, Set<string>> {

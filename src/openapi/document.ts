@@ -23,7 +23,7 @@ export interface DocumentOptions {
   bodyLimit: number;
 }
 
-/** The OpenAPI 3.1 document of the operations under /v1 (PD 1.3, 4.2), built from their specs. */
+/** The OpenAPI 3.1 document of the operations under /v1, built from their declarations, with the closed set of error codes. */
 export function buildOpenApiDocument(operations: readonly OperationSpec[], options: DocumentOptions): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of operations) {

@@ -14,7 +14,7 @@ export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   reason: 'invalid_reason',
 };
 
-/** Codes a JSON body can fail with, whatever its fields (PD 3.4). */
+/** Codes a JSON body can fail with, whatever its fields. */
 export const BODY_SHAPE_ERROR_CODES: readonly ErrorCode[] = ['missing_field', 'unknown_field', 'invalid_body', 'malformed_json'];
 
 /**

@@ -48,14 +48,14 @@ export const InventoryUpdate = Type.Object(
       maximum: QUANTITY_MAX,
       description: 'The new stock count (the value the entry is to hold)',
     }),
-    // Optional and an extension (PD 1.2): a body with only quantity is the spec's request.
+    // Optional and an extension: a body with only quantity is the contract's request.
     reason: Type.Optional(Type.Unsafe<ChangeReason>({ ...ChangeReason, 'x-extension': true })),
   },
   { additionalProperties: false },
 );
 export type InventoryUpdate = Static<typeof InventoryUpdate>;
 
-/** The spec's Error object; `code` is the closed set of PD 4.2. */
+/** The spec's Error object; `code` is one of the closed set of src/errors.ts. */
 export const ErrorSchema = Type.Object(
   {
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable error code' }),
