@@ -89,6 +89,19 @@ for (const backend of BACKENDS) {
       assert.deepEqual(last.map((r) => r.quantity), [1]);
     });
 
+    it('history pages of pets changed in turn stay apart; a cursor from another pet gives no rows', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0), item(2n, 0)]);
+      // Interleaved, and some in one batch: each pet's rows must still chain to its own previous one.
+      for (let q = 1; q <= 4; q++) await Promise.all([store.applyChange(change(1n, q)), store.applyChange(change(2n, 10 * q))]);
+      const one = (await store.listHistory(1n, { limit: 10 }))!;
+      const two = (await store.listHistory(2n, { limit: 10 }))!;
+      assert.deepEqual(one.map((r) => [r.previousQuantity, r.quantity]), [[3, 4], [2, 3], [1, 2], [0, 1]]);
+      assert.deepEqual(two.map((r) => [r.previousQuantity, r.quantity]), [[30, 40], [20, 30], [10, 20], [0, 10]]);
+      assert.deepEqual(await store.listHistory(1n, { limit: 10, before: two[0]!.id }), []);
+      assert.deepEqual(await store.listHistory(3n, { limit: 10 }), undefined);
+    });
+
     it('an idempotency key replays its first outcome, refuses another request, and is scoped to the API key', async (t) => {
       const store = await openTestStore(backend, t);
       await store.addItems([item(1n, 0)]);
@@ -192,6 +205,19 @@ for (const backend of BACKENDS) {
       const stock = await store.listInventory();
       assert.deepEqual(stock.filter((i) => i.quantity === 7).length, WAITING_MAX);
       assert.deepEqual(stock.slice(WAITING_MAX), [item(pets.at(-2)!, 0), item(pets.at(-1)!, 0)]);
+    });
+
+    it('a bulk creation (more than 10,000 entries) is seen by changesSince as the whole list', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n)]);
+      const before = await store.readVersion();
+      const bulk = Array.from({ length: 10_001 }, (_, i) => item(BigInt(i + 2)));
+      await store.addItems(bulk);
+      const { items } = await store.changesSince(before);
+      assert.ok(items.length >= bulk.length, `${items.length} entries`);
+      assert.deepEqual(items.slice(-bulk.length), bulk);
+      await store.applyChange(change(5n, 9));
+      assert.deepEqual((await store.changesSince(await store.readVersion() - 1)).items, [item(5n, 9)]);
     });
 
     it('the store version rises with every committed creation and change; changesSince returns just those entries', async (t) => {

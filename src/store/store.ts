@@ -33,7 +33,11 @@ export interface InventoryStore {
   applyChange(change: QuantityChange): Promise<ChangeResult>;
   /** Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. */
   addItems(items: readonly InventoryItem[]): Promise<void>;
-  /** The history of one entry, newest first, `limit` rows older than the `before` row id; undefined when petId has no entry. */
+  /**
+   * The history of one entry, newest first: `limit` rows, older than `before` when given (the id
+   * of one of this entry's rows, as the last row of a page has it; any other id gives no rows).
+   * Undefined when petId has no entry.
+   */
   listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined>;
   /** Drops idempotency records that expired before `now`; resolves to how many. */
   purgeIdempotencyRecords(now: Date): Promise<number>;

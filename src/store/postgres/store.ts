@@ -35,7 +35,9 @@ const STATEMENTS = {
     name: 'history-page',
     text: `SELECT id, pet_id AS "petId", previous_quantity AS "previousQuantity", quantity, at, key_id AS "keyId", key_name AS "keyName",
              request_id AS "requestId", reason
-           FROM inventory_history WHERE pet_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+           FROM inventory_history
+           WHERE pet_id = $1 AND ($2::bigint IS NULL OR (id < $2 AND EXISTS (SELECT 1 FROM inventory_history b WHERE b.id = $2 AND b.pet_id = $1)))
+           ORDER BY id DESC LIMIT $3`,
   },
   syncCommit: { name: 'synchronous-commit', text: 'SHOW synchronous_commit' },
   hasEntry: { name: 'inventory-has', text: 'SELECT 1 FROM inventory WHERE pet_id = $1' },
@@ -129,7 +131,7 @@ class PostgresStore implements InventoryStore {
     const id = petId.toString();
     const [exists, history] = await Promise.all([
       this.#query(STATEMENTS.hasEntry, [id]),
-      this.#query<HistoryEntry>(STATEMENTS.history, [id, (page.before ?? 2n ** 63n - 1n).toString(), page.limit]),
+      this.#query<HistoryEntry>(STATEMENTS.history, [id, page.before?.toString() ?? null, page.limit]),
     ]);
     return exists.rowCount === 0 ? undefined : history.rows;
   }

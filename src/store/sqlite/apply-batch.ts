@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { judgeChange, type ChangeOutcome, type ChangeResult, type InventoryEntry, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { decodeOutcome, encodeOutcome } from '../outcome.js';
+import { isTransient } from './connection.js';
 
 /** A change that failed, kept apart from the batch's other results. */
 export interface ChangeFailure {
@@ -16,19 +17,24 @@ export type ApplyBatch = (batch: readonly QuantityChange[]) => BatchResult[];
 type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigint];
 
 /**
- * The write side of the SQLite store's group commit. Each change runs in its own savepoint,
- * so one that fails (a CHECK, say) fails alone; the store version is bumped once per batch
- * that changed something.
+ * The write side of the SQLite store's group commit: one IMMEDIATE transaction per batch. Per
+ * change it reads the entry, writes the history row (chained to the pet's previous one) and the
+ * entry; per batch it bumps the store version once and logs the pets it changed (what
+ * changesSince reads). Each statement is chosen for the pages and work it costs, since this runs
+ * for every PATCH: no RETURNING (the new version is the one read + 1, under the write lock), no
+ * index on history (rows are chained per pet), no savepoints unless a change fails.
  */
 export function changeApplier(db: Database.Database): ApplyBatch {
   const stmt = {
-    update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, change_seq = ? , updated_at = ? WHERE pet_id = ? RETURNING version').pluck(),
+    // Reads the previous quantity and the pet's newest history row itself.
     insertHistory: db.prepare(
-      `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
+       SELECT pet_id, quantity, ?, ?, ?, ?, ?, ?, last_history_id FROM inventory WHERE pet_id = ?`,
     ),
+    update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
     readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
     setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
+    logChanges: db.prepare('INSERT INTO inventory_changes (seq, pet_ids) VALUES (?, ?)'),
     findIdempotency: db.prepare('SELECT fingerprint, outcome FROM idempotency_records WHERE api_key_id = ? AND idem_key = ? AND expires_at > ?'),
     saveIdempotency: db.prepare(
       `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -39,7 +45,7 @@ export function changeApplier(db: Database.Database): ApplyBatch {
 
   const entry = entryReader(db);
 
-  const applyOne = (change: QuantityChange, seq: number): ChangeResult => {
+  const applyOne = (change: QuantityChange): ChangeResult => {
     const at = change.at.toISOString();
     const idem = change.idempotency;
     if (idem) {
@@ -52,10 +58,9 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     const verdict = judgeChange(entry(change.petId), change.condition);
     let outcome: ChangeOutcome;
     if (verdict.kind === 'apply') {
-      const version = stmt.update.get(change.quantity, seq, at, change.petId) as number;
-      const previous = verdict.current.item.quantity;
-      stmt.insertHistory.run(change.petId, previous, change.quantity, at, change.keyId, change.keyName, change.requestId, change.reason);
-      outcome = { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: change.quantity }, version } };
+      stmt.insertHistory.run(change.quantity, at, change.keyId, change.keyName, change.requestId, change.reason, change.petId);
+      stmt.update.run(change.quantity, at, change.petId);
+      outcome = { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: change.quantity }, version: verdict.current.version + 1 } };
     } else {
       outcome = verdict;
     }
@@ -63,21 +68,46 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     return { ...outcome, replayed: false };
   };
 
+  /** Applies each change, then, if any changed an entry, the store version and the change log: last, as in every write. */
+  const applyAll = (changes: readonly QuantityChange[], each: (change: QuantityChange) => BatchResult): BatchResult[] => {
+    const results = changes.map(each);
+    const changed = changes.filter((_, i) => {
+      const r = results[i]!;
+      return 'kind' in r && r.kind === 'updated' && !r.replayed;
+    });
+    if (changed.length > 0) {
+      const seq = Number(stmt.readVersion.get()) + 1;
+      stmt.setVersion.run(seq);
+      stmt.logChanges.run(seq, petIdList(changed.map((c) => c.petId)));
+    }
+    return results;
+  };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.
   const inSavepoint = db.transaction(applyOne);
-  const batch = db.transaction((changes: readonly QuantityChange[]): BatchResult[] => {
-    const seq = Number(stmt.readVersion.get()) + 1;
-    const results = changes.map((change): BatchResult => {
-      try {
-        return inSavepoint(change, seq);
-      } catch (err) {
-        return failure(err);
-      }
-    });
-    if (results.some((r) => 'kind' in r && r.kind === 'updated' && !r.replayed)) stmt.setVersion.run(seq);
-    return results;
-  });
-  return (changes) => batch.immediate(changes);
+  const alone = (change: QuantityChange): BatchResult => {
+    try {
+      return inSavepoint(change);
+    } catch (err) {
+      return failure(err);
+    }
+  };
+  const together = db.transaction((changes: readonly QuantityChange[]) => applyAll(changes, applyOne));
+  const oneByOne = db.transaction((changes: readonly QuantityChange[]) => applyAll(changes, alone));
+  return (changes) => {
+    try {
+      return together.immediate(changes);
+    } catch (err) {
+      // The store itself failed (busy past the timeout, the disk): the whole batch fails, as it would one by one.
+      if (isTransient(err)) throw err;
+      // A change threw and the batch rolled back whole: again, each change in its own savepoint, so the bad one fails alone.
+      return oneByOne.immediate(changes);
+    }
+  };
+}
+
+/** The change log's form of a list of pets: a JSON array of their exact ids. */
+export function petIdList(petIds: readonly bigint[]): string {
+  return `[${petIds.join(',')}]`;
 }
 
 /** One entry with its version, by petId: the read both the store and the batch applier use. */

@@ -73,6 +73,43 @@ export const SQLITE_MIGRATIONS: readonly { version: number; name: string; sql: s
       CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
     `,
   },
+  {
+    version: 3,
+    name: 'history chained per pet, and a change log instead of the change_seq index',
+    // Fewer pages written per change: an update no longer moves an index entry (change_seq), nor
+    // does a history row insert into one (pet_id, id); each pet's rows link to the previous one.
+    sql: `
+      -- The reason CHECK as ORs: an IN list builds a throwaway table on every insert.
+      CREATE TABLE inventory_history_chained (
+        id                INTEGER PRIMARY KEY,
+        pet_id            INTEGER NOT NULL,
+        previous_quantity INTEGER NOT NULL,
+        quantity          INTEGER NOT NULL,
+        at                TEXT    NOT NULL,
+        key_id            TEXT    NOT NULL,
+        key_name          TEXT    NOT NULL,
+        request_id        TEXT    NOT NULL,
+        reason            TEXT    CHECK (reason IS NULL OR reason = 'received' OR reason = 'returned' OR reason = 'correction'),
+        prev_id           INTEGER -- the same pet's previous history row; NULL for its first
+      ) STRICT;
+      INSERT INTO inventory_history_chained
+        SELECT h.id, h.pet_id, h.previous_quantity, h.quantity, h.at, h.key_id, h.key_name, h.request_id, h.reason,
+               (SELECT max(p.id) FROM inventory_history p WHERE p.pet_id = h.pet_id AND p.id < h.id)
+        FROM inventory_history h;
+      DROP TABLE inventory_history;
+      ALTER TABLE inventory_history_chained RENAME TO inventory_history;
+
+      ALTER TABLE inventory ADD COLUMN last_history_id INTEGER; -- the pet's newest history row
+      UPDATE inventory SET last_history_id = (SELECT max(h.id) FROM inventory_history h WHERE h.pet_id = inventory.pet_id);
+
+      -- One row per committed write of entries: the store version it made and the pets it wrote,
+      -- as a JSON array of their ids, or '*' for a bulk creation (readers then reload the list).
+      CREATE TABLE inventory_changes (seq INTEGER PRIMARY KEY, pet_ids TEXT NOT NULL) STRICT;
+      INSERT INTO inventory_changes (seq, pet_ids) SELECT version, '*' FROM store_state WHERE version > 0;
+      DROP INDEX inventory_change_seq;
+      ALTER TABLE inventory DROP COLUMN change_seq;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

@@ -6,8 +6,8 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../../schemas/inventory.js';
 import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
 import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
-import { entryReader, errorOf, type BatchResult } from './apply-batch.js';
-import { BUSY_TIMEOUT_MS, durabilityOf, openSqliteConnection } from './connection.js';
+import { entryReader, errorOf, petIdList, type BatchResult } from './apply-batch.js';
+import { BUSY_TIMEOUT_MS, durabilityOf, isTransient, openSqliteConnection } from './connection.js';
 import { migrate } from './migrations.js';
 import { inThreadWriter, threadWriter, type ChangeWriter } from './writer.js';
 
@@ -52,6 +52,7 @@ class SqliteStore implements InventoryStore {
   readonly #filename: string;
   readonly #stmt;
   readonly #insertItems;
+  readonly #changesSince;
   readonly #writer: ChangeWriter;
   readonly #entry: (petId: bigint) => InventoryEntry | undefined;
   /** Changes of quantity, committed in groups by the writer. */
@@ -75,19 +76,28 @@ class SqliteStore implements InventoryStore {
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
       list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
-      insertItem: db.prepare(
-        'INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING',
-      ),
+      insertItem: db.prepare('INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
       readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
       setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
-      // One statement is one snapshot, so the version and the rows agree; the version comes first (k = 0).
-      changesSince: safe(
-        `SELECT 0 AS k, version, NULL AS pet_id, NULL AS quantity, NULL AS status FROM store_state WHERE id = 1
-         UNION ALL SELECT 1, NULL, pet_id, quantity, status FROM inventory WHERE change_seq > ? ORDER BY k, pet_id`,
+      logChanges: db.prepare('INSERT INTO inventory_changes (seq, pet_ids) VALUES (?, ?)'),
+      // Whether the log since a version holds a bulk creation: then the whole list is read again.
+      bulkSince: db.prepare("SELECT 1 FROM inventory_changes WHERE seq > ? AND pet_ids = '*' LIMIT 1").pluck(),
+      // The pets the log names since a version: row lookups by petId, no scan.
+      changedSince: safe(
+        `SELECT pet_id, quantity, status FROM inventory
+         WHERE pet_id IN (SELECT j.value FROM inventory_changes c, json_each(c.pet_ids) j WHERE c.seq > ? AND c.pet_ids <> '*')
+         ORDER BY pet_id`,
       ),
+      // Newest first, following each row's link to the pet's previous one, from the row before `before` (or the newest).
       history: safe(
-        `SELECT id, pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason FROM inventory_history
-         WHERE pet_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+        `WITH RECURSIVE walk(id, n) AS (
+           SELECT CASE WHEN :before IS NULL THEN (SELECT last_history_id FROM inventory WHERE pet_id = :pet)
+                       ELSE (SELECT prev_id FROM inventory_history WHERE id = :before AND pet_id = :pet) END, 1
+           UNION ALL
+           SELECT h.prev_id, walk.n + 1 FROM walk JOIN inventory_history h ON h.id = walk.id WHERE walk.n < :limit AND h.prev_id IS NOT NULL
+         )
+         SELECT h.id, h.pet_id, h.previous_quantity, h.quantity, h.at, h.key_id, h.key_name, h.request_id, h.reason
+         FROM walk JOIN inventory_history h ON h.id = walk.id ORDER BY walk.n`,
       ),
       hasEntry: db.prepare('SELECT 1 FROM inventory WHERE pet_id = ?').pluck(),
       purgeIdempotency: db.prepare('DELETE FROM idempotency_records WHERE expires_at <= ?'),
@@ -107,12 +117,21 @@ class SqliteStore implements InventoryStore {
       ping: db.prepare('SELECT 1').pluck(),
     };
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
-      const seq = Number(this.#stmt.readVersion.get()) + 1;
       for (const item of items) {
-        const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at, seq);
+        const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at);
         if (changes === 0) throw new DuplicatePetError(item.petId);
       }
+      const seq = Number(this.#stmt.readVersion.get()) + 1;
       this.#stmt.setVersion.run(seq);
+      this.#stmt.logChanges.run(seq, items.length > BULK_CREATION ? '*' : petIdList(items.map((i) => i.petId)));
+    });
+    // One read transaction: the version and the entries come from one snapshot.
+    this.#changesSince = db.transaction((after: number): { version: number; items: InventoryItem[] } => {
+      const version = Number(this.#stmt.readVersion.get());
+      // Most calls find nothing new: one row answers those.
+      if (version === after) return { version, items: [] };
+      const all = after < 0 || this.#stmt.bulkSince.get(after) !== undefined;
+      return { version, items: ((all ? this.#stmt.list.all() : this.#stmt.changedSince.all(after)) as ItemRow[]).map(toItem) };
     });
   }
 
@@ -139,7 +158,7 @@ class SqliteStore implements InventoryStore {
   async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
     return this.#run(() => {
       if (this.#stmt.hasEntry.get(petId) === undefined) return undefined;
-      const rows = this.#stmt.history.all(petId, page.before ?? INT64_MAX_ID, page.limit) as HistoryRow[];
+      const rows = this.#stmt.history.all({ pet: petId, before: page.before ?? null, limit: page.limit }) as HistoryRow[];
       return rows.map(toHistoryEntry);
     });
   }
@@ -153,13 +172,7 @@ class SqliteStore implements InventoryStore {
   }
 
   async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
-    return this.#run(() => {
-      // Most calls find nothing new: one indexed row answers those.
-      const version = Number(this.#stmt.readVersion.get());
-      if (version === after) return { version, items: [] };
-      const [head, ...rows] = this.#stmt.changesSince.all(after) as [k: bigint, version: bigint | null, ...item: ItemRow][];
-      return { version: Number(head![1]), items: rows.map(([, , ...item]) => toItem(item)) };
-    });
+    return this.#run(() => this.#changesSince.deferred(after));
   }
 
   async insertApiKey(record: ApiKeyRecord): Promise<void> {
@@ -244,8 +257,8 @@ class SqliteStore implements InventoryStore {
   }
 }
 
-/** Above every history row id, for the first page. */
-const INT64_MAX_ID = 2n ** 63n - 1n;
+/** Past this many entries, a creation is logged as a bulk one: readers reload the whole list rather than look up each. */
+const BULK_CREATION = 10_000;
 
 function asUnavailable<E>(err: E): E | StoreUnavailableError {
   return isTransient(err) ? new StoreUnavailableError('the SQLite store is busy or unavailable', { cause: err }) : err;
@@ -263,15 +276,6 @@ function toHistoryEntry(row: HistoryRow): HistoryEntry {
     requestId: row[7],
     reason: row[8] as ChangeReason | null,
   };
-}
-
-/** Lock contention past the busy timeout, or the disk failing: worth a retry, not a 500. */
-function isTransient(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return (
-    typeof code === 'string' &&
-    /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL)/.test(code)
-  );
 }
 
 function toItem(row: ItemRow): InventoryItem {

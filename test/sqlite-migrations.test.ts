@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Connection } from '../src/store/sqlite/connection.js';
+import { SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { tempDir } from './process.js';
+import { change } from './store-helpers.js';
+
+test('a store of schema version 2 is migrated with its history chained per pet and its list readers told to reload', async (t) => {
+  const filename = join(tempDir(t), 'v2.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 2)) {
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const at = '2026-01-01T00:00:00.000Z';
+  old.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version, change_seq)
+            VALUES (1, 3, 'available', '${at}', '${at}', 4, 4), (2, 20, 'sold', '${at}', '${at}', 3, 3), (3, 5, 'pending', '${at}', '${at}', 1, 1)`);
+  // Pets 1 and 2 changed in turn: 1: 0 -> 1 -> 2 -> 3; 2: 0 -> 10 -> 20.
+  const rows = [[1, 0, 1], [2, 0, 10], [1, 1, 2], [2, 10, 20], [1, 2, 3]];
+  for (const [pet, previous, quantity] of rows) {
+    old.prepare(`INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason) VALUES (?, ?, ?, ?, 'k', 'k', 'r', NULL)`).run(pet, previous, quantity, at);
+  }
+  old.exec('UPDATE store_state SET version = 4');
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  const quantities = async (pet: bigint, before?: bigint) => (await store.listHistory(pet, { limit: 10, ...(before === undefined ? {} : { before }) }))!.map((r) => r.quantity);
+  assert.deepEqual(await quantities(1n), [3, 2, 1]);
+  assert.deepEqual(await quantities(2n), [20, 10]);
+  assert.deepEqual(await quantities(3n), []);
+  const page = (await store.listHistory(1n, { limit: 1 }))!;
+  assert.deepEqual(await quantities(1n, page[0]!.id), [2, 1]);
+
+  // A reader that cached the list at an older version reads it all again; one at the current version reads nothing.
+  assert.equal((await store.changesSince(2)).items.length, 3);
+  assert.deepEqual(await store.changesSince(4), { version: 4, items: [] });
+
+  // New changes chain onto the migrated rows and are logged for readers.
+  await store.applyChange(change(1n, 4));
+  assert.deepEqual(await quantities(1n), [4, 3, 2, 1]);
+  assert.deepEqual((await store.changesSince(4)).items, [{ petId: 1n, quantity: 4, status: 'available' }]);
+});
