@@ -6,7 +6,7 @@ import type { QuantityChange } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { changeApplier, errorOf, type BatchResult } from './apply-batch.js';
 import { durabilityOf } from './connection.js';
-import type { WriterReply, WriterRequest } from './writer-thread.js';
+import { decodeResults, encodeBatch, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 /** Where the SQLite store's group commits run: one batch at a time. */
 export interface ChangeWriter {
@@ -60,10 +60,10 @@ export function threadWriter(filename: string): ChangeWriter {
   };
   return {
     async apply(changes) {
-      const reply = await ask({ changes });
+      const reply = await ask({ batch: encodeBatch(changes) });
       if ('failed' in reply) throw errorOf(reply.failed);
       if (!('results' in reply)) throw new Error('the writer thread answered a batch with something else');
-      return reply.results;
+      return decodeResults(reply.results, changes);
     },
     async durability() {
       const reply = await ask({ durability: true });

@@ -1,0 +1,120 @@
+import type { QuantityChange, VersionCondition } from '../../domain/inventory.js';
+import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
+import { PET_STATUSES } from '../../schemas/values.js';
+import type { BatchResult, ChangeFailure } from './apply-batch.js';
+
+/** What the main thread asks the writer thread (writer-thread.ts), which answers each request in order. */
+export type WriterRequest = { batch: BatchMessage } | { durability: true } | { close: true };
+/** The answer to a batch ({ results } or, when the whole transaction failed, { failed }) or to a durability request. */
+export type WriterReply = { results: ResultsMessage } | { failed: ChangeFailure } | { durability: Record<string, string> };
+
+/**
+ * How a batch crosses to the writer thread, and its results back. Why columns: postMessage clones
+ * an object field by field; a batch as a few typed arrays and string arrays, and the results as
+ * numbers, cost about a third as much per change (measured: 0.9 us against 3.2 us for the round
+ * trip of a change), and this runs for every PATCH.
+ */
+export interface BatchMessage {
+  petIds: BigInt64Array;
+  // Float64, not Int32: a value the store must refuse (1.5, 2^31) has to reach it unchanged.
+  quantities: Float64Array;
+  /** Date.getTime() of each change. */
+  at: Float64Array;
+  keyIds: string[];
+  keyNames: string[];
+  requestIds: string[];
+  reasons: (ChangeReason | null)[];
+  /** By index, for the changes that carry one (most carry neither). */
+  conditions: Record<number, VersionCondition>;
+  idempotency: Record<number, { key: string; fingerprint: string; expiresAt: number }>;
+}
+
+export function encodeBatch(changes: readonly QuantityChange[]): BatchMessage {
+  const message: BatchMessage = {
+    petIds: BigInt64Array.from(changes, (c) => c.petId),
+    quantities: Float64Array.from(changes, (c) => c.quantity),
+    at: Float64Array.from(changes, (c) => c.at.getTime()),
+    keyIds: changes.map((c) => c.keyId),
+    keyNames: changes.map((c) => c.keyName),
+    requestIds: changes.map((c) => c.requestId),
+    reasons: changes.map((c) => c.reason),
+    conditions: {},
+    idempotency: {},
+  };
+  changes.forEach((c, i) => {
+    if (c.condition) message.conditions[i] = c.condition;
+    if (c.idempotency) message.idempotency[i] = { ...c.idempotency, expiresAt: c.idempotency.expiresAt.getTime() };
+  });
+  return message;
+}
+
+export function decodeBatch(m: BatchMessage): QuantityChange[] {
+  return Array.from(m.petIds, (petId, i): QuantityChange => {
+    const change: QuantityChange = {
+      petId,
+      quantity: m.quantities[i]!,
+      keyId: m.keyIds[i]!,
+      keyName: m.keyNames[i]!,
+      requestId: m.requestIds[i]!,
+      reason: m.reasons[i]!,
+      at: new Date(m.at[i]!),
+    };
+    const condition = m.conditions[i];
+    if (condition) change.condition = condition;
+    const idem = m.idempotency[i];
+    if (idem) change.idempotency = { key: idem.key, fingerprint: idem.fingerprint, expiresAt: new Date(idem.expiresAt) };
+    return change;
+  });
+}
+
+/** RESULT_WIDTH numbers per change: kind, replayed, quantity, version, status; the failures aside, by index. */
+export interface ResultsMessage {
+  numbers: Float64Array;
+  failures: Record<number, ChangeFailure>;
+}
+
+const RESULT_WIDTH = 5;
+const KINDS = ['updated', 'not_found', 'precondition_failed', 'idempotency_key_reused', 'failed'] as const;
+
+export function encodeResults(results: readonly BatchResult[]): ResultsMessage {
+  const numbers = new Float64Array(results.length * RESULT_WIDTH);
+  const failures: Record<number, ChangeFailure> = {};
+  results.forEach((r, i) => {
+    const at = i * RESULT_WIDTH;
+    if ('error' in r) {
+      failures[i] = r;
+      numbers[at] = KINDS.indexOf('failed');
+      return;
+    }
+    numbers[at] = KINDS.indexOf(r.kind);
+    if (r.kind === 'idempotency_key_reused') return;
+    numbers[at + 1] = r.replayed ? 1 : 0;
+    if (r.kind === 'not_found') return;
+    numbers[at + 2] = r.entry.item.quantity;
+    numbers[at + 3] = r.entry.version;
+    numbers[at + 4] = PET_STATUSES.indexOf(r.entry.item.status);
+  });
+  return { numbers, failures };
+}
+
+/** The results of `changes` (whose petIds the message leaves out). */
+export function decodeResults(m: ResultsMessage, changes: readonly QuantityChange[]): BatchResult[] {
+  return changes.map((change, i): BatchResult => {
+    const at = i * RESULT_WIDTH;
+    const kind = KINDS[m.numbers[at]!]!;
+    switch (kind) {
+      case 'failed':
+        return m.failures[i]!;
+      case 'idempotency_key_reused':
+        return { kind };
+      case 'not_found':
+        return { kind, replayed: m.numbers[at + 1] === 1 };
+      case 'updated':
+      case 'precondition_failed': {
+        const status: PetStatus = PET_STATUSES[m.numbers[at + 4]!]!;
+        const entry = { item: { petId: change.petId, quantity: m.numbers[at + 2]!, status }, version: m.numbers[at + 3]! };
+        return { kind, entry, replayed: m.numbers[at + 1] === 1 };
+      }
+    }
+  });
+}
