@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 
 export const SCOPES = ['inventory:read', 'inventory:write'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -35,8 +35,9 @@ export interface Principal {
   scopes: readonly Scope[];
 }
 
+/** Hex SHA-256 of a key; one call, no hash object (every request hashes its key). */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** A new random key (256 bits) and the record to store for it. */

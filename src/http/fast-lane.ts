@@ -72,21 +72,29 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     let params: Record<string, string> | undefined;
     const operation = operations.find((op) => op.spec.method === req.method && (params = op.match(req.url ?? '')) !== undefined);
     if (!operation || !params || (operation.spec.body && !hasPlainBody(req, options.bodyLimit))) return fallback(req, res);
-    const ctx = pipeline.contextOf(req, operation.spec.scope ?? 'public');
+    const ctx = pipeline.begin(req, operation.spec.scope ?? 'public');
     const refusal = pipeline.runNow(ctx);
-    if (refusal === UNDECIDED) return fallback(req, res);
+    if (refusal === UNDECIDED) {
+      pipeline.handOver(req, ctx);
+      return fallback(req, res);
+    }
     stats.answered++;
     if (refusal) return send(pipeline, res, ctx, pipeline.failure(ctx, refusal));
-    const answer = (text?: string) =>
-      operation
-        .answer(ctx, params!, text)
-        .catch((err: unknown) => pipeline.failure(ctx, err))
-        .then((a) => send(pipeline, res, ctx, a))
+    const answer = async (text?: string) => {
+      let result: Answer;
+      try {
+        result = await operation.answer(ctx, params!, text);
+      } catch (err) {
+        result = pipeline.failure(ctx, err);
+      }
+      try {
+        send(pipeline, res, ctx, result);
+      } catch (err) {
         // The answer itself could not be written (never expected): logged as a 500, and the connection dropped.
-        .catch((err: unknown) => {
-          pipeline.failure(ctx, err);
-          res.destroy();
-        });
+        pipeline.failure(ctx, err);
+        res.destroy();
+      }
+    };
     if (!operation.spec.body) return void answer();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -125,8 +133,12 @@ function hasPlainBody(req: IncomingMessage, bodyLimit: number): boolean {
 
 /** Writes an answer with the pipeline's headers, as Fastify would send it, and logs its completion. */
 function send(pipeline: RequestPipeline, res: ServerResponse, ctx: RequestContext, answer: Answer): void {
-  const headers: Record<string, string | number> = { ...answer.headers, ...pipeline.answerHeaders(ctx, (name) => name in answer.headers) };
-  if (answer.body !== undefined) headers['content-length'] = Buffer.byteLength(answer.body);
+  // A flat [name, value, ...] list: node:http takes it as it is, without walking an object.
+  const headers: (string | number)[] = [];
+  for (const name in answer.headers) headers.push(name, answer.headers[name]!);
+  const added = pipeline.answerHeaders(ctx, (name) => name in answer.headers);
+  for (const name in added) headers.push(name, added[name]!);
+  if (answer.body !== undefined) headers.push('content-length', Buffer.byteLength(answer.body));
   res.writeHead(answer.status, headers);
   res.end(answer.body);
   pipeline.completed(ctx, answer.status);

@@ -9,14 +9,15 @@ declare module 'fastify' {
     access?: Access;
   }
   interface FastifyRequest {
-    /** The request's pipeline context; set by the first onRequest hook. */
-    ctx: RequestContext;
+    /** The request's pipeline context; null until the first onRequest hook (or the first of the pipeline's uses) sets it. */
+    ctx: RequestContext | null;
   }
 }
 
-/** The request's context: the one the fast lane made before leaving the request to Fastify, or a new one. */
+/** The request's context: the one the fast lane handed over, or one made now, kept on the request. */
 export function contextOf(pipeline: RequestPipeline, request: FastifyRequest): RequestContext {
-  return pipeline.contextOf(request.raw, request.routeOptions.config.access ?? 'key', request.id);
+  request.ctx ??= pipeline.contextOf(request.raw, request.routeOptions.config.access ?? 'key', request.id);
+  return request.ctx;
 }
 
 /**
@@ -25,10 +26,9 @@ export function contextOf(pipeline: RequestPipeline, request: FastifyRequest): R
  * fast lane stopped if it began; every answer gets the pipeline's headers on its way out.
  */
 export function registerPipeline(app: FastifyInstance, pipeline: RequestPipeline): void {
-  app.decorateRequest('ctx', null as unknown as RequestContext);
+  app.decorateRequest('ctx', null);
   app.addHook('onRequest', async (request) => {
-    request.ctx = contextOf(pipeline, request);
-    const refusal = await pipeline.run(request.ctx);
+    const refusal = await pipeline.run(contextOf(pipeline, request));
     if (refusal) throw refusal;
   });
   app.addHook('onSend', async (request, reply) => {

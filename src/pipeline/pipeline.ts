@@ -64,12 +64,15 @@ export class RequestPipeline {
     return this.#contexts.get(req)?.requestId ?? requestIdFor(req);
   }
 
-  /** The request's context, made (and its arrival logged) on the first call. */
+  /** The request's context: the one the fast lane handed over, or a new one. */
   contextOf(req: IncomingMessage, access: Access, requestId?: string): RequestContext {
-    const known = this.#contexts.get(req);
-    if (known) return known;
+    return this.#contexts.get(req) ?? this.begin(req, access, requestId);
+  }
+
+  /** A new context for a request that just arrived, and its "incoming request" line. */
+  begin(req: IncomingMessage, access: Access, requestId = requestIdFor(req)): RequestContext {
     const ctx: RequestContext = {
-      requestId: requestId ?? requestIdFor(req),
+      requestId,
       method: req.method ?? '',
       url: req.url ?? '',
       headers: req.headers,
@@ -80,12 +83,16 @@ export class RequestPipeline {
       answerHeaders: {},
       passed: 0,
     };
-    this.#contexts.set(req, ctx);
     if (this.#options.logRequests) {
       const view = { method: ctx.method, url: ctx.url, host: req.headers.host, remoteAddress: ctx.clientAddress, remotePort: req.socket.remotePort };
       this.#options.log.info({ requestId: ctx.requestId, req: view }, 'incoming request');
     }
     return ctx;
+  }
+
+  /** Leaves a request the fast lane began to Fastify, which goes on with this context (contextOf, requestIdOf). */
+  handOver(req: IncomingMessage, ctx: RequestContext): void {
+    this.#contexts.set(req, ctx);
   }
 
   /** The rules not yet passed, from memory alone: the first refusal, undefined when all pass, or UNDECIDED. */

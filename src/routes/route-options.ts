@@ -51,7 +51,7 @@ export async function parsePetIdParam(request: FastifyRequest<{ Params: { petId:
 
 /** The key that authenticated the request (the pipeline's authentication rule passed before any route runs). */
 export function principalOf(request: FastifyRequest): Principal {
-  const { principal } = request.ctx;
+  const principal = request.ctx?.principal;
   if (!principal) throw new Error('an authenticated route ran without a principal');
   return principal;
 }
