@@ -53,7 +53,9 @@ export function answerUndecodableUrl(pipeline: RequestPipeline, request: Fastify
       (err: unknown) => pipeline.failure(ctx, err),
     )
     .then((answer) => {
-      reply.headers(pipeline.answerHeaders(ctx, (name) => name in answer.headers));
+      pipeline.addAnswerHeaders(ctx, (name) => name in answer.headers, (name, value) => {
+        reply.header(name, value);
+      });
       void sendAnswer(reply, answer);
       pipeline.completed(ctx, answer.status);
     });

@@ -69,8 +69,16 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
   ];
 
   return (req, res) => {
+    let operation: LaneOperation | undefined;
     let params: Record<string, string> | undefined;
-    const operation = operations.find((op) => op.spec.method === req.method && (params = op.match(req.url ?? '')) !== undefined);
+    for (const op of operations) {
+      if (op.spec.method !== req.method) continue;
+      params = op.match(req.url ?? '');
+      if (params) {
+        operation = op;
+        break;
+      }
+    }
     if (!operation || !params || (operation.spec.body && !hasPlainBody(req, options.bodyLimit))) return fallback(req, res);
     const ctx = pipeline.begin(req, operation.spec.scope ?? 'public');
     const refusal = pipeline.runNow(ctx);
@@ -80,13 +88,7 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     }
     stats.answered++;
     if (refusal) return send(pipeline, res, ctx, pipeline.failure(ctx, refusal));
-    const answer = async (text?: string) => {
-      let result: Answer;
-      try {
-        result = await operation.answer(ctx, params!, text);
-      } catch (err) {
-        result = pipeline.failure(ctx, err);
-      }
+    const respond = (result: Answer) => {
       try {
         send(pipeline, res, ctx, result);
       } catch (err) {
@@ -95,6 +97,8 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
         res.destroy();
       }
     };
+    const answer = (text?: string) =>
+      operation.answer(ctx, params, text).then(respond, (err: unknown) => respond(pipeline.failure(ctx, err)));
     if (!operation.spec.body) return void answer();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -106,6 +110,7 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
 
 /** A matcher for a declared path: literal segments, and {name} for one segment without percent-escapes (those are Fastify's to decode). */
 function pathMatcher(path: string): LaneOperation['match'] {
+  if (!path.includes('{')) return (url) => (url === path ? NO_PARAMS : undefined);
   const names: string[] = [];
   const pattern = path.replace(/\{(\w+)\}|[^{]+/g, (part, name: string | undefined) => {
     if (name === undefined) return part.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
@@ -118,6 +123,8 @@ function pathMatcher(path: string): LaneOperation['match'] {
     return found ? Object.fromEntries(names.map((name, i) => [name, found[i + 1]!])) : undefined;
   };
 }
+
+const NO_PARAMS: Record<string, string> = Object.freeze({});
 
 /** A JSON body framed by a Content-Length from 1 to the limit; Fastify handles the rest (chunked, empty, too large, other types). */
 function hasPlainBody(req: IncomingMessage, bodyLimit: number): boolean {
@@ -135,9 +142,9 @@ function hasPlainBody(req: IncomingMessage, bodyLimit: number): boolean {
 function send(pipeline: RequestPipeline, res: ServerResponse, ctx: RequestContext, answer: Answer): void {
   // A flat [name, value, ...] list: node:http takes it as it is, without walking an object.
   const headers: (string | number)[] = [];
-  for (const name in answer.headers) headers.push(name, answer.headers[name]!);
-  const added = pipeline.answerHeaders(ctx, (name) => name in answer.headers);
-  for (const name in added) headers.push(name, added[name]!);
+  const own = answer.headers;
+  for (const name in own) headers.push(name, own[name]!);
+  pipeline.addAnswerHeaders(ctx, (name) => name in own, (name, value) => headers.push(name, value));
   if (answer.body !== undefined) headers.push('content-length', Buffer.byteLength(answer.body));
   res.writeHead(answer.status, headers);
   res.end(answer.body);

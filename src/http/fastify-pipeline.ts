@@ -32,7 +32,13 @@ export function registerPipeline(app: FastifyInstance, pipeline: RequestPipeline
     if (refusal) throw refusal;
   });
   app.addHook('onSend', async (request, reply) => {
-    reply.headers(pipeline.answerHeaders(contextOf(pipeline, request), (name) => reply.hasHeader(name)));
+    pipeline.addAnswerHeaders(
+      contextOf(pipeline, request),
+      (name) => reply.hasHeader(name),
+      (name, value) => {
+        reply.header(name, value);
+      },
+    );
   });
   app.addHook('onResponse', async (request, reply) => {
     pipeline.completed(contextOf(pipeline, request), reply.statusCode);

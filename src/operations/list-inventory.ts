@@ -38,8 +38,9 @@ export const listInventory = {
 export async function answerListInventory(listCache: Pick<ListCache, 'current'>, request: { headers: IncomingHttpHeaders }): Promise<Answer> {
   const snapshot = await listCache.current();
   const encoding = negotiateEncoding(headerValue(request, 'accept-encoding'), snapshot.body.length);
-  const headers: Record<string, string> = { vary: 'Accept-Encoding', etag: snapshot.etag(encoding) };
-  if (ifNoneMatchHits(headerValue(request, 'if-none-match'), snapshot.etags)) return { status: 304, headers };
-  if (encoding) headers['content-encoding'] = encoding;
-  return { status: 200, headers: { ...headers, 'content-type': JSON_CONTENT_TYPE }, body: encoding ? await snapshot.encoded(encoding) : snapshot.body };
+  const etag = snapshot.etag(encoding);
+  if (ifNoneMatchHits(headerValue(request, 'if-none-match'), snapshot.etags)) return { status: 304, headers: { vary: 'Accept-Encoding', etag } };
+  if (!encoding) return { status: 200, headers: { vary: 'Accept-Encoding', etag, 'content-type': JSON_CONTENT_TYPE }, body: snapshot.body };
+  const headers = { vary: 'Accept-Encoding', etag, 'content-type': JSON_CONTENT_TYPE, 'content-encoding': encoding };
+  return { status: 200, headers, body: await snapshot.encoded(encoding) };
 }

@@ -47,7 +47,7 @@ export interface PipelineOptions {
  * lanes: Fastify's hooks (src/http/fastify-pipeline.ts) and the fast lane (src/http/fast-lane.ts).
  * A request gets its context (request id, client address) and its "incoming request" line when it
  * arrives; then the rules run in order; every answer, success or Error, leaves with the headers
- * of `answerHeaders`; failures are mapped and logged by `failure`; the last line is `completed`.
+ * of `addAnswerHeaders`; failures are mapped and logged by `failure`; the last line is `completed`.
  */
 export class RequestPipeline {
   readonly rules: readonly Rule[];
@@ -113,11 +113,15 @@ export class RequestPipeline {
     return undefined;
   }
 
-  /** The headers every answer carries, beyond its own: `has` tells which the answer already sets. */
-  answerHeaders(ctx: RequestContext, has: (name: string) => boolean): Record<string, string> {
-    const headers: Record<string, string> = { ...ctx.answerHeaders, 'x-request-id': ctx.requestId, 'x-content-type-options': NOSNIFF };
-    if (ctx.principal && !has('cache-control')) headers['cache-control'] = PRIVATE_CACHE_CONTROL;
-    return headers;
+  /**
+   * The headers every answer carries, beyond its own, given to `add` one by one (no object is
+   * made on the way: this runs for every answer). `own` is the answer's own headers.
+   */
+  addAnswerHeaders(ctx: RequestContext, own: (name: string) => boolean, add: (name: string, value: string) => void): void {
+    for (const name in ctx.answerHeaders) add(name, ctx.answerHeaders[name]!);
+    add('x-request-id', ctx.requestId);
+    add('x-content-type-options', NOSNIFF);
+    if (ctx.principal && !own('cache-control')) add('cache-control', PRIVATE_CACHE_CONTROL);
   }
 
   /** The Error answer for any failure: an ApiError as it is, a store outage as 503, anything else a generic 500; 5xx are logged with their cause. */

@@ -128,7 +128,6 @@ class SqliteStore implements InventoryStore {
     // One read transaction: the version and the entries come from one snapshot.
     this.#changesSince = db.transaction((after: number): { version: number; items: InventoryItem[] } => {
       const version = Number(this.#stmt.readVersion.get());
-      // Most calls find nothing new: one row answers those.
       if (version === after) return { version, items: [] };
       const all = after < 0 || this.#stmt.bulkSince.get(after) !== undefined;
       return { version, items: ((all ? this.#stmt.list.all() : this.#stmt.changedSince.all(after)) as ItemRow[]).map(toItem) };
@@ -172,7 +171,11 @@ class SqliteStore implements InventoryStore {
   }
 
   async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
-    return this.#run(() => this.#changesSince.deferred(after));
+    return this.#run(() => {
+      // Most calls find nothing new: one row answers those, without a transaction.
+      const version = Number(this.#stmt.readVersion.get());
+      return version === after ? { version, items: [] } : this.#changesSince.deferred(after);
+    });
   }
 
   async insertApiKey(record: ApiKeyRecord): Promise<void> {
