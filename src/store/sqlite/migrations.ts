@@ -92,15 +92,15 @@ export const SQLITE_MIGRATIONS: readonly { version: number; name: string; sql: s
         reason            TEXT    CHECK (reason IS NULL OR reason = 'received' OR reason = 'returned' OR reason = 'correction'),
         prev_id           INTEGER -- the same pet's previous history row; NULL for its first
       ) STRICT;
+      -- Both links are read through the old (pet_id, id) index, so before the old table goes.
       INSERT INTO inventory_history_chained
         SELECT h.id, h.pet_id, h.previous_quantity, h.quantity, h.at, h.key_id, h.key_name, h.request_id, h.reason,
                (SELECT max(p.id) FROM inventory_history p WHERE p.pet_id = h.pet_id AND p.id < h.id)
         FROM inventory_history h;
-      DROP TABLE inventory_history;
-      ALTER TABLE inventory_history_chained RENAME TO inventory_history;
-
       ALTER TABLE inventory ADD COLUMN last_history_id INTEGER; -- the pet's newest history row
       UPDATE inventory SET last_history_id = (SELECT max(h.id) FROM inventory_history h WHERE h.pet_id = inventory.pet_id);
+      DROP TABLE inventory_history;
+      ALTER TABLE inventory_history_chained RENAME TO inventory_history;
 
       -- One row per committed write of entries: the store version it made and the pets it wrote,
       -- as a JSON array of their ids, or '*' for a bulk creation (readers then reload the list).
