@@ -70,6 +70,17 @@ describe('GroupCommit: the one write path of the stores', () => {
     assert.deepEqual(await Promise.all(all), ['a:1', 'a:2', 'b:1', 'c:1', 'd:1']);
   });
 
+  it('a change left for the next batch holds all its keys: no later change sharing one passes it', async () => {
+    const store = scriptedCommit();
+    // Two keys per change, as a change of quantity has (its pet, and its idempotency key).
+    const group = new GroupCommit(store.commit, { ...options, keysOf: (c: Change) => c.key.split('+') });
+    const all = [group.submit({ key: 'a+k', value: '1' }), group.submit({ key: 'b+k', value: '1' }), group.submit({ key: 'b', value: '2' })];
+    await turn();
+    for (let i = 0; i < 3; i++) await store.settle();
+    assert.deepEqual(store.batches, [['a+k=1'], ['b+k=1'], ['b=2']], 'b=2 waits behind b+k=1, which waits behind a+k=1');
+    assert.deepEqual(await Promise.all(all), ['a+k:1', 'b+k:1', 'b:2']);
+  });
+
   it('beyond maxWaiting a change is refused at once as unavailable', async () => {
     const store = scriptedCommit();
     const group = new GroupCommit(store.commit, options);
@@ -94,6 +105,22 @@ describe('GroupCommit: the one write path of the stores', () => {
     const retried = await settleAll(store, [group.submit({ key: 'a', value: '2' }), group.submit({ key: 'b', value: 'bad' }), group.submit({ key: 'c', value: '2' })]);
     assert.deepEqual(retried, ['a:2', 'CHECK constraint failed', 'c:2']);
     assert.deepEqual(store.batches, [['a=2', 'b=bad', 'c=2'], ['a=2'], ['b=bad'], ['c=2']]);
+  });
+
+  it('when the store goes away while a refused batch is retried change by change, the rest fail at once', async () => {
+    let commits = 0;
+    const group = new GroupCommit<Change, string>(async (batch) => {
+      commits++;
+      if (batch.length > 1) throw new Error('CHECK constraint failed');
+      if (batch[0]!.key === 'b') throw new StoreUnavailableError('down');
+      return batch.map((c) => c.value);
+    }, options);
+    const results = await Promise.allSettled(['a', 'b', 'c'].map((key) => group.submit({ key, value: key })));
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['a', 'down', 'down'],
+    );
+    assert.equal(commits, 3, 'the batch, then a and b alone; c is not tried against a store that is down');
   });
 
   it('a batch that fails because the store is unavailable fails every change in it, without retries', async () => {

@@ -25,6 +25,11 @@ export interface QuantityChange {
   idempotency?: { key: string; fingerprint: string; expiresAt: Date } | undefined;
 }
 
+/** One API key's Idempotency-Key, as one string: a record is kept per such pair (keys of two API keys never meet). */
+export function idempotencySlot(keyId: string, idempotencyKey: string): string {
+  return `${keyId}\n${idempotencyKey}`;
+}
+
 /** What a change did; stored as-is for idempotent replays. */
 export type ChangeOutcome =
   | { kind: 'updated'; entry: InventoryEntry }

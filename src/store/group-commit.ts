@@ -1,4 +1,4 @@
-import type { ChangeResult, QuantityChange } from '../domain/inventory.js';
+import { idempotencySlot, type ChangeResult, type QuantityChange } from '../domain/inventory.js';
 import { StoreUnavailableError } from '../errors.js';
 
 /**
@@ -29,7 +29,7 @@ export const WAITING_MAX = 4 * BATCH_MAX;
  */
 export function changeGroupCommit(commit: CommitBatch<QuantityChange, ChangeResult>): GroupCommit<QuantityChange, ChangeResult> {
   return new GroupCommit(commit, {
-    keysOf: (change) => [change.petId, change.idempotency && `${change.keyId}\n${change.idempotency.key}`],
+    keysOf: (change) => [change.petId, change.idempotency && idempotencySlot(change.keyId, change.idempotency.key)],
     maxBatch: BATCH_MAX,
     maxWaiting: WAITING_MAX,
   });
@@ -102,47 +102,56 @@ export class GroupCommit<C, R> {
   #next(): void {
     if (this.#inFlight || this.#queue.length === 0) return;
     const batch = this.#take();
-    this.#inFlight = this.#run(batch).finally(() => {
-      this.#inFlight = undefined;
-      this.#next();
-    });
+    this.#inFlight = this.#run(batch)
+      .then(() => undefined)
+      .finally(() => {
+        this.#inFlight = undefined;
+        this.#next();
+      });
   }
 
-  /** The oldest changes, up to maxBatch, skipping any whose key is already taken; the rest stay queued in order. */
+  /** The oldest changes, up to maxBatch, skipping any that shares a key with an earlier change; the rest stay queued in order. */
   #take(): Pending<C, R>[] {
     const taken = new Set<unknown>();
     const batch: Pending<C, R>[] = [];
     const rest: Pending<C, R>[] = [];
     for (const pending of this.#queue) {
       const keys = this.#options.keysOf(pending.change).filter((k) => k !== undefined);
-      if (batch.length < this.#options.maxBatch && !keys.some((k) => taken.has(k))) {
-        for (const k of keys) taken.add(k);
-        batch.push(pending);
-      } else {
-        rest.push(pending);
-      }
+      if (batch.length < this.#options.maxBatch && !keys.some((k) => taken.has(k))) batch.push(pending);
+      else rest.push(pending);
+      // A change left for later holds its keys too: no later change that shares one may pass it.
+      for (const k of keys) taken.add(k);
     }
     this.#queue = rest;
     return batch;
   }
 
-  async #run(batch: readonly Pending<C, R>[]): Promise<void> {
+  /** Commits a batch and settles its changes; resolves to the outage when the store was unavailable. */
+  async #run(batch: readonly Pending<C, R>[]): Promise<StoreUnavailableError | undefined> {
     let results: (R | Error)[];
     try {
       results = await this.#commit(batch.map((p) => p.change));
     } catch (err) {
       if (batch.length === 1 || err instanceof StoreUnavailableError) {
         for (const p of batch) p.reject(err);
-        return;
+        return err instanceof StoreUnavailableError ? err : undefined;
       }
       // Nothing of a refused batch was written: each change alone tells which one the store refuses.
-      for (const p of batch) await this.#run([p]);
-      return;
+      for (const [i, p] of batch.entries()) {
+        const outage = await this.#run([p]);
+        if (outage) {
+          // The store went away meanwhile: the rest would only wait for it too.
+          for (const rest of batch.slice(i + 1)) rest.reject(outage);
+          return outage;
+        }
+      }
+      return undefined;
     }
     batch.forEach((p, i) => {
       const result = results[i]!;
       if (result instanceof Error) p.reject(result);
       else p.resolve(result);
     });
+    return undefined;
   }
 }

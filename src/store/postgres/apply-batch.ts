@@ -1,5 +1,5 @@
 import type { QueryResult, QueryResultRow } from 'pg';
-import type { ChangeOutcome, ChangeResult, QuantityChange } from '../../domain/inventory.js';
+import { idempotencySlot, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { decodeOutcome, encodeOutcome } from '../outcome.js';
 
@@ -127,8 +127,8 @@ function earlierResult(change: Keyed, record: RecordRow | undefined): ChangeResu
   return { ...decodeOutcome(record.outcome), replayed: true };
 }
 
-const changeId = (c: Keyed) => `${c.keyId}\n${c.idempotency.key}`;
-const recordId = (r: { keyId: string; key: string }) => `${r.keyId}\n${r.key}`;
+const changeId = (c: Keyed) => idempotencySlot(c.keyId, c.idempotency.key);
+const recordId = (r: { keyId: string; key: string }) => idempotencySlot(r.keyId, r.key);
 
 function claimValues(keyed: readonly Keyed[]): unknown[] {
   return [
