@@ -60,7 +60,7 @@ export interface InventoryStore {
   /** Records that a key was used at this time. */
   touchApiKey(id: string, at: Date): Promise<void>;
 
-  /** The settings that make a write durable, for each connection that writes (logged at start). */
+  /** The settings that make a write durable, for each connection that writes (the server logs them at start). */
   durability(): Promise<ConnectionDurability[]>;
   /** Resolves when the store answers a trivial query and can commit. */
   ping(): Promise<void>;

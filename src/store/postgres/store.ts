@@ -41,7 +41,12 @@ const STATEMENTS = {
   },
   syncCommit: { name: 'synchronous-commit', text: 'SHOW synchronous_commit' },
   hasEntry: { name: 'inventory-has', text: 'SELECT 1 FROM inventory WHERE pet_id = $1' },
-  purgeIdempotency: { name: 'idempotency-purge', text: 'DELETE FROM idempotency_records WHERE expires_at <= $1' },
+  // SKIP LOCKED: a record a batch holds is left for the next purge, so the purge never waits on a batch (nor they on each other in a circle).
+  purgeIdempotency: {
+    name: 'idempotency-purge',
+    text: `DELETE FROM idempotency_records WHERE (api_key_id, idem_key) IN
+             (SELECT api_key_id, idem_key FROM idempotency_records WHERE expires_at <= $1 FOR UPDATE SKIP LOCKED)`,
+  },
   // One statement for the whole batch; skipped rows (already present, or repeated in the batch) are missing from RETURNING.
   insertItems: {
     name: 'inventory-insert',

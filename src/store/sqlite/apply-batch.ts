@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { judgeChange, type ChangeOutcome, type ChangeResult, type InventoryEntry, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { decodeOutcome, encodeOutcome } from '../outcome.js';
+import { changeLogWriter } from './change-log.js';
 import { isTransient } from './connection.js';
 
 /** A change that failed, kept apart from the batch's other results. */
@@ -32,9 +33,6 @@ export function changeApplier(db: Database.Database): ApplyBatch {
        SELECT pet_id, quantity, ?, ?, ?, ?, ?, ?, last_history_id FROM inventory WHERE pet_id = ?`,
     ),
     update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
-    readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
-    setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
-    logChanges: db.prepare('INSERT INTO inventory_changes (seq, pet_ids) VALUES (?, ?)'),
     findIdempotency: db.prepare('SELECT fingerprint, outcome FROM idempotency_records WHERE api_key_id = ? AND idem_key = ? AND expires_at > ?'),
     saveIdempotency: db.prepare(
       `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -44,6 +42,7 @@ export function changeApplier(db: Database.Database): ApplyBatch {
   };
 
   const entry = entryReader(db);
+  const logWrite = changeLogWriter(db);
 
   const applyOne = (change: QuantityChange): ChangeResult => {
     const at = change.at.toISOString();
@@ -75,11 +74,7 @@ export function changeApplier(db: Database.Database): ApplyBatch {
       const r = results[i]!;
       return 'kind' in r && r.kind === 'updated' && !r.replayed;
     });
-    if (changed.length > 0) {
-      const seq = Number(stmt.readVersion.get()) + 1;
-      stmt.setVersion.run(seq);
-      stmt.logChanges.run(seq, petIdList(changed.map((c) => c.petId)));
-    }
+    if (changed.length > 0) logWrite(changed.map((c) => c.petId));
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.
@@ -103,11 +98,6 @@ export function changeApplier(db: Database.Database): ApplyBatch {
       return oneByOne.immediate(changes);
     }
   };
-}
-
-/** The change log's form of a list of pets: a JSON array of their exact ids. */
-export function petIdList(petIds: readonly bigint[]): string {
-  return `[${petIds.join(',')}]`;
 }
 
 /** One entry with its version, by petId: the read both the store and the batch applier use. */

@@ -55,7 +55,7 @@ export function openSqliteConnection(filename: string): Connection {
 
 const SYNCHRONOUS = ['off', 'normal', 'full', 'extra'];
 
-/** The settings that make this connection's commits durable, as SQLite reports them. */
+/** The settings that make this connection's commits durable, as SQLite reports them; prepares (and keeps) two statements, so not for every request. */
 export function durabilityOf(db: Database.Database): Record<string, string> {
   const read = (name: string) => db.prepare(`PRAGMA ${name}`).pluck().get();
   const synchronous = Number(read('synchronous'));

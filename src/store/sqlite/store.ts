@@ -6,7 +6,8 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../../schemas/inventory.js';
 import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
 import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
-import { entryReader, errorOf, petIdList, type BatchResult } from './apply-batch.js';
+import { entryReader, errorOf, type BatchResult } from './apply-batch.js';
+import { changeLogReader, changeLogWriter } from './change-log.js';
 import { BUSY_TIMEOUT_MS, durabilityOf, isTransient, openSqliteConnection } from './connection.js';
 import { migrate } from './migrations.js';
 import { inThreadWriter, threadWriter, type ChangeWriter } from './writer.js';
@@ -78,16 +79,6 @@ class SqliteStore implements InventoryStore {
       list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
       insertItem: db.prepare('INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
       readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
-      setVersion: db.prepare('UPDATE store_state SET version = ? WHERE id = 1'),
-      logChanges: db.prepare('INSERT INTO inventory_changes (seq, pet_ids) VALUES (?, ?)'),
-      // Whether the log since a version holds a bulk creation: then the whole list is read again.
-      bulkSince: db.prepare("SELECT 1 FROM inventory_changes WHERE seq > ? AND pet_ids = '*' LIMIT 1").pluck(),
-      // The pets the log names since a version: row lookups by petId, no scan.
-      changedSince: safe(
-        `SELECT pet_id, quantity, status FROM inventory
-         WHERE pet_id IN (SELECT j.value FROM inventory_changes c, json_each(c.pet_ids) j WHERE c.seq > ? AND c.pet_ids <> '*')
-         ORDER BY pet_id`,
-      ),
       // Newest first, following each row's link to the pet's previous one, from the row before `before` (or the newest).
       history: safe(
         `WITH RECURSIVE walk(id, n) AS (
@@ -116,21 +107,21 @@ class SqliteStore implements InventoryStore {
       touchKey: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
       ping: db.prepare('SELECT 1').pluck(),
     };
+    const logWrite = changeLogWriter(db);
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
       for (const item of items) {
         const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at);
         if (changes === 0) throw new DuplicatePetError(item.petId);
       }
-      const seq = Number(this.#stmt.readVersion.get()) + 1;
-      this.#stmt.setVersion.run(seq);
-      this.#stmt.logChanges.run(seq, items.length > BULK_CREATION ? '*' : petIdList(items.map((i) => i.petId)));
+      logWrite(items.map((i) => i.petId));
     });
+    const changedSince = changeLogReader(db, 'pet_id, quantity, status');
     // One read transaction: the version and the entries come from one snapshot.
     this.#changesSince = db.transaction((after: number): { version: number; items: InventoryItem[] } => {
       const version = Number(this.#stmt.readVersion.get());
       if (version === after) return { version, items: [] };
-      const all = after < 0 || this.#stmt.bulkSince.get(after) !== undefined;
-      return { version, items: ((all ? this.#stmt.list.all() : this.#stmt.changedSince.all(after)) as ItemRow[]).map(toItem) };
+      const rows = (after < 0 ? undefined : changedSince(after)) ?? this.#stmt.list.all();
+      return { version, items: (rows as ItemRow[]).map(toItem) };
     });
   }
 
@@ -144,7 +135,7 @@ class SqliteStore implements InventoryStore {
 
   /**
    * The batch is one IMMEDIATE transaction, one fsync, in the writer thread, so the fsync does
-   * not stop the event loop; each change runs in its own savepoint, so one that fails fails alone.
+   * not stop the event loop; a change that fails fails alone (apply-batch.ts).
    */
   applyChange(change: QuantityChange): Promise<ChangeResult> {
     return this.#changes.submit(change);
@@ -260,8 +251,6 @@ class SqliteStore implements InventoryStore {
   }
 }
 
-/** Past this many entries, a creation is logged as a bulk one: readers reload the whole list rather than look up each. */
-const BULK_CREATION = 10_000;
 
 function asUnavailable<E>(err: E): E | StoreUnavailableError {
   return isTransient(err) ? new StoreUnavailableError('the SQLite store is busy or unavailable', { cause: err }) : err;

@@ -5,7 +5,7 @@
  * the thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { changeApplier, failure } from './apply-batch.js';
+import { changeApplier, failure, type BatchResult } from './apply-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
 import { decodeBatch, encodeResults, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
@@ -23,12 +23,14 @@ port.on('message', (request: WriterRequest) => {
     port.postMessage({ durability: durabilityOf(db) } satisfies WriterReply);
     return;
   }
-  let reply: WriterReply;
+  let results: BatchResult[];
   try {
-    reply = { results: encodeResults(apply(decodeBatch(request.batch))) };
+    results = apply(decodeBatch(request.batch));
   } catch (err) {
     // The whole transaction failed (busy past the timeout, disk error): every change with it.
-    reply = { failed: failure(err) };
+    port.postMessage({ failed: failure(err) } satisfies WriterReply);
+    return;
   }
-  port.postMessage(reply);
+  // Outside the try: a batch that committed is never reported as failed (it would be applied again).
+  port.postMessage({ results: encodeResults(results) } satisfies WriterReply);
 });
