@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { describe, test } from 'node:test';
 import { ApiError, StoreUnavailableError } from '../src/errors.js';
 import { memoryRule } from '../src/pipeline/pipeline.js';
+import { shuttingDown } from '../src/pipeline/rules.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from './backends.js';
 import { assertError, buildTestApp, failingOn, type TestApp, type TestResponse } from './helper.js';
@@ -63,6 +64,18 @@ function overSocket(api: TestApp, method: string, path: string, headers: Record<
     });
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/** The response headers of one request on its own connection, as the server sent them. */
+function overSocketRaw(api: TestApp, method: string, path: string, headers: Record<string, string>): Promise<Record<string, string | string[] | undefined>> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${api.baseUrl}${path}`, { method, headers, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.headers));
+    });
+    req.on('error', reject);
+    req.end();
   });
 }
 
@@ -246,10 +259,38 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('while the service shuts down, both lanes answer 503 with Retry-After and close the connection', async (t) => {
+      // The standard list, its first rule switched by the test rather than by the server's close.
+      let closing = false;
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, rules: (standard) => [shuttingDown(() => closing), ...standard.slice(1)] });
+      closing = true;
+      for (const req of [{ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } }, patchOf(api, '1', '{"quantity":5}')]) {
+        const { lane, full } = await bothLanes(api, req);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assertErrorAnswer(lane, 503, 'service_unavailable');
+        assert.equal(lane.headers['retry-after'], '1');
+      }
+      const raw = await overSocketRaw(api, 'GET', '/v1/inventory', { authorization: `Bearer ${api.keys.read}` });
+      assert.equal(raw.connection, 'close', 'the client is told to go elsewhere');
+    });
+
+    test('a key the store cannot look up right now is refused 503, never let through (the lane hands it to Fastify)', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: (store) => failingOn(store, 'findApiKeyByHash', new StoreUnavailableError('down')) });
+      const before = api.app.fastLane.answered;
+      const lane = await overSocket(api, 'GET', '/v1/inventory', { authorization: `Bearer ${api.keys.read}`, 'x-request-id': 'same-1' }, undefined);
+      assert.equal(api.app.fastLane.answered, before, 'the lane could not decide it');
+      assertErrorAnswer(lane, 503, 'service_unavailable');
+      const full = await api.app.inject({ method: 'GET', url: '/v1/inventory', headers: { authorization: `Bearer ${api.keys.read}`, 'x-request-id': 'same-1' } });
+      assert.deepEqual(lane, answerOf(full.statusCode, full.headers, full.rawPayload));
+    });
+
     test('a rule added to the pipeline applies identically in both lanes: its header on every answer, and its refusal', async (t) => {
       // After authentication, as a per-key rule would be.
       const probe = memoryRule('probe', (ctx) => {
         ctx.answerHeaders['x-probe'] = ctx.principal ? `seen ${ctx.principal.keyName}` : 'seen';
+        // Headers an answer may carry itself: Vary is merged, anything else stays the answer's.
+        ctx.answerHeaders.vary = 'Origin';
+        ctx.answerHeaders['retry-after'] = '99';
         return ctx.headers['x-probe-refuse'] === 'yes' ? new ApiError('rate_limited', 'Refused by the probe rule.', { 'retry-after': '7' }) : undefined;
       });
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, rules: (standard) => [...standard.slice(0, 3), probe, ...standard.slice(3)] });
@@ -258,13 +299,15 @@ for (const backend of BACKENDS) {
         const { lane, full } = await bothLanes(api, req);
         assert.deepEqual(lane, full, `${req.method} ${req.url}`);
         assert.equal(lane.headers['x-probe'], req.method === 'GET' ? 'seen test inventory:read' : 'seen test inventory:write');
+        assert.equal(lane.headers.vary, req.method === 'GET' ? 'Accept-Encoding, Origin' : 'Origin');
+        assert.equal(lane.headers['retry-after'], '99');
       }
       for (const req of [get, patchOf(api, '1', '{"quantity":5}')]) {
         const refused = { ...req, headers: { ...req.headers, 'x-probe-refuse': 'yes' } };
         const { lane, full } = await bothLanes(api, refused);
         assert.deepEqual(lane, full, `${req.method} ${req.url}`);
         assertErrorAnswer(lane, 429, 'rate_limited');
-        assert.equal(lane.headers['retry-after'], '7');
+        assert.equal(lane.headers['retry-after'], '7', "the refusal's own Retry-After, once");
       }
       // The rule runs for every route, the ones only Fastify serves included, and its header goes on refusals by earlier rules too.
       const history = await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });

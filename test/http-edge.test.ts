@@ -44,6 +44,7 @@ for (const backend of BACKENDS) {
       const { port } = api.app.server.address() as AddressInfo;
       const answer = await raw(port, ['HELLO THERE\r\n\r\n']);
       assert.match(answer, /^HTTP\/1\.1 400 /);
+      assert.match(answer, /\r\nX-Content-Type-Options: nosniff\r\n/i, 'every answer carries nosniff');
       const body = errorBody(answer);
       assert.equal(body.code, 'bad_request');
       assert.equal(body.status, 400);

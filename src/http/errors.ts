@@ -53,7 +53,7 @@ export function answerUndecodableUrl(pipeline: RequestPipeline, request: Fastify
       (err: unknown) => pipeline.failure(ctx, err),
     )
     .then((answer) => {
-      pipeline.addAnswerHeaders(ctx, (name) => name in answer.headers, (name, value) => {
+      pipeline.addAnswerHeaders(ctx, (name) => answer.headers[name], (name, value) => {
         reply.header(name, value);
       });
       void sendAnswer(reply, answer);
@@ -84,6 +84,7 @@ export function clientErrorResponse(err: NodeJS.ErrnoException): string {
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     'Cache-Control: no-store\r\n' +
+    'X-Content-Type-Options: nosniff\r\n' +
     `X-Request-Id: ${randomUUID()}\r\n` +
     'Connection: close\r\n\r\n' +
     body

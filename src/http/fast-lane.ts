@@ -144,7 +144,14 @@ function send(pipeline: RequestPipeline, res: ServerResponse, ctx: RequestContex
   const headers: (string | number)[] = [];
   const own = answer.headers;
   for (const name in own) headers.push(name, own[name]!);
-  pipeline.addAnswerHeaders(ctx, (name) => name in own, (name, value) => headers.push(name, value));
+  pipeline.addAnswerHeaders(
+    ctx,
+    (name) => own[name],
+    (name, value) => {
+      if (!(name in own)) return void headers.push(name, value);
+      for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) headers[i + 1] = value;
+    },
+  );
   if (answer.body !== undefined) headers.push('content-length', Buffer.byteLength(answer.body));
   res.writeHead(answer.status, headers);
   res.end(answer.body);

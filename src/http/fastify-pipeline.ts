@@ -34,7 +34,7 @@ export function registerPipeline(app: FastifyInstance, pipeline: RequestPipeline
   app.addHook('onSend', async (request, reply) => {
     pipeline.addAnswerHeaders(
       contextOf(pipeline, request),
-      (name) => reply.hasHeader(name),
+      (name) => headerText(reply.getHeader(name)),
       (name, value) => {
         reply.header(name, value);
       },
@@ -43,6 +43,11 @@ export function registerPipeline(app: FastifyInstance, pipeline: RequestPipeline
   app.addHook('onResponse', async (request, reply) => {
     pipeline.completed(contextOf(pipeline, request), reply.statusCode);
   });
+}
+
+/** A reply header as one string, or undefined when unset. */
+function headerText(value: string | number | string[] | undefined): string | undefined {
+  return value === undefined ? undefined : Array.isArray(value) ? value.join(', ') : String(value);
 }
 
 /** Sends an operation's answer through Fastify (the pipeline's headers are added on the way out). */

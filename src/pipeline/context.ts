@@ -17,7 +17,7 @@ export interface RequestContext {
   readonly startedAt: number;
   /** The key that authenticated the request; null until the authentication rule passes, and on public routes. */
   principal: Principal | null;
-  /** Headers the rules add to whatever the request is answered with, refusals included. */
+  /** Headers the rules add to whatever the request is answered with, refusals included; names in lower case. */
   readonly answerHeaders: Record<string, string>;
   /** How many rules have passed: a request the fast lane leaves to Fastify resumes at the next one, so no rule runs twice. */
   passed: number;

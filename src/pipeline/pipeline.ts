@@ -115,14 +115,20 @@ export class RequestPipeline {
   }
 
   /**
-   * The headers every answer carries, beyond its own, given to `add` one by one (no object is
-   * made on the way: this runs for every answer). `own` is the answer's own headers.
+   * The headers every answer carries, beyond its own, given to `set` one by one (no object is
+   * made on the way: this runs for every answer). `own` reads the answer's own header. A rule's
+   * header never replaces the answer's own, except that Vary lists both.
    */
-  addAnswerHeaders(ctx: RequestContext, own: (name: string) => boolean, add: (name: string, value: string) => void): void {
-    for (const name in ctx.answerHeaders) add(name, ctx.answerHeaders[name]!);
-    add('x-request-id', ctx.requestId);
-    add('x-content-type-options', NOSNIFF);
-    if (ctx.principal && !own('cache-control')) add('cache-control', PRIVATE_CACHE_CONTROL);
+  addAnswerHeaders(ctx: RequestContext, own: (name: string) => string | undefined, set: (name: string, value: string) => void): void {
+    for (const name in ctx.answerHeaders) {
+      const value = ctx.answerHeaders[name]!;
+      const mine = own(name);
+      if (mine === undefined) set(name, value);
+      else if (name === 'vary') set(name, `${mine}, ${value}`);
+    }
+    set('x-request-id', ctx.requestId);
+    set('x-content-type-options', NOSNIFF);
+    if (ctx.principal && own('cache-control') === undefined) set('cache-control', PRIVATE_CACHE_CONTROL);
   }
 
   /** The Error answer for any failure: an ApiError as it is, a store outage as 503, anything else a generic 500; 5xx are logged with their cause. */

@@ -23,7 +23,7 @@ export function standardRules({ isClosing, throttle, authenticator }: StandardRu
 }
 
 /** While the server shuts down, every request is 503 and its connection closed, so clients retry elsewhere. */
-function shuttingDown(isClosing: () => boolean): Rule {
+export function shuttingDown(isClosing: () => boolean): Rule {
   return memoryRule('shutting down', () =>
     isClosing()
       ? new ApiError('service_unavailable', 'The service is shutting down; retry on another instance.', { 'retry-after': '1', connection: 'close' })
