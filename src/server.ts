@@ -21,6 +21,8 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   try {
     if (!options.worker) firstKey = await prepareStore(store, config, options.demo);
     app = await buildApp({ config, store });
+    // What an acknowledged write rests on, for the operator to see.
+    app.log.info({ backend: store.backend, durability: await store.durability() }, 'store opened');
   } catch (err) {
     await store.close();
     throw err;
