@@ -6,13 +6,19 @@ import { Authenticator } from './auth/authenticator.js';
 import { FailureThrottle } from './auth/throttle.js';
 import { ListCache } from './cache/list-cache.js';
 import type { Config } from './config.js';
-import { answerUndecodableUrl, handleClientError, registerErrorHandling } from './http/errors.js';
+import { scheduleHousekeeping } from './housekeeping.js';
+import { ConnectionManager } from './http/connections.js';
+import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
 import { registerPipeline } from './http/fastify-pipeline.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { collectRouteMethods, registerMethodNotAllowed } from './http/method-not-allowed.js';
+import { measuredStore } from './metrics/measured-store.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
+import { EventLoopDelay } from './limits/event-loop-delay.js';
+import { RateLimiter } from './limits/rate-limiter.js';
+import { redisCounts } from './limits/redis-counts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
-import { IDEMPOTENCY_PURGE_INTERVAL_MS } from './operations/idempotency.js';
 import { OPERATIONS } from './operations/index.js';
 import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
@@ -28,6 +34,8 @@ declare module 'fastify' {
     store: InventoryStore;
     /** Requests answered by the fast lane rather than Fastify's routes. */
     fastLane: FastLaneStats;
+    /** The server's connections: the cap, one request at a time per connection, the body timeout, the drain. */
+    connections: ConnectionManager;
   }
 }
 
@@ -39,20 +47,32 @@ export interface AppOptions {
   logStream?: Writable;
   /** The request rules, given the standard ones in their order (default: those); both lanes apply what this returns. */
   rules?: (standard: readonly Rule[]) => readonly Rule[];
+  /** Where the app reports its metrics (METRICS_PORT set); the app owns them from here on. Without, nothing is measured. */
+  metrics?: ServiceMetrics;
 }
 
 /** Builds the service as a Fastify instance that never listens; server.ts does. */
-export async function buildApp({ config, store, logStream, rules }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store: given, logStream, rules, metrics }: AppOptions): Promise<FastifyInstance> {
+  const store = metrics ? measuredStore(given, metrics) : given;
   let closing = false;
   // Set once the app is built; until then every request goes to Fastify.
   let handle: RequestHandler | undefined = undefined;
   let fastifyHandler: RequestHandler;
+  const connections = new ConnectionManager({
+    maxConnections: config.maxConnections,
+    requestTimeoutMs: config.requestTimeoutMs,
+    // A request may wait on the store twice: for its key, then for its operation.
+    answerTimeoutMs: config.requestTimeoutMs + 2 * config.storeTimeoutMs,
+    warn: (fields, message) => app.log.warn(fields, message),
+  });
   const app: FastifyInstance = Fastify({
-    // Fastify's own HTTP/1 server, with the fast lane (src/http/fast-lane.ts) in front of its handler.
+    // Fastify's own HTTP/1 server, with the fast lane (src/http/fast-lane.ts) in front of its handler,
+    // and the connection manager (src/http/connections.ts) in front of both.
     // (With a server factory Fastify binds one address: HOST=localhost listens on the first it resolves to.)
     serverFactory: (handler, options) => {
       fastifyHandler = handler;
-      const server: Server = createServer(options.http ?? {}, (req, res) => (handle ?? handler)(req, res));
+      const server: Server = createServer(options.http ?? {});
+      connections.attach(server, (req, res) => (handle ?? handler)(req, res));
       server.keepAliveTimeout = options.keepAliveTimeout as number;
       server.requestTimeout = options.requestTimeout as number;
       server.setTimeout(options.connectionTimeout as number);
@@ -70,37 +90,51 @@ export async function buildApp({ config, store, logStream, rules }: AppOptions):
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     bodyLimit: config.bodyLimit,
     requestTimeout: config.requestTimeoutMs,
-    // Node checks for timed-out requests every 30 s by default; check often enough to keep the limit.
-    http: { connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))) },
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      // Node checks for timed-out requests every 30 s by default; check often enough to keep the limit.
+      connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))),
+      // Node would answer a request without Host itself (400, empty body); the pipeline answers it after authentication.
+      requireHostHeader: false,
+    },
     // The pipeline's shutting-down rule answers 503 in the Error shape while closing.
     return503OnClosing: false,
-    clientErrorHandler: handleClientError,
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => connections.clientError(err, socket),
     frameworkErrors: (_err, request, reply) => answerUndecodableUrl(pipeline, request, reply),
     routerOptions: { maxParamLength: 1000 },
   });
 
   const authenticator = new Authenticator(store, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
   const throttle = new FailureThrottle(config.authFailuresPerMinute);
-  const standard = standardRules({ isClosing: () => closing, throttle, authenticator });
+  const loopDelay = config.maxEventLoopDelayMs > 0 ? new EventLoopDelay(config.maxEventLoopDelayMs) : undefined;
+  const rateLimiter =
+    config.rateLimitPerMinute > 0
+      ? new RateLimiter(config.rateLimitPerMinute, config.redisUrl ? redisCounts(config.redisUrl, config.redisKeyPrefix, app.log) : undefined)
+      : undefined;
+  const standard = standardRules({ isClosing: () => closing, throttle, authenticator, loopDelay, rateLimiter, corsOrigins: config.corsOrigins });
   const pipeline = new RequestPipeline(rules ? rules(standard) : standard, {
     clientAddress: clientAddressReader(config.trustProxy),
     log: app.log,
     logRequests: ['info', 'debug', 'trace'].includes(config.logLevel),
+    ...(metrics && { observer: metrics }),
   });
-  const listCache = new ListCache(store);
+  const listCache = new ListCache(store, { timeoutMs: config.storeTimeoutMs, observer: metrics?.listCache });
+  metrics?.countEntriesWith(() => listCache.entries());
 
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
-  // Expired idempotency records are only dead weight (a lookup ignores them): drop them now and then.
-  const purge = setInterval(() => {
-    store.purgeIdempotencyRecords(new Date()).catch((err: unknown) => app.log.warn({ err }, 'could not purge idempotency records'));
-  }, IDEMPOTENCY_PURGE_INTERVAL_MS).unref();
+  app.decorate('connections', connections);
+  const purge = scheduleHousekeeping(store, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
   });
   app.addHook('onClose', async () => {
-    clearInterval(purge);
+    purge.stop();
+    connections.close();
+    metrics?.close();
+    loopDelay?.close();
+    await rateLimiter?.close();
     await store.close();
   });
 
@@ -116,10 +150,14 @@ export async function buildApp({ config, store, logStream, rules }: AppOptions):
   });
   await app.register(healthRoutes);
   await app.register(openApiRoutes(JSON.stringify(document)));
-  await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, listCache }));
+  await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
   await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
-  handle = fastLane({ pipeline, listCache, store, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch }, app.fastLane, fastifyHandler!);
+  handle = fastLane(
+    { pipeline, listCache, store, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey },
+    app.fastLane,
+    fastifyHandler!,
+  );
   return app;
 }

@@ -2,6 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { hostname } from 'node:os';
 import { ConfigError, type Config, type LogLevel } from './config.js';
 import { firstRunBanner, prepareStore } from './first-run.js';
+import { clusterMetrics } from './metrics/cluster.js';
+import { startMetricsServer } from './metrics/server.js';
 import { openStore, parseDatabaseUrl } from './store/open.js';
 
 /** The first restart of a crashed worker waits this long; each further crash in CRASH_WINDOW_MS doubles it. */
@@ -62,12 +64,13 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
     restarts.clear();
     log('info', `${reason}: stopping workers`, { ...fields, workers: live.size });
     for (const worker of live) worker.process.kill('SIGTERM');
-    // Each worker gives up on in-flight requests after the same time; this catches one that hangs.
+    // Each worker drains, then gives up on in-flight requests after the same time; this catches one that hangs.
+    const timeoutMs = config.shutdownDrainMs + config.shutdownTimeoutMs;
     setTimeout(() => {
-      log('error', 'workers did not stop in time; killing them', { timeoutMs: config.shutdownTimeoutMs, workers: live.size });
+      log('error', 'workers did not stop in time; killing them', { timeoutMs, workers: live.size });
       for (const worker of live) worker.process.kill('SIGKILL');
       process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
+    }, timeoutMs).unref();
     finishIfDone();
   };
 
@@ -124,6 +127,16 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  if (config.metricsPort !== undefined) {
+    // One scrape sees the whole instance: the primary asks every worker and serves the sum.
+    const served = await startMetricsServer({
+      host: config.metricsHost,
+      port: config.metricsPort,
+      render: clusterMetrics(),
+      onError: (err) => log('error', 'could not gather the workers’ metrics', { err: err instanceof Error ? err.message : String(err) }),
+    });
+    log('info', `metrics listening at http://${config.metricsHost}:${served.port}/metrics`, { port: served.port });
+  }
   log('info', 'starting workers', { workers: options.workers });
   for (let i = 0; i < options.workers; i++) fork();
 }

@@ -1,5 +1,7 @@
 import { availableParallelism } from 'node:os';
+import proxyAddr from '@fastify/proxy-addr';
 import { ENVIRONMENTS, type Environment } from './domain/api-key.js';
+import { DEFAULT_STORE_TIMEOUT_MS } from './store/deadline.js';
 import { parseDatabaseUrl } from './store/open.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -23,12 +25,38 @@ export interface Config {
   requestTimeoutMs: number;
   /** Failed authentications allowed per client address per minute before 429. */
   authFailuresPerMinute: number;
-  /** Fastify trustProxy: false, true, a hop count, or addresses/CIDRs of trusted proxies. */
-  trustProxy: boolean | number | string;
+  /** Whose X-Forwarded-For is believed: nobody's (false), the nearest N hops, or proxies at these addresses/CIDRs; never every hop. */
+  trustProxy: false | number | string;
   /** How long a graceful shutdown waits for in-flight requests, in ms. */
   shutdownTimeoutMs: number;
   /** PATCH without If-Match is 428 precondition_required (off by default: the spec's clients send none). */
   requireIfMatch: boolean;
+  /** The longest a request waits on the store, in ms (503 beyond). */
+  storeTimeoutMs: number;
+  /** Open connections per process at most; at the cap the longest-idle one is closed for a new one (503 when none is idle). */
+  maxConnections: number;
+  /** How long an idle keep-alive connection stays open, in ms. */
+  keepAliveTimeoutMs: number;
+  /** After SIGTERM/SIGINT, how long the service keeps answering (each answer closing its connection) before it stops listening, in ms. */
+  shutdownDrainMs: number;
+  /** Port of the Prometheus /metrics server; undefined: no metrics server (0: any free port). */
+  metricsPort: number | undefined;
+  /** Address the metrics server listens on (loopback by default: metrics are for the operator, not the clients). */
+  metricsHost: string;
+  /** Exact origins (scheme://host[:port]) a browser may call the API from; empty: no CORS. */
+  corsOrigins: readonly string[];
+  /** Requests per API key per minute before 429; 0: no limit. */
+  rateLimitPerMinute: number;
+  /** Redis shared by every instance and worker for the rate limit's counts; undefined: counts per process. */
+  redisUrl: string | undefined;
+  /** Prefix of every Redis key the service writes, so services or environments can share one Redis. */
+  redisKeyPrefix: string;
+  /** Event-loop delay in ms past which requests are shed with 503; 0: never. */
+  maxEventLoopDelayMs: number;
+  /** Most live idempotency records one API key may hold; a PATCH with a new Idempotency-Key beyond is 429. */
+  idempotencyRecordsPerKey: number;
+  /** History rows older than this many days are deleted in the background (each entry's newest kept); 0 keeps all. */
+  historyRetentionDays: number;
 }
 
 /** One line per setting: the README's configuration table mirrors it. */
@@ -46,6 +74,19 @@ export const CONFIG_VARIABLES = {
   TRUST_PROXY: 'trustProxy',
   SHUTDOWN_TIMEOUT_MS: 'shutdownTimeoutMs',
   REQUIRE_IF_MATCH: 'requireIfMatch',
+  STORE_TIMEOUT_MS: 'storeTimeoutMs',
+  MAX_CONNECTIONS: 'maxConnections',
+  KEEP_ALIVE_TIMEOUT_MS: 'keepAliveTimeoutMs',
+  SHUTDOWN_DRAIN_MS: 'shutdownDrainMs',
+  METRICS_PORT: 'metricsPort',
+  METRICS_HOST: 'metricsHost',
+  CORS_ORIGINS: 'corsOrigins',
+  RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
+  REDIS_URL: 'redisUrl',
+  REDIS_KEY_PREFIX: 'redisKeyPrefix',
+  MAX_EVENT_LOOP_DELAY_MS: 'maxEventLoopDelayMs',
+  IDEMPOTENCY_RECORDS_PER_KEY: 'idempotencyRecordsPerKey',
+  HISTORY_RETENTION_DAYS: 'historyRetentionDays',
 } as const satisfies Record<string, keyof Config>;
 
 export type ConfigVariable = keyof typeof CONFIG_VARIABLES;
@@ -88,6 +129,19 @@ export function loadConfig(
     trustProxy: trustProxy(get('TRUST_PROXY')),
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', get('SHUTDOWN_TIMEOUT_MS'), 10_000, 0, 3_600_000),
     requireIfMatch: oneOf('REQUIRE_IF_MATCH', get('REQUIRE_IF_MATCH'), ['true', 'false'], 'false') === 'true',
+    storeTimeoutMs: integer('STORE_TIMEOUT_MS', get('STORE_TIMEOUT_MS'), DEFAULT_STORE_TIMEOUT_MS, 100, 300_000),
+    maxConnections: integer('MAX_CONNECTIONS', get('MAX_CONNECTIONS'), 10_000, 1, 1_000_000),
+    keepAliveTimeoutMs: integer('KEEP_ALIVE_TIMEOUT_MS', get('KEEP_ALIVE_TIMEOUT_MS'), 72_000, 1, 3_600_000),
+    shutdownDrainMs: integer('SHUTDOWN_DRAIN_MS', get('SHUTDOWN_DRAIN_MS'), 5_000, 0, 3_600_000),
+    metricsPort: get('METRICS_PORT') === undefined ? undefined : integer('METRICS_PORT', get('METRICS_PORT'), 0, 0, 65535),
+    metricsHost: get('METRICS_HOST') ?? '127.0.0.1',
+    corsOrigins: corsOrigins(get('CORS_ORIGINS')),
+    rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', get('RATE_LIMIT_PER_MINUTE'), 6000, 0, 1_000_000_000),
+    redisUrl: redisUrl(get('REDIS_URL')),
+    redisKeyPrefix: redisKeyPrefix(get('REDIS_KEY_PREFIX')),
+    maxEventLoopDelayMs: integer('MAX_EVENT_LOOP_DELAY_MS', get('MAX_EVENT_LOOP_DELAY_MS'), 1000, 0, 60_000),
+    idempotencyRecordsPerKey: integer('IDEMPOTENCY_RECORDS_PER_KEY', get('IDEMPOTENCY_RECORDS_PER_KEY'), 10_000, 1, 10_000_000),
+    historyRetentionDays: integer('HISTORY_RETENTION_DAYS', get('HISTORY_RETENTION_DAYS'), 0, 0, 36_500),
   };
   return config;
 }
@@ -144,10 +198,65 @@ function databaseUrl(raw: string): string {
   return raw;
 }
 
-function trustProxy(raw: string | undefined): boolean | number | string {
+/** A comma-separated list of exact origins, each as a browser sends it in Origin: scheme, host and port only. */
+function corsOrigins(raw: string | undefined): string[] {
+  if (raw === undefined) return [];
+  return raw.split(',').map((part) => {
+    const origin = part.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    // `*` is refused: the list is what this service trusts, named one by one.
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(`CORS_ORIGINS must be a comma-separated list of origins such as https://shop.example or http://localhost:3000 (no path, no trailing slash), got "${origin}"`);
+    }
+    return origin;
+  });
+}
+
+/**
+ * TRUST_PROXY: false, a hop count, or proxy addresses/CIDRs (and proxy-addr's names loopback,
+ * linklocal, uniquelocal). Trusting every hop is refused: X-Forwarded-For would be the client's to
+ * write, so rotating it escapes the failed-authentication throttle and names any address to lock out.
+ */
+function trustProxy(raw: string | undefined): false | number | string {
   if (raw === undefined || raw === 'false') return false;
-  if (raw === 'true') return true;
-  if (/^\d+$/.test(raw)) return Number(raw);
+  if (/^\d+$/.test(raw)) return integer('TRUST_PROXY', raw, 0, 0, 100);
+  const entries = raw.split(',').map((s) => s.trim());
+  if (raw.toLowerCase() === 'true' || entries.some((e) => /\/0+$/.test(e))) {
+    throw new ConfigError(
+      `TRUST_PROXY=${raw} would trust every hop: any client could write its own X-Forwarded-For, escape the ` +
+        'failed-authentication throttle by rotating it and lock out an address of its choosing. Set the number of ' +
+        'proxies in front of the service (such as 1), or their addresses or CIDRs (such as 10.0.0.0/8).',
+    );
+  }
+  try {
+    proxyAddr.compile(entries);
+  } catch (err) {
+    throw new ConfigError(`TRUST_PROXY must be false, a hop count, or comma-separated proxy addresses or CIDRs: ${(err as Error).message}`);
+  }
+  return raw;
+}
+
+function redisUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  // Never echo the value: it may hold a password.
+  if (!url || !/^rediss?:$/.test(url.protocol) || !url.hostname) throw new ConfigError('REDIS_URL must be redis://[USER:PASSWORD@]HOST[:PORT][/DB] or rediss://...');
+  return raw;
+}
+
+function redisKeyPrefix(raw: string | undefined): string {
+  if (raw === undefined) return 'petstore-inventory:';
+  if (!/^[\x21-\x7e]{1,64}$/.test(raw)) throw new ConfigError(`REDIS_KEY_PREFIX must be 1 to 64 printable ASCII characters without spaces, got "${raw}"`);
   return raw;
 }
 

@@ -21,6 +21,8 @@ export const ERROR_CATALOGUE = {
   invalid_parameter: { status: 400, message: 'A query parameter is not valid.' },
   invalid_reason: { status: 400, message: 'reason must be one of received, returned, correction.' },
   bad_request: { status: 400, message: 'The HTTP request could not be parsed.' },
+  expectation_failed: { status: 417, message: 'The only expectation this service meets is Expect: 100-continue.' },
+  headers_too_large: { status: 431, message: 'The request line and headers exceed the size limit.' },
   unsupported_media_type: {
     status: 415,
     message: 'Send the body as application/json or application/merge-patch+json (charset utf-8).',

@@ -2,6 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { firstRunBanner, prepareStore } from './first-run.js';
+import { shareMetricsWithPrimary } from './metrics/cluster.js';
+import { startMetricsServer } from './metrics/server.js';
+import { ServiceMetrics } from './metrics/service-metrics.js';
 import { openStore } from './store/open.js';
 
 export interface ServeOptions {
@@ -15,12 +18,14 @@ export interface ServeOptions {
 
 /** Opens the store, builds the app, listens, and shuts down gracefully on SIGTERM/SIGINT. */
 export async function startServer(config: Config, options: ServeOptions): Promise<FastifyInstance> {
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { timeoutMs: config.storeTimeoutMs });
   let app: FastifyInstance;
   let firstKey: string | undefined;
+  // Only with METRICS_PORT: without it nothing is measured.
+  const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics();
   try {
     if (!options.worker) firstKey = await prepareStore(store, config, options.demo);
-    app = await buildApp({ config, store });
+    app = await buildApp({ config, store, ...(metrics && { metrics }) });
     // What an acknowledged write rests on, for the operator to see.
     app.log.info({ backend: store.backend, durability: await store.durability() }, 'store opened');
   } catch (err) {
@@ -28,8 +33,9 @@ export async function startServer(config: Config, options: ServeOptions): Promis
     throw err;
   }
   // Before listening, so a signal that follows the first request is always handled.
-  handleSignals(app, config.shutdownTimeoutMs, options.worker ?? false);
+  handleSignals(app, config, options.worker ?? false);
   try {
+    if (metrics) await serveMetrics(app, metrics, config, options.worker ?? false);
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     // Closing the store too: an open PostgreSQL pool would keep the failed process alive.
@@ -44,7 +50,26 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   return app;
 }
 
-function handleSignals(app: FastifyInstance, timeoutMs: number, worker: boolean): void {
+/** A worker hands its metrics to its primary, which serves the sum; a single process serves its own on METRICS_PORT. */
+async function serveMetrics(app: FastifyInstance, metrics: ServiceMetrics, config: Config, worker: boolean): Promise<void> {
+  if (worker) return shareMetricsWithPrimary(metrics.registry);
+  const served = await startMetricsServer({
+    host: config.metricsHost,
+    port: config.metricsPort ?? 0,
+    render: () => metrics.render(),
+    onError: (err) => app.log.error({ err }, 'could not gather the metrics'),
+  });
+  app.addHook('onClose', served.close);
+  app.log.info({ port: served.port }, `metrics listening at http://${config.metricsHost}:${served.port}/metrics`);
+}
+
+/**
+ * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, for
+ * SHUTDOWN_DRAIN_MS, so a load balancer moves its clients away), then stop listening, close idle
+ * connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS, close the store and exit 0.
+ */
+function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrainMs' | 'shutdownTimeoutMs'>, worker: boolean): void {
+  const timeoutMs = config.shutdownTimeoutMs;
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -54,22 +79,27 @@ function handleSignals(app: FastifyInstance, timeoutMs: number, worker: boolean)
       process.exit(1);
     }
     stopping = true;
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const timer = setTimeout(() => {
-      app.log.error({ timeoutMs }, 'shutdown timed out');
-      process.exit(1);
-    }, timeoutMs);
-    timer.unref();
-    app.close().then(
-      () => {
-        app.log.info('shut down cleanly');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        app.log.error({ err }, 'shutdown failed');
+    app.log.info({ signal, drainMs: config.shutdownDrainMs, connections: app.connections.size }, 'shutting down: draining connections');
+    const drained = app.connections.drain(config.shutdownDrainMs, () => {
+      app.log.info({ connections: app.connections.size }, 'shutting down: finishing in-flight requests; no longer listening');
+      const timer = setTimeout(() => {
+        app.log.error({ timeoutMs, connections: app.connections.size }, 'shutdown timed out');
         process.exit(1);
-      },
-    );
+      }, timeoutMs);
+      timer.unref();
+    });
+    drained
+      .then(() => app.close())
+      .then(
+        () => {
+          app.log.info('shut down cleanly');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

@@ -352,12 +352,19 @@ for (const backend of BACKENDS) {
             ['PATCH', '/v1/inventory', 'GET, HEAD'],
             ['POST', '/healthz', 'GET, HEAD'],
             ['OPTIONS', '/v1/inventory', 'GET, HEAD'],
+            ['QUERY', '/v1/inventory', 'GET, HEAD'],
+            ['TRACE', '/v1/inventory/1', 'GET, HEAD, PATCH'],
           ];
           for (const [method, url, allow] of cases) {
-            const res = await api.request({ method, url, key: api.keys.write, headers: { 'content-type': 'text/plain' }, body: method === 'GET' ? undefined : 'not json' });
+            const body = method === 'GET' || method === 'TRACE' ? undefined : 'not json';
+            const res = await api.request({ method, url, key: api.keys.write, headers: body ? { 'content-type': 'text/plain' } : {}, body });
             assertError(res, 405, 'method_not_allowed');
             assert.equal(res.headers.allow, allow, `${method} ${url}`);
           }
+          // QUERY without Content-Type: 405 where the path has routes, 415 elsewhere (found by the fuzzer as a 500).
+          assertError(await api.request({ method: 'QUERY', url: '/v1/inventory', key: api.keys.write }), 405, 'method_not_allowed');
+          assertError(await api.request({ method: 'QUERY', url: '/v1/nothing-here', key: api.keys.write }), 415, 'unsupported_media_type');
+          assertError(await api.request({ method: 'QUERY', url: '/v1/nothing-here' }), 401, 'unauthorized');
         });
 
         test('X-Request-Id: a sane client id is echoed, anything else replaced; logs carry it (decisions 6.2)', async (t) => {

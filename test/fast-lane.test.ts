@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { describe, test } from 'node:test';
 import { ApiError, StoreUnavailableError } from '../src/errors.js';
-import { memoryRule } from '../src/pipeline/pipeline.js';
+import { CORS_EXPOSE_HEADERS } from '../src/pipeline/cors.js';
+import { JSON_CONTENT_SECURITY_POLICY, memoryRule, SECURITY_HEADERS, type Rule } from '../src/pipeline/pipeline.js';
 import { shuttingDown } from '../src/pipeline/rules.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from './backends.js';
@@ -36,7 +37,10 @@ interface Answer {
 }
 
 function answerOf(status: number, headers: Record<string, unknown>, body: Buffer): Answer {
-  const kept = Object.entries(headers).filter(([name]) => !TRANSPORT_HEADERS.has(name));
+  const kept = Object.entries(headers)
+    .filter(([name]) => !TRANSPORT_HEADERS.has(name))
+    // Each request spends one of the key's quota, so the two lanes' counts differ by one: compare the header's form.
+    .map(([name, value]) => [name, name === 'ratelimit' ? String(value).replace(/=\d+/g, '=N') : value] as const);
   return { status, headers: Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b))), bytes: body.toString('latin1') };
 }
 
@@ -83,6 +87,12 @@ function patchOf(api: TestApp, petId: string, body: string, headers: Record<stri
   return { method: 'PATCH', url: `/v1/inventory/${petId}`, key: api.keys.write, headers: { 'content-type': 'application/json', 'x-request-id': 'same-1', ...headers }, body };
 }
 
+/** The standard rules with `rule` right after authentication. */
+function afterAuthentication(standard: readonly Rule[], rule: Rule): Rule[] {
+  const at = standard.findIndex((r) => r.name === 'authentication') + 1;
+  return [...standard.slice(0, at), rule, ...standard.slice(at)];
+}
+
 function assertErrorAnswer(answer: Answer, status: number, code: string): void {
   assertError({ status: answer.status, headers: answer.headers as TestResponse['headers'], text: answer.bytes, json: <T>() => JSON.parse(answer.bytes) as T }, status, code);
 }
@@ -127,12 +137,31 @@ for (const backend of BACKENDS) {
         ['1', '{"quantity":5}', { 'if-match': '"v999"' }, 412, 'precondition_failed'],
         ['1', '{"quantity":5}', { 'if-match': 'v1' }, 400, 'invalid_parameter'],
         ['1', '{"quantity":5}', { 'idempotency-key': 'has space' }, 400, 'invalid_parameter'],
+        // 6,077 arrays deep (12 KB): refused without a walk that could overflow the stack.
+        ['1', `{"quantity":1,"a":${'['.repeat(6077)}${']'.repeat(6077)}}`, {}, 400, 'invalid_body'],
+        ['1', `{"quantity":1,"a":{"b":${'['.repeat(31)}${']'.repeat(31)}}}`, {}, 400, 'invalid_body'],
+        ['1', `{"quantity":1,"a":${'['.repeat(31)}${']'.repeat(31)}}`, {}, 400, 'unknown_field'],
+        ['1', `{"quantity":1,"a":${'[{"b":'.repeat(20)}{"__proto__":1}${'}]'.repeat(20)}}`, {}, 400, 'invalid_body'],
+        ['1', '{"quantity":5}', { 'content-encoding': 'gzip' }, 415, 'unsupported_media_type'],
+        ['1', '{"quantity":5}', { 'content-encoding': 'identity, br' }, 415, 'unsupported_media_type'],
+        ['1', '{"quantity":5}', { 'content-encoding': 'x-custom' }, 415, 'unsupported_media_type'],
       ];
       for (const [petId, body, headers, status, code] of cases) {
         const { lane, full } = await bothLanes(api, patchOf(api, petId, body, headers));
         assert.deepEqual(lane, full, `${body} ${JSON.stringify(headers)}`);
         assertErrorAnswer(lane, status, code);
       }
+    });
+
+    test('PATCH: a refused Content-Encoding stores nothing; identity is the plain body', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const { lane, full } = await bothLanes(api, patchOf(api, '4', '{"quantity":77}', { 'content-encoding': 'gzip' }));
+      assert.deepEqual(lane, full);
+      assertErrorAnswer(lane, 415, 'unsupported_media_type');
+      const entry = await api.request({ method: 'GET', url: '/v1/inventory/4', key: api.keys.read });
+      assert.equal(entry.json<{ quantity: number }>().quantity, 3, 'neither lane applied it');
+      const plain = await bothLanes(api, patchOf(api, '4', '{"quantity":77}', { 'content-encoding': 'identity' }));
+      assert.deepEqual([plain.lane.status, plain.full.status], [200, 200]);
     });
 
     test('PATCH: an update, an idempotent replay and a reused key answer alike', async (t) => {
@@ -293,7 +322,7 @@ for (const backend of BACKENDS) {
         ctx.answerHeaders['retry-after'] = '99';
         return ctx.headers['x-probe-refuse'] === 'yes' ? new ApiError('rate_limited', 'Refused by the probe rule.', { 'retry-after': '7' }) : undefined;
       });
-      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, rules: (standard) => [...standard.slice(0, 3), probe, ...standard.slice(3)] });
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, rules: (standard) => afterAuthentication(standard, probe) });
       const get: Sent = { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } };
       for (const req of [get, patchOf(api, '1', '{"quantity":5}', { 'if-match': '"v999"' }), patchOf(api, '1', '{"quantity":-1}')]) {
         const { lane, full } = await bothLanes(api, req);
@@ -314,6 +343,57 @@ for (const backend of BACKENDS) {
       assert.equal(history.headers['x-probe'], 'seen test inventory:read');
       const unauthenticated = await api.request({ method: 'GET', url: '/v1/inventory/1/history' });
       assertError(unauthenticated, 401, 'unauthorized');
+    });
+
+    test('security headers on every answer of both lanes, successes and refusals alike (decisions 6.1)', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const cases: Sent[] = [
+        { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } },
+        { method: 'GET', url: '/v1/inventory', headers: { 'x-request-id': 'same-1' } },
+        patchOf(api, '1', '{"quantity":-1}'),
+      ];
+      for (const req of cases) {
+        const { lane, full } = await bothLanes(api, req);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        for (const [name, value] of [...SECURITY_HEADERS, ['x-content-type-options', 'nosniff'], ['content-security-policy', JSON_CONTENT_SECURITY_POLICY]]) {
+          assert.equal(lane.headers[name], value, `${name} on ${req.method} ${req.url}`);
+        }
+      }
+    });
+
+    test('CORS: answers to an allowed origin carry its headers in both lanes, refusals included; another origin gets none', async (t) => {
+      const allowed = 'https://shop.example';
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { CORS_ORIGINS: `${allowed}, http://localhost:3000` } });
+      const from = (origin: string | undefined, req: Sent): Sent => ({ ...req, headers: { ...req.headers, ...(origin && { origin }) } });
+      const get: Sent = { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } };
+      const cases: Sent[] = [get, { ...get, key: undefined }, patchOf(api, '1', '{"quantity":5}', { 'if-match': '"v999"' }), { ...patchOf(api, '1', '{"quantity":5}'), key: api.keys.read }];
+      for (const req of cases) {
+        const { lane, full } = await bothLanes(api, from(allowed, req));
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assert.equal(lane.headers['access-control-allow-origin'], allowed);
+        assert.equal(lane.headers['access-control-expose-headers'], CORS_EXPOSE_HEADERS);
+        assert.match(String(lane.headers.vary), /(^|, )Origin$/);
+        for (const name of ['ETag', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', 'WWW-Authenticate']) {
+          assert.ok(CORS_EXPOSE_HEADERS.split(', ').includes(name), name);
+        }
+        for (const origin of ['https://evil.example', 'https://shop.example.evil', 'null', undefined]) {
+          const other = await bothLanes(api, from(origin, req));
+          assert.deepEqual(other.lane, other.full, `${String(origin)} ${req.method} ${req.url}`);
+          assert.equal(other.lane.headers['access-control-allow-origin'], undefined, String(origin));
+          assert.equal(other.lane.headers['access-control-expose-headers'], undefined, String(origin));
+          assert.match(String(other.lane.headers.vary), /(^|, )Origin$/, 'caches keep origins apart');
+        }
+      }
+      // The failed-authentication throttle's 429 (a rule after CORS) still tells the browser app why.
+      const strict = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { CORS_ORIGINS: allowed, AUTH_FAILURES_PER_MINUTE: '1' } });
+      const failed = await overSocket(strict, 'GET', '/v1/inventory', { authorization: `Bearer ${strict.keys.read}x`, origin: allowed }, undefined);
+      assertErrorAnswer(failed, 401, 'unauthorized');
+      assert.equal(failed.headers['access-control-allow-origin'], allowed);
+      const throttled = await bothLanes(strict, from(allowed, { ...get, key: strict.keys.read }));
+      assertErrorAnswer(throttled.lane, 429, 'rate_limited');
+      assertErrorAnswer(throttled.full, 429, 'rate_limited');
+      assert.equal(throttled.lane.headers['access-control-allow-origin'], allowed);
+      assert.equal(throttled.full.headers['access-control-allow-origin'], allowed);
     });
 
     test('log lines: the lane writes the fields Fastify writes for a request', async (t) => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FreshRead } from '../src/cache/fresh-read.js';
+import { StoreTimeoutError } from '../src/store/deadline.js';
 
 /** A read whose every call waits until the test settles it. */
 function controlledRead() {
@@ -67,5 +68,46 @@ describe('FreshRead: one read shared, never one that began before the caller ask
     assert.equal(calls.length, 2);
     calls[1]!.resolve(2);
     assert.equal(await b, 2);
+  });
+
+  test('timeoutMs: a caller behind a stuck read is answered within the timeout from its call, and no read is started for it afterwards', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read, { timeoutMs: 30 });
+    void fresh.get().catch(() => {}); // the read in flight, which the store bounds itself
+    const behind = fresh.get();
+    await assert.rejects(behind, StoreTimeoutError, 'not the stuck read plus a read of its own');
+    calls[0]!.resolve(1);
+    await tick();
+    assert.equal(calls.length, 1, 'nobody waits for the abandoned read any more');
+    const later = fresh.get();
+    assert.equal(calls.length, 2, 'a later caller starts its own read');
+    calls[1]!.resolve(2);
+    assert.equal(await later, 2);
+  });
+
+  test('timeoutMs: a caller behind a read that ends in time gets the next read as usual', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read, { timeoutMs: 60_000 });
+    const a = fresh.get();
+    const b = fresh.get();
+    calls[0]!.resolve(1);
+    assert.equal(await a, 1);
+    await tick();
+    calls[1]!.resolve(2);
+    assert.equal(await b, 2);
+  });
+
+  test('timeoutMs: callers arriving after an abandoned wait queue behind the stuck read again, never a second read beside it', async () => {
+    const { calls, read } = controlledRead();
+    const fresh = new FreshRead(read, { timeoutMs: 30 });
+    void fresh.get().catch(() => {});
+    await assert.rejects(fresh.get(), StoreTimeoutError);
+    const again = fresh.get();
+    assert.equal(calls.length, 1, 'one read in flight at most');
+    calls[0]!.resolve(1);
+    await tick();
+    assert.equal(calls.length, 2);
+    calls[1]!.resolve(2);
+    assert.equal(await again, 2);
   });
 });

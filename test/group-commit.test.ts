@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.js';
+import { StoreTimeoutError } from '../src/store/deadline.js';
 import { GroupCommit, type CommitBatch } from '../src/store/group-commit.js';
 
 /** A change for these tests: a key (a pet, say) and a value; the value 'bad' is refused by the store. */
@@ -142,6 +143,52 @@ describe('GroupCommit: the one write path of the stores', () => {
     await store.settle();
     await closed;
     assert.deepEqual(await Promise.all(accepted), ['a:0', 'a:1', 'b:2']);
+  });
+
+  it('timeoutMs: a change waiting behind a stuck batch is answered within the timeout from its submit, and never committed', async () => {
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, { ...options, timeoutMs: 40 });
+    const stuck = group.submit({ key: 'a', value: '1' });
+    await turn();
+    const waiting = group.submit({ key: 'b', value: '1' });
+    await Promise.all([assert.rejects(waiting, StoreTimeoutError), assert.rejects(stuck, StoreTimeoutError, 'the change in flight is answered in time too')]);
+    assert.equal(group.waiting, 0, 'the late change left the queue');
+    await store.settle();
+    await store.settle();
+    assert.deepEqual(store.batches, [['a=1']], 'b, answered as unavailable, was never sent');
+  });
+
+  it('timeoutMs: a batch is given the deadline of its last change; one answered late may still commit', async () => {
+    const deadlines: (number | undefined)[] = [];
+    const release: (() => void)[] = [];
+    const group = new GroupCommit<Change, string>(async (batch, deadline) => {
+      deadlines.push(deadline);
+      await new Promise<void>((resolve) => release.push(resolve));
+      return batch.map((c) => c.value);
+    }, { ...options, timeoutMs: 40 });
+    const before = performance.now();
+    const late = group.submit({ key: 'a', value: '1' });
+    const other = group.submit({ key: 'b', value: '2' });
+    await turn();
+    assert.equal(deadlines.length, 1);
+    assert.ok(deadlines[0]! >= before + 40 && deadlines[0]! <= performance.now() + 40, 'the latest deadline of the batch');
+    await Promise.all([assert.rejects(late, StoreTimeoutError), assert.rejects(other, StoreTimeoutError)]);
+    release.shift()!(); // the store commits after all: the answer stays the 503 already sent
+    await turn();
+    const inTime = group.submit({ key: 'a', value: '3' });
+    await turn();
+    release.shift()!();
+    assert.equal(await inTime, '3');
+  });
+
+  it('without timeoutMs a batch gets no deadline and a change waits as long as the store takes', async () => {
+    const deadlines: (number | undefined)[] = [];
+    const group = new GroupCommit<Change, string>(async (batch, deadline) => {
+      deadlines.push(deadline);
+      return batch.map((c) => c.value);
+    }, options);
+    assert.equal(await group.submit({ key: 'a', value: '1' }), '1');
+    assert.deepEqual(deadlines, [undefined]);
   });
 });
 

@@ -60,11 +60,15 @@ export interface TestAppOptions {
   wrapStore?: (store: InventoryStore) => InventoryStore;
   /** The request rules, given the standard ones (see buildApp). */
   rules?: AppOptions['rules'];
+  /** Metrics the app reports to (as with METRICS_PORT set), read with metrics.render(). */
+  metrics?: AppOptions['metrics'];
 }
 
 /** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
 export async function buildTestApp(t: TestContext, options: TestAppOptions = {}): Promise<TestApp> {
-  const config = loadConfig({ LOG_LEVEL: 'info', ...options.config });
+  // The test's own synchronous work runs on the app's event loop, where it would count as overload: shedding is
+  // off unless a test turns it on (test/hardening/limits.test.ts); server processes keep the default.
+  const config = loadConfig({ LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...options.config });
   // Registered before the database's own cleanup (node:test runs after hooks in order), so the app, then the store
   // (if the app was never built; else a no-op), close before the database is removed.
   const toClose: { close(): Promise<unknown> }[] = [];
@@ -84,6 +88,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     store: options.wrapStore ? options.wrapStore(store) : store,
     logStream,
     ...(options.rules ? { rules: options.rules } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   toClose.push(app);
 

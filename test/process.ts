@@ -26,14 +26,10 @@ export function tempDir(t: TestContext): string {
   return dir;
 }
 
-/** Starts `petstore-inventory serve` on a free loopback port; killed when the test ends. */
-export async function startServerProcess(
-  t: TestContext,
-  env: Record<string, string>,
-  args: string[] = [],
-): Promise<ServerProcess> {
+/** Spawns `petstore-inventory serve` (on a free loopback port unless `env` names one), its output kept, with no drain on SIGTERM unless `env` sets SHUTDOWN_DRAIN_MS; killed when the test ends. */
+export function spawnServer(t: TestContext, env: Record<string, string>, args: string[] = []): Omit<ServerProcess, 'port' | 'baseUrl'> {
   const proc = spawn(BIN, ['serve', ...args], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
   });
   let out = '';
   let err = '';
@@ -43,10 +39,20 @@ export async function startServerProcess(
   t.after(() => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   });
+  return { proc, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Starts `petstore-inventory serve` on a free loopback port; killed when the test ends. */
+export async function startServerProcess(
+  t: TestContext,
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<ServerProcess> {
+  const { proc, stdout, stderr, exited } = spawnServer(t, env, args);
   const port = await new Promise<number>((done, fail) => {
-    const timer = setTimeout(() => fail(new Error(`server did not start in 20 s:\n${out}\n${err}`)), 20_000);
+    const timer = setTimeout(() => fail(new Error(`server did not start in 20 s:\n${stdout()}\n${stderr()}`)), 20_000);
     const look = () => {
-      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout());
       if (m) {
         clearTimeout(timer);
         proc.stdout.off('data', look);
@@ -54,9 +60,9 @@ export async function startServerProcess(
       }
     };
     proc.stdout.on('data', look);
-    void exited.then((code) => fail(new Error(`server exited with ${code} before listening:\n${out}\n${err}`)));
+    void exited.then((code) => fail(new Error(`server exited with ${code} before listening:\n${stdout()}\n${stderr()}`)));
   });
-  return { proc, port, baseUrl: `http://127.0.0.1:${port}`, stdout: () => out, stderr: () => err, exited };
+  return { proc, port, baseUrl: `http://127.0.0.1:${port}`, stdout, stderr, exited };
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -65,6 +65,7 @@ const EVERY_CALL = {
   addItems: (s) => s.addItems([item(2n)]),
   listHistory: (s) => s.listHistory(1n, { limit: 10 }),
   purgeIdempotencyRecords: (s) => s.purgeIdempotencyRecords(new Date()),
+  purgeHistory: (s) => s.purgeHistory(new Date()),
   readVersion: (s) => s.readVersion(),
   changesSince: (s) => s.changesSince(-1),
   insertApiKey: (s) => s.insertApiKey(keyRecord(9)),
@@ -89,6 +90,7 @@ const ENTRY_EFFECT = {
   addItems: 'writes entries',
   listHistory: 'none',
   purgeIdempotencyRecords: 'none',
+  purgeHistory: 'none',
   readVersion: 'none',
   changesSince: 'none',
   insertApiKey: 'none',
@@ -271,6 +273,7 @@ for (const backend of BACKENDS) {
       await store.insertApiKey(keyRecord(3));
       await store.touchApiKey('key_3', new Date());
       await store.purgeIdempotencyRecords(new Date());
+      await store.purgeHistory(new Date());
       assert.deepEqual(await store.changesSince(before), { version: before, items: [] }, 'writes of other things move nothing');
     });
 

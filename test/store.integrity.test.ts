@@ -16,7 +16,7 @@ function item(petId: bigint, quantity = 1): InventoryItem {
 }
 
 function idempotent(key: string, fingerprint = 'fp-1', expiresAt = new Date(Date.now() + DAY_MS)): Pick<QuantityChange, 'idempotency'> {
-  return { idempotency: { key, fingerprint, expiresAt } };
+  return { idempotency: { key, fingerprint, expiresAt, recordsPerKey: 10_000 } };
 }
 
 function updated(result: ChangeResult): { quantity: number; version: number; replayed: boolean } {

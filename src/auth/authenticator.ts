@@ -34,6 +34,8 @@ export class Authenticator {
   readonly #onTouchError: (err: unknown) => void;
   readonly #cache = new Map<string, { record: ApiKeyRecord | undefined; until: number }>();
   readonly #touchedAt = new Map<string, number>();
+  /** Lookups under way, by key hash: the requests of one new key share one, so a slow store gets one query, not one per request. */
+  readonly #lookups = new Map<string, Promise<ApiKeyRecord | undefined>>();
 
   constructor(store: Deps, environment: Environment, onTouchError: (err: unknown) => void) {
     this.#store = store;
@@ -88,7 +90,17 @@ export class Authenticator {
     return { keyId: record.id, keyName: record.name, scopes: record.scopes };
   }
 
-  async #load(keyHash: string, nowMs: number): Promise<ApiKeyRecord | undefined> {
+  /** The lookup of this hash under way, or a new one. A shared lookup began before the caller asked, so it never makes the caller wait longer than its own would. */
+  #load(keyHash: string, nowMs: number): Promise<ApiKeyRecord | undefined> {
+    let lookup = this.#lookups.get(keyHash);
+    if (!lookup) {
+      lookup = this.#lookup(keyHash, nowMs).finally(() => this.#lookups.delete(keyHash));
+      this.#lookups.set(keyHash, lookup);
+    }
+    return lookup;
+  }
+
+  async #lookup(keyHash: string, nowMs: number): Promise<ApiKeyRecord | undefined> {
     const record = await this.#store.findApiKeyByHash(keyHash);
     if (this.#cache.size >= KEY_CACHE_MAX) this.#cache.clear();
     // Unknown hashes are cached too, so a flood of bad keys does not each reach the store.

@@ -21,6 +21,13 @@ export class ListBody {
   /** How many segments the last render() serialised (the rest were reused as bytes). */
   serialisedSegments = 0;
 
+  /** How many entries the body holds (walks the segments: for a scrape, not per request). */
+  get size(): number {
+    let size = 0;
+    for (const segment of this.#segments) size += segment.items.length;
+    return size;
+  }
+
   /** Replaces everything with `items` (sorted by petId ascending, as the store lists them). */
   reset(items: readonly InventoryItem[]): void {
     this.#segments = [];

@@ -55,15 +55,23 @@ export class ListSnapshot {
  * one query, on PostgreSQL one round trip, serves many GETs. When something changed only the segments holding those entries are re-rendered. The
  * version lives in the store, so a write through another process or instance is in the next GET.
  */
+/** Sees each read of the store by the cache: `changed` false is a hit (the cached bytes still hold), true a miss (re-rendered). */
+export interface ListCacheObserver {
+  read(changed: boolean): void;
+}
+
 export class ListCache {
   readonly #store: Pick<InventoryStore, 'changesSince'>;
+  readonly #observer: ListCacheObserver | undefined;
   readonly #fresh: FreshRead<ListSnapshot>;
   readonly #body = new ListBody();
   #snapshot: ListSnapshot | undefined;
 
-  constructor(store: Pick<InventoryStore, 'changesSince'>) {
+  /** `timeoutMs`: the longest a GET waits for its read (STORE_TIMEOUT_MS), a read in flight before it included. */
+  constructor(store: Pick<InventoryStore, 'changesSince'>, options: { timeoutMs?: number; observer?: ListCacheObserver } = {}) {
     this.#store = store;
-    this.#fresh = new FreshRead(() => this.#catchUp(), { gather: true });
+    this.#observer = options.observer;
+    this.#fresh = new FreshRead(() => this.#catchUp(), { gather: true, timeoutMs: options.timeoutMs });
   }
 
   /** The list at the store's version as read after this call. */
@@ -71,11 +79,19 @@ export class ListCache {
     return this.#fresh.get();
   }
 
+  /** How many entries the store holds, as of a read made after this call (for the metrics: cheap, usually nothing changed). */
+  async entries(): Promise<number> {
+    await this.current();
+    return this.#body.size;
+  }
+
   /** Never runs twice at once (FreshRead), so the body and snapshot change one catch-up at a time. */
   async #catchUp(): Promise<ListSnapshot> {
     const known = this.#snapshot;
     const { version, items } = await this.#store.changesSince(known?.version ?? -1);
-    if (known && version === known.version) return known;
+    const unchanged = known !== undefined && version === known.version;
+    this.#observer?.read(!unchanged);
+    if (unchanged) return known;
     if (known) this.#body.apply(items);
     else this.#body.reset(items);
     this.#snapshot = new ListSnapshot(version, this.#body.render());

@@ -22,7 +22,18 @@ export interface QuantityChange {
   reason: ChangeReason | null;
   at: Date;
   /** From Idempotency-Key: the first outcome is kept per key id and idempotency key until `expiresAt`. */
-  idempotency?: { key: string; fingerprint: string; expiresAt: Date } | undefined;
+  idempotency?: IdempotencyRequest | undefined;
+}
+
+/** An Idempotency-Key as a change carries it to the store, which keeps only the key's SHA-256. */
+export interface IdempotencyRequest {
+  /** The header's value; the store hashes it and never keeps it. */
+  key: string;
+  /** What makes a retry "the same request" (see requestFingerprint). */
+  fingerprint: string;
+  expiresAt: Date;
+  /** Most live records the API key may hold: a change that needs one more is refused (idempotency_records_full). */
+  recordsPerKey: number;
 }
 
 /** One API key's Idempotency-Key, as one string: a record is kept per such pair (keys of two API keys never meet). */
@@ -36,8 +47,16 @@ export type ChangeOutcome =
   | { kind: 'not_found' }
   | { kind: 'precondition_failed'; entry: InventoryEntry };
 
-/** The outcome, `replayed` when it is the stored first outcome of the same idempotency key; or a key reused with another request. */
-export type ChangeResult = (ChangeOutcome & { replayed: boolean }) | { kind: 'idempotency_key_reused' };
+/**
+ * The outcome, `replayed` when it is the stored first outcome of the same idempotency key; or a
+ * key reused with another request; or a new idempotency key refused because the API key already
+ * holds `recordsPerKey` live records, until `retryAt` (when its oldest one expires). A refused
+ * change wrote nothing.
+ */
+export type ChangeResult =
+  | (ChangeOutcome & { replayed: boolean })
+  | { kind: 'idempotency_key_reused' }
+  | { kind: 'idempotency_records_full'; retryAt: Date };
 
 /**
  * What a change does to the entry it finds, the rule every backend applies inside its

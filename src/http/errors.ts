@@ -1,7 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ERROR_CATALOGUE, type ErrorBody, type ErrorCode } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { errorAnswer } from '../operations/answer.js';
 import { validationToApiError } from '../operations/validation.js';
 import type { RequestPipeline } from '../pipeline/pipeline.js';
@@ -18,6 +16,8 @@ const FRAMEWORK_ERRORS: Record<string, (bodyLimit: number) => ApiError> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new ApiError('invalid_body', 'Content-Length does not match the body.'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new ApiError('missing_field', 'The request body is empty; send a JSON object.'),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('malformed_json'),
+  // QUERY (RFC 10008) without Content-Type, on a path without a route of its own (elsewhere 405 comes first).
+  FST_ERR_ROUTE_MISSING_CONTENT_TYPE: () => new ApiError('unsupported_media_type', 'A QUERY request must send Content-Type.'),
 };
 
 declare module 'fastify' {
@@ -44,12 +44,12 @@ export function registerErrorHandling(app: FastifyInstance, pipeline: RequestPip
  * 400, anything else no such resource; sent with the pipeline's headers, as every answer is.
  */
 export function answerUndecodableUrl(pipeline: RequestPipeline, request: FastifyRequest, reply: FastifyReply): void {
-  const ctx = contextOf(pipeline, request);
+  const ctx = contextOf(pipeline, request, 'undecodable_url');
   const badUrl = request.url.startsWith('/v1/inventory/') ? new ApiError('invalid_pet_id') : new ApiError('not_found', NOT_FOUND_MESSAGE);
   void pipeline
     .run(ctx)
     .then(
-      (refusal) => pipeline.failure(ctx, refusal ?? badUrl),
+      (verdict) => pipeline.answerFor(ctx, verdict ?? badUrl),
       (err: unknown) => pipeline.failure(ctx, err),
     )
     .then((answer) => {
@@ -72,30 +72,4 @@ function fromFramework(err: FastifyError, request: FastifyRequest, bodyLimit: nu
   // JSON.parse failures surface as SyntaxError with status 400 from some Fastify paths.
   if (err instanceof SyntaxError) return new ApiError('malformed_json');
   return err;
-}
-
-/** Raw HTTP for errors raised before Fastify has a request: unparseable requests and timeouts. */
-export function clientErrorResponse(err: NodeJS.ErrnoException): string {
-  const code: ErrorCode = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'bad_request';
-  const entry = ERROR_CATALOGUE[code];
-  const body = JSON.stringify({ code, message: entry.message, status: entry.status } satisfies ErrorBody);
-  return (
-    `HTTP/1.1 ${entry.status} ${code === 'request_timeout' ? 'Request Timeout' : 'Bad Request'}\r\n` +
-    'Content-Type: application/json; charset=utf-8\r\n' +
-    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    'Cache-Control: no-store\r\n' +
-    'X-Content-Type-Options: nosniff\r\n' +
-    `X-Request-Id: ${randomUUID()}\r\n` +
-    'Connection: close\r\n\r\n' +
-    body
-  );
-}
-
-export function handleClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  // A reset connection has nobody to answer.
-  if (err.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  socket.end(clientErrorResponse(err));
 }

@@ -1,21 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ListCache } from '../cache/list-cache.js';
+import { ApiError } from '../errors.js';
 import { parsePetId } from '../domain/pet-id.js';
 import type { Answer } from '../operations/answer.js';
 import { bodyValidator, isPlainJsonContentType, parseJsonBody } from '../operations/body.js';
 import { answerListInventory, listInventory } from '../operations/list-inventory.js';
 import type { OperationSpec } from '../operations/operation.js';
-import { answerUpdateInventory, updateInventory } from '../operations/update-inventory.js';
+import { answerUpdateInventory, updateInventory, type UpdateOptions } from '../operations/update-inventory.js';
 import type { RequestContext } from '../pipeline/context.js';
 import { UNDECIDED, type RequestPipeline } from '../pipeline/pipeline.js';
 import type { InventoryStore } from '../store/store.js';
 
-export interface FastLaneOptions {
+export interface FastLaneOptions extends UpdateOptions {
   pipeline: RequestPipeline;
   listCache: ListCache;
   store: Pick<InventoryStore, 'applyChange'>;
   bodyLimit: number;
-  requireIfMatch: boolean;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -62,7 +62,7 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
       match: pathMatcher(updateInventory.path),
       answer: async (ctx, params, text) => {
         const petId = parsePetId(params.petId!);
-        const body = checkUpdate(parseJsonBody(ctx.headers['content-type'], text ?? ''));
+        const body = checkUpdate(parseJsonBody(ctx.headers, text ?? ''));
         return answerUpdateInventory(options.store, { petId, body, headers: ctx.headers, principal: ctx.principal!, requestId: ctx.requestId }, options);
       },
     },
@@ -80,14 +80,14 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
       }
     }
     if (!operation || !params || (operation.spec.body && !hasPlainBody(req, options.bodyLimit))) return fallback(req, res);
-    const ctx = pipeline.begin(req, operation.spec.scope ?? 'public');
+    const ctx = pipeline.begin(req, operation.spec.scope ?? 'public', undefined, operation.spec.operationId);
     const refusal = pipeline.runNow(ctx);
     if (refusal === UNDECIDED) {
       pipeline.handOver(req, ctx);
       return fallback(req, res);
     }
     stats.answered++;
-    if (refusal) return send(pipeline, res, ctx, pipeline.failure(ctx, refusal));
+    if (refusal) return send(pipeline, res, ctx, pipeline.answerFor(ctx, refusal));
     const respond = (result: Answer) => {
       try {
         send(pipeline, res, ctx, result);
@@ -102,9 +102,15 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     if (!operation.spec.body) return void answer();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    // A client that goes away mid-body has nobody to answer; Node closes the socket.
-    req.on('error', () => {});
-    req.on('end', () => void answer(Buffer.concat(chunks).toString('utf8')));
+    const end = () => void answer(Buffer.concat(chunks).toString('utf8'));
+    // A body that does not arrive in time is an ApiError (src/http/connections.ts), answered like any failure;
+    // a client that goes away mid-body has nobody to answer: Node closes the socket, the pipeline logs it (info).
+    req.on('error', (err) => {
+      if (!(err instanceof ApiError)) return pipeline.aborted(ctx);
+      req.off('end', end);
+      respond(pipeline.failure(ctx, err));
+    });
+    req.on('end', end);
   };
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Answer } from '../operations/answer.js';
+import { ApiError } from '../errors.js';
 import type { Access, RequestContext } from '../pipeline/context.js';
 import type { RequestPipeline } from '../pipeline/pipeline.js';
 
@@ -7,6 +8,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call the route; unset: any valid key (the answers to unknown paths and methods). */
     access?: Access;
+    /** The route's label in the metrics: its operationId, or a fixed word (OTHER_OPERATIONS); unset: not_found or other. */
+    operation?: string;
   }
   interface FastifyRequest {
     /** The request's pipeline context; null until the first onRequest hook (or the first of the pipeline's uses) sets it. */
@@ -15,8 +18,9 @@ declare module 'fastify' {
 }
 
 /** The request's context: the one the fast lane handed over, or one made now, kept on the request. */
-export function contextOf(pipeline: RequestPipeline, request: FastifyRequest): RequestContext {
-  request.ctx ??= pipeline.contextOf(request.raw, request.routeOptions.config.access ?? 'key', request.id);
+export function contextOf(pipeline: RequestPipeline, request: FastifyRequest, operation?: string): RequestContext {
+  const config = request.routeOptions.config;
+  request.ctx ??= pipeline.contextOf(request.raw, config.access ?? 'key', request.id, operation ?? config.operation ?? (request.is404 ? 'not_found' : 'other'));
   return request.ctx;
 }
 
@@ -27,9 +31,11 @@ export function contextOf(pipeline: RequestPipeline, request: FastifyRequest): R
  */
 export function registerPipeline(app: FastifyInstance, pipeline: RequestPipeline): void {
   app.decorateRequest('ctx', null);
-  app.addHook('onRequest', async (request) => {
-    const refusal = await pipeline.run(contextOf(pipeline, request));
-    if (refusal) throw refusal;
+  app.addHook('onRequest', async (request, reply) => {
+    const verdict = await pipeline.run(contextOf(pipeline, request));
+    if (verdict instanceof ApiError) throw verdict;
+    // A rule that answers (a CORS preflight): sent as it is, with the pipeline's headers (onSend).
+    if (verdict) return sendAnswer(reply, verdict);
   });
   app.addHook('onSend', async (request, reply) => {
     pipeline.addAnswerHeaders(

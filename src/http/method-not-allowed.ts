@@ -1,7 +1,8 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { ApiError } from '../errors.js';
 
-const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+// Every method Fastify routes: one it routes but a path does not take is 405 there, not 404.
+const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'QUERY'];
 
 /**
  * Collects the methods registered for each path, so that `registerMethodNotAllowed` can answer
@@ -28,6 +29,7 @@ export function registerMethodNotAllowed(app: FastifyInstance, byPath: Map<strin
     app.route({
       method: others,
       url,
+      config: { operation: 'method_not_allowed' },
       // Answered before the body is parsed, so a wrong method is 405 whatever the body holds.
       onRequest: async () => {
         throw new ApiError('method_not_allowed', `Use one of: ${allow}.`, { allow });

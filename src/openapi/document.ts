@@ -65,6 +65,14 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
           description: 'The request id: the client\'s X-Request-Id when it sent a sane one, else a new one. Logs carry it too.',
           schema: { type: 'string' },
         },
+        'RateLimit-Policy': {
+          description: 'The per-key rate limit (IETF draft), on every answer to an authenticated key: `"default";q=<requests>;w=60`.',
+          schema: { type: 'string' },
+        },
+        RateLimit: {
+          description: 'What is left of the key\'s quota (IETF draft): `"default";r=<remaining>;t=<seconds to the reset>`.',
+          schema: { type: 'string' },
+        },
       },
     },
   };
@@ -124,13 +132,13 @@ function commonErrorResponses(op: OperationSpec, options: DocumentOptions): Reco
   const out: Record<number, ResponseSpec> = {
     400: { description: 'The request has an invalid parameter or body', errorCodes: badRequest },
     500: { description: 'Unexpected error; the message is generic and the logs hold the details', errorCodes: ['internal_error'] },
-    503: { description: 'The store is unreachable or the service is shutting down', errorCodes: ['service_unavailable'] },
+    503: { description: 'The store is unreachable, the service is overloaded, or it is shutting down', errorCodes: ['service_unavailable'] },
   };
   if (op.scope) {
     out[401] = { description: 'API key missing or invalid', errorCodes: ['unauthorized'] };
     // Every key holds at least inventory:read, so only write operations can answer 403.
     if (op.scope !== 'inventory:read') out[403] = { description: `The API key lacks the scope ${op.scope}`, errorCodes: ['forbidden'] };
-    out[429] = { description: 'Too many failed authentications from this address', errorCodes: ['rate_limited'] };
+    out[429] = { description: 'Too many requests from this API key this minute, or too many failed authentications from this address', errorCodes: ['rate_limited'] };
   }
   if (op.body) {
     out[413] = { description: `The body is larger than ${options.bodyLimit} bytes`, errorCodes: ['payload_too_large'] };
@@ -143,6 +151,11 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
   const headers: Record<string, unknown> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
   if (status === 401) headers['WWW-Authenticate'] = { description: 'Bearer realm="inventory", with error="invalid_token" when a token was sent', schema: { type: 'string' } };
   if (status === 429 || status === 503) headers['Retry-After'] = { description: 'Seconds to wait before retrying', schema: { type: 'integer' } };
+  // Answers to a key that passed authentication, when the rate limit is on.
+  if (op.scope && status !== 401) {
+    headers['RateLimit-Policy'] = { $ref: '#/components/headers/RateLimit-Policy' };
+    headers.RateLimit = { $ref: '#/components/headers/RateLimit' };
+  }
   for (const [name, h] of Object.entries(r.headers ?? {})) {
     headers[name] = { description: h.description, ...(h.required ? { required: true } : {}), schema: refs(h.schema) };
   }

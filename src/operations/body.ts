@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { Static, TObject } from 'typebox';
 import { ApiError } from '../errors.js';
@@ -10,6 +11,9 @@ export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+js
 /** Keys that could reach an object's prototype if ever merged: refused, never merged. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
+/** How deep arrays and objects may nest in a body: far above any real body, far below what a walk of it could cost. */
+export const MAX_BODY_DEPTH = 32;
+
 /**
  * Whether Fastify would pass a body of this Content-Type to our parser, for its common spellings
  * only: the fast lane takes these and leaves every other one to Fastify.
@@ -20,9 +24,16 @@ export function isPlainJsonContentType(contentType: string | undefined): boolean
 
 const PLAIN_JSON_CONTENT_TYPES = new Set(JSON_MEDIA_TYPES.flatMap((t) => [t, `${t}; charset=utf-8`, `${t};charset=utf-8`]));
 
-/** The body of a request with a JSON media type, or an ApiError: wrong charset, empty, not JSON, prototype keys. */
-export function parseJsonBody(contentType: string | undefined, text: string): unknown {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '')?.[1];
+/**
+ * The body of a request with a JSON media type, or an ApiError: a content coding (the body would
+ * be read as what it is not), wrong charset, empty, not JSON, nested too deep, prototype keys.
+ */
+export function parseJsonBody(headers: Pick<IncomingHttpHeaders, 'content-type' | 'content-encoding'>, text: string): unknown {
+  const contentEncoding = headers['content-encoding'];
+  if (contentEncoding !== undefined && !isIdentityCoding(contentEncoding)) {
+    throw new ApiError('unsupported_media_type', 'The body must be sent without a content coding (Content-Encoding: identity or none).');
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(headers['content-type'] ?? '')?.[1];
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new ApiError('unsupported_media_type', `The body must be UTF-8 JSON; charset "${charset}" is not supported.`);
   }
@@ -35,19 +46,34 @@ export function parseJsonBody(contentType: string | undefined, text: string): un
     const position = /position (\d+)/.exec((err as Error).message)?.[1];
     throw new ApiError('malformed_json', `The request body is not valid JSON${position ? ` (error at character ${position})` : ''}.`);
   }
-  const forbidden = findForbiddenKey(value);
-  if (forbidden !== undefined) throw new ApiError('unknown_field', `Field "${forbidden}" is not allowed.`);
+  checkStructure(value);
   return value;
 }
 
-function findForbiddenKey(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  for (const key of Object.keys(value)) {
-    if (FORBIDDEN_KEYS.has(key)) return key;
-    const nested = findForbiddenKey((value as Record<string, unknown>)[key]);
-    if (nested !== undefined) return nested;
+/** Every coding in a Content-Encoding list is identity (or the list is empty): the body is the bytes as sent. */
+function isIdentityCoding(header: string): boolean {
+  return header.split(',').every((coding) => {
+    const name = coding.trim().toLowerCase();
+    return name === '' || name === 'identity';
+  });
+}
+
+/**
+ * Refuses prototype keys anywhere and nesting beyond MAX_BODY_DEPTH. A loop over an explicit
+ * list, not recursion: a body must never be able to overflow the stack (a 12 KB body nests 6,000 deep).
+ */
+function checkStructure(root: unknown): void {
+  if (typeof root !== 'object' || root === null) return;
+  const pending: [value: object, depth: number][] = [[root, 1]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, depth] = next;
+    if (depth > MAX_BODY_DEPTH) throw new ApiError('invalid_body', `The request body nests deeper than ${MAX_BODY_DEPTH} levels.`);
+    for (const key of Object.keys(value)) {
+      if (FORBIDDEN_KEYS.has(key)) throw new ApiError('unknown_field', `Field "${key}" is not allowed.`);
+      const member = (value as Record<string, unknown>)[key];
+      if (typeof member === 'object' && member !== null) pending.push([member, depth + 1]);
+    }
   }
-  return undefined;
 }
 
 /** The fields an operation's body accepts, for messages. */

@@ -3,8 +3,6 @@ import { ApiError } from '../errors.js';
 
 /** Idempotency keys are kept this long (IETF httpapi Idempotency-Key draft: the server's choice). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** How often each instance deletes expired records. */
-export const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -20,6 +18,19 @@ export function parseIdempotencyKey(header: string | undefined): string | undefi
     throw new ApiError('invalid_parameter', 'Idempotency-Key must be 1 to 255 printable ASCII characters, e.g. a UUID.');
   }
   return value;
+}
+
+/**
+ * The refusal of a new Idempotency-Key while the API key holds `recordsPerKey` live records
+ * (decisions 7.2): 429, retry once the oldest expires (at least 1 s from now).
+ */
+export function idempotencyRecordsFull(recordsPerKey: number, retryAt: Date, now = Date.now()): ApiError {
+  const seconds = Math.max(1, Math.ceil((retryAt.getTime() - now) / 1000));
+  return new ApiError(
+    'rate_limited',
+    `This API key holds ${recordsPerKey} idempotency records, the most it may keep at once; retry in ${seconds} s, when the oldest expires.`,
+    { 'retry-after': String(seconds) },
+  );
 }
 
 /** What makes two requests "the same" for an idempotency key: operation, target and body, ignoring JSON spacing and key order. */

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { historyItem } from '../domain/history.js';
+import { INT64_MAX } from '../domain/pet-id.js';
 import { ApiError } from '../errors.js';
 import { stringifyJson } from '../json.js';
 import { HistoryPage } from '../schemas/inventory.js';
@@ -48,8 +49,12 @@ const CURSOR = /^h([1-9][0-9]{0,18})$/;
 function parseCursor(cursor: string | undefined): bigint | undefined {
   if (cursor === undefined) return undefined;
   const match = CURSOR.exec(cursor);
-  if (!match) throw new ApiError('invalid_parameter', 'Query parameter "cursor" is not valid: pass nextCursor from the previous page unchanged.');
-  return BigInt(match[1]!);
+  // 19 digits can exceed a row id (int64): such a cursor was never issued, and the store could not bind it.
+  const rowId = match ? BigInt(match[1]!) : undefined;
+  if (rowId === undefined || rowId > INT64_MAX) {
+    throw new ApiError('invalid_parameter', 'Query parameter "cursor" is not valid: pass nextCursor from the previous page unchanged.');
+  }
+  return rowId;
 }
 
 /** GET /v1/inventory/{petId}/history: one page of changes, newest first, and the cursor of the next one. */

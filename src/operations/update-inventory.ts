@@ -9,7 +9,7 @@ import { jsonAnswer, type Answer } from './answer.js';
 import { JSON_MEDIA_TYPES } from './body.js';
 import { parseIfMatch } from './conditional.js';
 import { headerValue } from './header-value.js';
-import { IDEMPOTENCY_TTL_MS, parseIdempotencyKey, requestFingerprint } from './idempotency.js';
+import { IDEMPOTENCY_TTL_MS, idempotencyRecordsFull, parseIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { ETAG_HEADER, NOT_FOUND } from './item-parts.js';
 import { notFound } from './not-found.js';
 import { NoQuery, type OperationSpec } from './operation.js';
@@ -23,7 +23,8 @@ export const updateInventory = {
     'Sets the stock quantity for one pet (new arrivals, returns, manual adjustments). The entry must exist; its status never changes. ' +
     'Experimental: the request shape may change before it becomes stable.\n\n' +
     'Extensions: If-Match makes the update conditional on the entry\'s version (412 when it changed); Idempotency-Key makes a retry ' +
-    'safe (the first answer is replayed for 24 hours, with Idempotent-Replayed: true); the optional body field reason is kept in the ' +
+    'safe (the first answer is replayed for 24 hours, with Idempotent-Replayed: true; an API key holding the most records it may ' +
+    'gets 429 for a new key, with Retry-After until its oldest one expires); the optional body field reason is kept in the ' +
     'change history.',
   tags: ['inventory'],
   scope: 'inventory:write',
@@ -71,6 +72,14 @@ export interface UpdateRequest {
   requestId: string;
 }
 
+/** The settings a PATCH follows. */
+export interface UpdateOptions {
+  /** REQUIRE_IF_MATCH */
+  requireIfMatch: boolean;
+  /** IDEMPOTENCY_RECORDS_PER_KEY */
+  idempotencyRecordsPerKey: number;
+}
+
 /** Marks a stored answer replayed for an Idempotency-Key, on success and error answers alike. */
 export const REPLAYED_HEADER = { 'idempotent-replayed': 'true' } as const;
 
@@ -81,7 +90,7 @@ export const REPLAYED_HEADER = { 'idempotent-replayed': 'true' } as const;
 export async function answerUpdateInventory(
   store: Pick<InventoryStore, 'applyChange'>,
   request: UpdateRequest,
-  options: { requireIfMatch: boolean },
+  options: UpdateOptions,
 ): Promise<Answer> {
   const { petId, body, principal } = request;
   const condition = parseIfMatch(headerValue(request, 'if-match'));
@@ -107,9 +116,11 @@ export async function answerUpdateInventory(
             // The operation is part of the fingerprint, so a key cannot cross operations.
             fingerprint: requestFingerprint(updateInventory.operationId, petId.toString(), body),
             expiresAt: new Date(at.getTime() + IDEMPOTENCY_TTL_MS),
+            recordsPerKey: options.idempotencyRecordsPerKey,
           },
   });
   if (result.kind === 'idempotency_key_reused') throw new ApiError('idempotency_key_reused');
+  if (result.kind === 'idempotency_records_full') throw idempotencyRecordsFull(options.idempotencyRecordsPerKey, result.retryAt);
   const replayed = result.replayed ? REPLAYED_HEADER : {};
   switch (result.kind) {
     case 'not_found':

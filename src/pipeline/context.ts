@@ -10,10 +10,17 @@ export interface RequestContext {
   readonly method: string;
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
+  /** The request's HTTP version, as in "1.1". */
+  readonly httpVersion: string;
   /** The client's address, through the proxies TRUST_PROXY trusts. */
   readonly clientAddress: string;
   readonly access: Access;
-  /** performance.now() at arrival, for the request's log line. */
+  /**
+   * What the request is, for metrics: the operationId of its route, or one of OTHER_OPERATIONS.
+   * Always a word of the code's, never anything the client chose.
+   */
+  operation: string;
+  /** performance.now() at arrival, for the request's log line and its duration in the metrics. */
   readonly startedAt: number;
   /** The key that authenticated the request; null until the authentication rule passes, and on public routes. */
   principal: Principal | null;
@@ -21,4 +28,10 @@ export interface RequestContext {
   readonly answerHeaders: Record<string, string>;
   /** How many rules have passed: a request the fast lane leaves to Fastify resumes at the next one, so no rule runs twice. */
   passed: number;
+  /** Set once the request's last line is written (completed or aborted), so it is written and counted once. */
+  finished: boolean;
 }
+
+/** The operation label of requests that are not an operation of the API. */
+export const OTHER_OPERATIONS = ['health', 'ready', 'not_found', 'method_not_allowed', 'undecodable_url', 'cors_preflight', 'other'] as const;
+export type OtherOperation = (typeof OTHER_OPERATIONS)[number];

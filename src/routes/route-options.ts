@@ -32,7 +32,7 @@ export function routeOptions<const S extends OperationSpec>(spec: S) {
   return {
     method: spec.method,
     url: routerPath(spec.path),
-    config: { access: spec.scope ?? ('public' as const), bodyFields: bodyFields(spec) },
+    config: { access: spec.scope ?? ('public' as const), operation: spec.operationId, bodyFields: bodyFields(spec) },
     schema: schema as RouteSchema<S>,
   };
 }

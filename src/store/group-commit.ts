@@ -1,12 +1,15 @@
+import { channel } from 'node:diagnostics_channel';
 import { idempotencySlot, type ChangeResult, type QuantityChange } from '../domain/inventory.js';
 import { StoreUnavailableError } from '../errors.js';
+import { clock, StoreTimeoutError } from './deadline.js';
 
 /**
  * How a backend commits one batch: one transaction (one fsync) for all of it, resolving to one
  * result per change in the order given, where an Error is a change that failed alone. Rejects
- * when the batch as a whole could not be committed.
+ * when the batch as a whole could not be committed. `deadline` (a `clock()` time; undefined without
+ * a timeout) is when the last change of the batch stops waiting: past it, nobody needs the batch.
  */
-export type CommitBatch<C, R> = (batch: readonly C[]) => Promise<(R | Error)[]>;
+export type CommitBatch<C, R> = (batch: readonly C[], deadline: number | undefined) => Promise<(R | Error)[]>;
 
 export interface GroupCommitOptions<C> {
   /** Changes that share a key never share a batch: a later one waits for the next, so their order holds. */
@@ -15,7 +18,12 @@ export interface GroupCommitOptions<C> {
   maxBatch: number;
   /** Most changes waiting for a batch; beyond, a change is refused at once (503) rather than queueing on a slow store. */
   maxWaiting: number;
+  /** The longest a change waits for its answer, from its submit (STORE_TIMEOUT_MS); unset: as long as the store takes. */
+  timeoutMs?: number;
 }
+
+/** Publishes the size (a number) of each batch sent to the store, for the metrics; costs nothing while nobody subscribes. */
+export const batchChannel = channel('petstore-inventory:group-commit:batch');
 
 /** Most changes of quantity in one batch. */
 export const BATCH_MAX = 256;
@@ -27,11 +35,15 @@ export const WAITING_MAX = 4 * BATCH_MAX;
  * pet, and changes with one idempotency key of one API key, never share a batch (so a retry
  * finds the first one committed, and a pet's changes apply in arrival order).
  */
-export function changeGroupCommit(commit: CommitBatch<QuantityChange, ChangeResult>): GroupCommit<QuantityChange, ChangeResult> {
+export function changeGroupCommit(
+  commit: CommitBatch<QuantityChange, ChangeResult>,
+  options: { timeoutMs?: number } = {},
+): GroupCommit<QuantityChange, ChangeResult> {
   return new GroupCommit(commit, {
     keysOf: (change) => [change.petId, change.idempotency && idempotencySlot(change.keyId, change.idempotency.key)],
     maxBatch: BATCH_MAX,
     maxWaiting: WAITING_MAX,
+    timeoutMs: options.timeoutMs,
   });
 }
 
@@ -39,6 +51,8 @@ interface Pending<C, R> {
   change: C;
   resolve: (result: R) => void;
   reject: (err: unknown) => void;
+  /** The clock() time by which it is answered; Infinity without a timeout. */
+  deadline: number;
 }
 
 /**
@@ -48,6 +62,10 @@ interface Pending<C, R> {
  * settled only once its own batch has committed. A batch the store refuses as a whole (and not
  * for being unavailable) is retried change by change, so an invalid change fails alone. On close
  * what was accepted is committed, and nothing more is accepted.
+ *
+ * With `timeoutMs`, each change is answered within that time of its submit, however long the batch
+ * before it holds the line: a change still waiting is dropped (it is never committed), one in the
+ * batch in flight is refused as unavailable and may still commit (the store decides, not us).
  */
 export class GroupCommit<C, R> {
   readonly #commit: CommitBatch<C, R>;
@@ -57,6 +75,10 @@ export class GroupCommit<C, R> {
   #scheduled = false;
   #closed = false;
   #drained: Promise<void> | undefined;
+  /** With a timeout: the changes not answered yet, oldest first, and when the sweep that answers the late ones runs next. */
+  readonly #unsettled = new Set<Pending<C, R>>();
+  #sweepAt: number | undefined;
+  #sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(commit: CommitBatch<C, R>, options: GroupCommitOptions<C>) {
     this.#commit = commit;
@@ -74,7 +96,7 @@ export class GroupCommit<C, R> {
       return Promise.reject(new StoreUnavailableError(`more than ${this.#options.maxWaiting} changes are waiting for the store`));
     }
     return new Promise<R>((resolve, reject) => {
-      this.#queue.push({ change, resolve, reject });
+      this.#queue.push(this.#pending(change, resolve, reject));
       if (!this.#inFlight && !this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => {
@@ -100,8 +122,10 @@ export class GroupCommit<C, R> {
   }
 
   #next(): void {
+    if (this.#sweepAt !== undefined && this.#sweepAt <= clock()) this.#sweep();
     if (this.#inFlight || this.#queue.length === 0) return;
     const batch = this.#take();
+    if (batchChannel.hasSubscribers) batchChannel.publish(batch.length);
     this.#inFlight = this.#run(batch)
       .then(() => undefined)
       .finally(() => {
@@ -130,7 +154,10 @@ export class GroupCommit<C, R> {
   async #run(batch: readonly Pending<C, R>[]): Promise<StoreUnavailableError | undefined> {
     let results: (R | Error)[];
     try {
-      results = await this.#commit(batch.map((p) => p.change));
+      results = await this.#commit(
+        batch.map((p) => p.change),
+        this.#options.timeoutMs === undefined ? undefined : Math.max(...batch.map((p) => p.deadline)),
+      );
     } catch (err) {
       if (batch.length === 1 || err instanceof StoreUnavailableError) {
         for (const p of batch) p.reject(err);
@@ -153,5 +180,60 @@ export class GroupCommit<C, R> {
       else p.resolve(result);
     });
     return undefined;
+  }
+
+  /** A change as queued; with a timeout it is tracked until answered, so the sweep can answer it in time. */
+  #pending(change: C, resolve: (result: R) => void, reject: (err: unknown) => void): Pending<C, R> {
+    const timeoutMs = this.#options.timeoutMs;
+    if (timeoutMs === undefined) return { change, resolve, reject, deadline: Infinity };
+    const pending: Pending<C, R> = {
+      change,
+      deadline: clock() + timeoutMs,
+      resolve: (result) => {
+        this.#settled(pending);
+        resolve(result);
+      },
+      reject: (err) => {
+        this.#settled(pending);
+        reject(err);
+      },
+    };
+    this.#unsettled.add(pending);
+    this.#armSweep(pending.deadline);
+    return pending;
+  }
+
+  /** The last answered change takes the timer with it: nothing left to answer late, nothing to keep the process up. */
+  #settled(pending: Pending<C, R>): void {
+    if (!this.#unsettled.delete(pending) || this.#unsettled.size > 0) return;
+    clearTimeout(this.#sweepTimer);
+    this.#sweepAt = undefined;
+  }
+
+  /** One timer for all changes, set for the earliest deadline: under load, one sweep per timeout rather than a timer per change. */
+  #armSweep(at: number): void {
+    if (this.#sweepAt !== undefined && this.#sweepAt <= at) return;
+    clearTimeout(this.#sweepTimer);
+    this.#sweepAt = at;
+    this.#sweepTimer = setTimeout(() => this.#sweep(), Math.max(0, at - clock()));
+  }
+
+  /** Answers every change past its deadline as unavailable; those still queued leave the queue and are never committed. */
+  #sweep(): void {
+    clearTimeout(this.#sweepTimer);
+    this.#sweepAt = undefined;
+    const now = clock();
+    let nextAt = Infinity;
+    let dropped = false;
+    for (const pending of this.#unsettled) {
+      if (pending.deadline > now) {
+        nextAt = Math.min(nextAt, pending.deadline);
+        continue;
+      }
+      dropped = true;
+      pending.reject(new StoreTimeoutError('the change', this.#options.timeoutMs!));
+    }
+    if (dropped) this.#queue = this.#queue.filter((pending) => pending.deadline > now);
+    if (nextAt !== Infinity) this.#armSweep(nextAt);
   }
 }

@@ -5,13 +5,14 @@ import type { InventoryStore } from './store.js';
  * The store that DATABASE_URL names: an embedded SQLite file by default, PostgreSQL for several
  * instances on one database. Only the chosen backend's driver is loaded.
  */
-export async function openStore(databaseUrl: string): Promise<InventoryStore> {
+export async function openStore(databaseUrl: string, options: { timeoutMs?: number } = {}): Promise<InventoryStore> {
   const target = parseDatabaseUrl(databaseUrl);
   switch (target.backend) {
     case 'sqlite':
-      return (await import('./sqlite/store.js')).openSqliteStore(target.filename);
+      return (await import('./sqlite/store.js')).openSqliteStore(target.filename, { timeoutMs: options.timeoutMs });
     case 'postgres':
-      return (await import('./postgres/store.js')).openPostgresStore(target.url, { schema: target.schema });
+      // timeoutMs: STORE_TIMEOUT_MS, the longest a request waits on the database.
+      return (await import('./postgres/store.js')).openPostgresStore(target.url, { schema: target.schema, timeoutMs: options.timeoutMs });
   }
 }
 

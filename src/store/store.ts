@@ -13,7 +13,9 @@ import type { InventoryItem } from '../schemas/inventory.js';
  * - a change of quantity writes its history row (creating an entry is not a change and writes none);
  * - the store version is bumped last, so store versions commit in order and changesSince
  *   never misses a committed write, from any process or instance;
- * - a change with an idempotency key writes the key's record with the outcome.
+ * - a change with an idempotency key writes the key's record with the outcome, keyed by the key's
+ *   SHA-256 (the key itself is never stored), unless the API key already holds
+ *   `recordsPerKey` live records: then the change is refused and writes nothing.
  * Changes of quantity go through the one group commit (src/store/group-commit.ts); a backend
  * supplies only how a batch is applied.
  */
@@ -39,8 +41,14 @@ export interface InventoryStore {
    * Undefined when petId has no entry.
    */
   listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined>;
-  /** Drops idempotency records that expired before `now`; resolves to how many. */
+  /** Drops idempotency records that expired before `now`, in short transactions; resolves to how many. */
   purgeIdempotencyRecords(now: Date): Promise<number>;
+  /**
+   * Drops history rows older than `before`, oldest first, in short transactions, except each
+   * entry's newest row (the last change of its count stays visible). Stops at the first row that
+   * is not old, so a pruned page cursor has no older rows left. Resolves to how many.
+   */
+  purgeHistory(before: Date): Promise<number>;
 
   /** The store version: increases with every committed creation or change of an entry, in commit order. */
   readVersion(): Promise<number>;

@@ -1,6 +1,7 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import { idempotencySlot, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
+import { idempotencyKeyHash } from '../housekeeping.js';
 import { decodeOutcome, encodeOutcome } from '../outcome.js';
 
 /** A named statement: each connection prepares it once. */
@@ -43,32 +44,46 @@ export const CHANGE_BATCH = {
 } as const satisfies Statement;
 
 /**
- * Claims the batch's idempotency keys (each at most once per batch), in key order, so that
- * batches of several instances claim in one order and never wait for each other in a circle.
- * A key another transaction is claiming waits here until that one commits or rolls back.
+ * Locks the idempotency counts of the batch's API keys, in key order (so batches of several
+ * instances lock in one order and never wait for each other in a circle), creating the missing
+ * ones at 0, and reads them. Every transaction that writes an API key's records locks its count
+ * first, so until this one commits no other reads or writes them: the records FIND_KEYS finds
+ * and the count stay true, and the cap is exact across instances. (Keyed batches already take
+ * turns at store_state; this makes them take turns a little earlier.)
  */
-export const CLAIM_KEYS = {
-  name: 'idempotency-claim-batch',
-  text: `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at)
-         SELECT k, i, f, NULL, a, e FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS t(k, i, f, a, e)
-         ORDER BY k, i
-         ON CONFLICT (api_key_id, idem_key) DO NOTHING RETURNING api_key_id AS "keyId", idem_key AS "key"`,
+export const LOCK_COUNTS = {
+  name: 'idempotency-lock-counts',
+  text: `INSERT INTO idempotency_counts AS c (api_key_id, records) SELECT k, 0 FROM unnest($1::text[]) AS k ORDER BY k
+         ON CONFLICT (api_key_id) DO UPDATE SET records = c.records RETURNING api_key_id AS "keyId", records`,
 } as const satisfies Statement;
 
-/** The records of keys already claimed, locked until this transaction ends. */
+/** The records the batch's keys already have, expired or not. */
 export const FIND_KEYS = {
   name: 'idempotency-find-batch',
-  text: `SELECT r.api_key_id AS "keyId", r.idem_key AS "key", r.fingerprint, r.outcome, r.expires_at <= t.a AS expired
-         FROM idempotency_records r JOIN unnest($1::text[], $2::text[], $3::timestamptz[]) AS t(k, i, a) ON r.api_key_id = t.k AND r.idem_key = t.i
-         ORDER BY r.api_key_id, r.idem_key FOR UPDATE OF r`,
+  text: `SELECT r.api_key_id AS "keyId", r.key_hash AS "keyHash", r.fingerprint, r.outcome, r.expires_at <= t.a AS expired
+         FROM idempotency_records r JOIN unnest($1::text[], $2::text[], $3::timestamptz[]) AS t(k, h, a) ON r.api_key_id = t.k AND r.key_hash = t.h`,
 } as const satisfies Statement;
 
-/** Stores each applied change's outcome under its key (an expired record is replaced). */
+/** Deletes up to $4 expired records of one API key, oldest first, but not those the batch reuses ($3). */
+export const RECLAIM_EXPIRED = {
+  name: 'idempotency-reclaim',
+  text: `DELETE FROM idempotency_records WHERE api_key_id = $1 AND key_hash IN
+           (SELECT key_hash FROM idempotency_records WHERE api_key_id = $1 AND expires_at <= $2 AND key_hash <> ALL($3::text[])
+            ORDER BY expires_at LIMIT $4)`,
+} as const satisfies Statement;
+
+/** When an API key's oldest live record expires: the Retry-After of a refusal. */
+export const OLDEST_LIVE = {
+  name: 'idempotency-oldest-live',
+  text: 'SELECT min(expires_at) AS oldest FROM idempotency_records WHERE api_key_id = $1 AND expires_at > $2',
+} as const satisfies Statement;
+
+/** Stores each applied change's outcome under its key's hash (an expired record is replaced). */
 export const SAVE_OUTCOMES = {
   name: 'idempotency-save-batch',
-  text: `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at)
+  text: `INSERT INTO idempotency_records (api_key_id, key_hash, fingerprint, outcome, created_at, expires_at)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-         ON CONFLICT (api_key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
+         ON CONFLICT (api_key_id, key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
            created_at = excluded.created_at, expires_at = excluded.expires_at`,
 } as const satisfies Statement;
 
@@ -82,7 +97,7 @@ interface ResultRow {
 
 interface RecordRow {
   keyId: string;
-  key: string;
+  keyHash: string;
   fingerprint: string;
   outcome: string | null;
   expired: boolean;
@@ -93,57 +108,81 @@ type Applied = ChangeOutcome & { replayed: false };
 
 /**
  * One batch (each pet, and each idempotency key, at most once): changes without an idempotency
- * key in one statement; with any, one transaction that claims the keys, replays or refuses the
- * ones already used, applies the rest in the same one statement and stores their outcomes.
+ * key in one statement; with any, one transaction that locks the API keys' counts, replays or
+ * refuses the keys already used, refuses new keys past the cap, applies the rest in the same one
+ * statement and stores their outcomes.
  */
 export async function applyBatch(db: Database, changes: readonly QuantityChange[]): Promise<ChangeResult[]> {
   const keyed = changes.filter((c): c is Keyed => c.idempotency !== undefined);
   if (keyed.length === 0) return applyChanges(db.query, changes);
+  const hashOf = new Map(keyed.map((c) => [c, idempotencyKeyHash(c.idempotency.key)]));
   return db.transaction(async (query) => {
-    const claimed = new Set((await query<{ keyId: string; key: string }>(CLAIM_KEYS, claimValues(keyed))).rows.map(recordId));
-    const others = keyed.filter((c) => !claimed.has(changeId(c)));
-    const found = new Map<string, RecordRow>();
-    if (others.length > 0) {
-      const { rows } = await query<RecordRow>(FIND_KEYS, [others.map((c) => c.keyId), others.map((c) => c.idempotency.key), others.map((c) => c.at.toISOString())]);
-      for (const row of rows) found.set(recordId(row), row);
+    const apiKeys = [...new Set(keyed.map((c) => c.keyId))].sort();
+    const held = new Map((await query<{ keyId: string; records: number }>(LOCK_COUNTS, [apiKeys])).rows.map((r) => [r.keyId, r.records]));
+    const { rows } = await query<RecordRow>(FIND_KEYS, [keyed.map((c) => c.keyId), keyed.map((c) => hashOf.get(c)), keyed.map((c) => c.at.toISOString())]);
+    const found = new Map(rows.map((r) => [idempotencySlot(r.keyId, r.keyHash), r]));
+    const recordOf = (c: Keyed) => found.get(idempotencySlot(c.keyId, hashOf.get(c)!));
+
+    const earlier = new Map<QuantityChange, ChangeResult>();
+    for (const c of keyed) {
+      const result = earlierResult(c, recordOf(c));
+      if (result) earlier.set(c, result);
     }
-    const earlier = changes.map((c) => (c.idempotency ? earlierResult(c as Keyed, found.get(changeId(c as Keyed))) : undefined));
-    const toApply = changes.filter((_, i) => earlier[i] === undefined);
+    for (const keyId of apiKeys) {
+      const ofKey = keyed.filter((c) => c.keyId === keyId);
+      // Only a key without any record takes a new row; an expired record is reused in place.
+      const fresh = ofKey.filter((c) => !recordOf(c));
+      const reused = ofKey.filter((c) => recordOf(c)).map((c) => hashOf.get(c)!);
+      const refusal = await refusePastCap(query, keyId, fresh, held.get(keyId) ?? 0, reused);
+      for (const c of refusal?.changes ?? []) earlier.set(c, { kind: 'idempotency_records_full', retryAt: refusal!.retryAt });
+    }
+
+    const toApply = changes.filter((c) => !earlier.has(c));
     const applied = toApply.length > 0 ? await applyChanges(query, toApply) : [];
     const outcomes = new Map(toApply.map((c, i) => [c, applied[i]!]));
     const toSave = keyed.filter((c) => outcomes.has(c));
-    if (toSave.length > 0) await query(SAVE_OUTCOMES, saveValues(toSave, (c) => outcomes.get(c)!));
-    return changes.map((c, i) => earlier[i] ?? outcomes.get(c)!);
+    if (toSave.length > 0) await query(SAVE_OUTCOMES, saveValues(toSave, (c) => hashOf.get(c)!, (c) => outcomes.get(c)!));
+    return changes.map((c) => earlier.get(c) ?? outcomes.get(c)!);
   });
+}
+
+/**
+ * The changes of one API key (the last ones) that would take its records past its cap, and when
+ * its oldest live record expires; undefined when all fit. Expired records past the cap are
+ * deleted first, as many as needed, so only live records refuse.
+ */
+async function refusePastCap(
+  query: Query,
+  keyId: string,
+  fresh: readonly Keyed[],
+  held: number,
+  reused: readonly string[],
+): Promise<{ changes: readonly Keyed[]; retryAt: Date } | undefined> {
+  const first = fresh[0];
+  if (!first) return undefined;
+  const now = first.at.toISOString();
+  let over = held + fresh.length - first.idempotency.recordsPerKey;
+  if (over <= 0) return undefined;
+  over -= (await query(RECLAIM_EXPIRED, [keyId, now, reused, over])).rowCount ?? 0;
+  if (over <= 0) return undefined;
+  const oldest = (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, now])).rows[0]?.oldest ?? null;
+  return { changes: fresh.slice(Math.max(0, fresh.length - over)), retryAt: oldest ?? first.at };
 }
 
 /** The answer a key's record already holds: a replay, or a refusal for another request; undefined when the change is to be applied. */
 function earlierResult(change: Keyed, record: RecordRow | undefined): ChangeResult | undefined {
-  // No record (purged since the claim) or an expired one: the key is free again.
+  // No record, or an expired one: the key is free again.
   if (!record || record.expired) return undefined;
   if (record.fingerprint !== change.idempotency.fingerprint) return { kind: 'idempotency_key_reused' };
-  // Claims are made and filled in one transaction, so a committed record always holds its outcome.
+  // A record is written with its outcome, in the transaction that applied the change.
   if (record.outcome === null) throw new Error('an idempotency record without its outcome');
   return { ...decodeOutcome(record.outcome), replayed: true };
 }
 
-const changeId = (c: Keyed) => idempotencySlot(c.keyId, c.idempotency.key);
-const recordId = (r: { keyId: string; key: string }) => idempotencySlot(r.keyId, r.key);
-
-function claimValues(keyed: readonly Keyed[]): unknown[] {
+function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outcomeOf: (c: Keyed) => Applied): unknown[] {
   return [
     keyed.map((c) => c.keyId),
-    keyed.map((c) => c.idempotency.key),
-    keyed.map((c) => c.idempotency.fingerprint),
-    keyed.map((c) => c.at.toISOString()),
-    keyed.map((c) => c.idempotency.expiresAt.toISOString()),
-  ];
-}
-
-function saveValues(keyed: readonly Keyed[], outcomeOf: (c: Keyed) => Applied): unknown[] {
-  return [
-    keyed.map((c) => c.keyId),
-    keyed.map((c) => c.idempotency.key),
+    keyed.map(hashOf),
     keyed.map((c) => c.idempotency.fingerprint),
     keyed.map((c) => encodeOutcome(outcomeOf(c))),
     keyed.map((c) => c.at.toISOString()),

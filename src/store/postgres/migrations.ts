@@ -70,4 +70,50 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
     `,
   },
+  {
+    version: 4,
+    name: 'idempotency keys kept as their SHA-256, and counted per API key',
+    // A key is whatever a client sends: only its hash is kept. The records already kept are
+    // hashed here, so a retry sent across the upgrade is still replayed.
+    sql: `
+      CREATE TABLE idempotency_records_hashed (
+        api_key_id  TEXT        NOT NULL,
+        key_hash    TEXT        NOT NULL, -- hex SHA-256 of the Idempotency-Key
+        fingerprint TEXT        NOT NULL,
+        outcome     TEXT,
+        created_at  TIMESTAMPTZ NOT NULL,
+        expires_at  TIMESTAMPTZ NOT NULL,
+        CONSTRAINT idempotency_records_hashed_pkey PRIMARY KEY (api_key_id, key_hash)
+      );
+      INSERT INTO idempotency_records_hashed
+        SELECT api_key_id, encode(sha256(convert_to(idem_key, 'UTF8')), 'hex'), fingerprint, outcome, created_at, expires_at
+        FROM idempotency_records;
+      DROP TABLE idempotency_records;
+      ALTER TABLE idempotency_records_hashed RENAME TO idempotency_records;
+      ALTER INDEX idempotency_records_hashed_pkey RENAME TO idempotency_records_pkey;
+      -- One API key's records by expiry: its oldest live one (Retry-After) and its expired ones (purge), without a scan.
+      CREATE INDEX idempotency_records_key_expiry ON idempotency_records (api_key_id, expires_at);
+
+      -- How many records (live or expired) each API key holds, kept by the triggers: the cap is
+      -- checked without counting rows. Every transaction that writes an API key's records locks
+      -- its row here first, so they take turns per API key and the count they read is exact.
+      CREATE TABLE idempotency_counts (api_key_id TEXT PRIMARY KEY, records INTEGER NOT NULL);
+      INSERT INTO idempotency_counts (api_key_id, records) SELECT api_key_id, count(*) FROM idempotency_records GROUP BY api_key_id;
+      CREATE FUNCTION idempotency_records_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        INSERT INTO idempotency_counts AS c (api_key_id, records) SELECT api_key_id, count(*) FROM added GROUP BY api_key_id
+          ON CONFLICT (api_key_id) DO UPDATE SET records = c.records + excluded.records;
+        RETURN NULL;
+      END $$;
+      CREATE FUNCTION idempotency_records_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        UPDATE idempotency_counts c SET records = c.records - r.n
+          FROM (SELECT api_key_id, count(*) AS n FROM removed GROUP BY api_key_id) r WHERE c.api_key_id = r.api_key_id;
+        RETURN NULL;
+      END $$;
+      -- Per statement: one update of the counts per batch or purge step. An upsert that updates a record is neither.
+      CREATE TRIGGER idempotency_records_added AFTER INSERT ON idempotency_records
+        REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION idempotency_records_added();
+      CREATE TRIGGER idempotency_records_removed AFTER DELETE ON idempotency_records
+        REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION idempotency_records_removed();
+    `,
+  },
 ];

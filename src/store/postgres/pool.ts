@@ -1,5 +1,6 @@
-import { Pool, escapeIdentifier, types, type CustomTypesConfig, type PoolClient, type PoolConfig } from 'pg';
+import { Pool, escapeIdentifier, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
+import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
@@ -8,12 +9,12 @@ export const POOL_MAX = 10;
 export const CONNECTION_TIMEOUT_MS = 3000;
 /** Idle connections close after this, so a quiet instance holds few server slots. */
 export const IDLE_TIMEOUT_MS = 30_000;
-/** The server cancels any statement running longer (ours take milliseconds): no request hangs on a lock. */
-export const STATEMENT_TIMEOUT_MS = 5000;
-/** The client gives up this long after statement_timeout, for when the server itself stops answering. */
+/** The server cancels any statement running longer (ours take milliseconds): no request hangs on a lock. Follows STORE_TIMEOUT_MS unless overridden. */
+export const STATEMENT_TIMEOUT_MS = DEFAULT_STORE_TIMEOUT_MS;
+/** A call without a deadline of its own (migrations, the CLI's imports) gives up this long after statement_timeout, for when the server itself stops answering. */
 export const QUERY_TIMEOUT_GRACE_MS = 1000;
-/** The server ends a transaction left idle this long (a frozen instance), releasing its row locks. */
-export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
+/** The server ends a transaction left idle this long (a frozen instance), releasing its row locks; twice the default store timeout, after which our side has long given the transaction up. */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 2 * DEFAULT_STORE_TIMEOUT_MS;
 /** TCP keepalive starts probing after this much silence, so a peer that vanished without a FIN is noticed. */
 export const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 /** Shown in pg_stat_activity, so an operator can tell this service's connections apart. */
@@ -29,8 +30,10 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Overrides CONNECTION_TIMEOUT_MS. */
   connectionTimeoutMs?: number;
-  /** Overrides STATEMENT_TIMEOUT_MS; the client-side read timeout follows it. */
+  /** Overrides statement_timeout (default: timeoutMs); the client-side read timeout of calls without a deadline follows it. */
   statementTimeoutMs?: number;
+  /** STORE_TIMEOUT_MS: the longest a request waits on the store, connection and statements included (default DEFAULT_STORE_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 /** int8 as bigint, so ids above 2^53 keep every digit; for this pool only, since a global parser would change every other pg user in the process. */
@@ -62,7 +65,7 @@ function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
     if (!SCHEMA_NAME.test(options.schema)) throw new Error(`schema must match ${SCHEMA_NAME.source}, got "${options.schema}"`);
     settings.push(`-c search_path=${options.schema}`);
   }
-  const statementTimeout = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
+  const statementTimeout = options.statementTimeoutMs ?? options.timeoutMs ?? STATEMENT_TIMEOUT_MS;
   return {
     connectionString: url,
     max: POOL_MAX,
@@ -70,7 +73,7 @@ function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
     statement_timeout: statementTimeout,
     query_timeout: statementTimeout + QUERY_TIMEOUT_GRACE_MS,
-    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    idle_in_transaction_session_timeout: options.timeoutMs === undefined ? IDLE_IN_TRANSACTION_TIMEOUT_MS : 2 * options.timeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
     application_name: APPLICATION_NAME,
@@ -100,25 +103,85 @@ async function migrate(pool: Pool, schema: string | undefined): Promise<void> {
   });
 }
 
-/** Runs fn between BEGIN and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot. */
-export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+/**
+ * Runs fn between BEGIN and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot.
+ * With a deadline (a `clock()` time), waiting for the connection and every statement end by it.
+ */
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
+  const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
   // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
   client.on('error', ignore);
+  const statement = (text: string) => (deadline === undefined ? client.query(text) : queryBy(client, { text }, deadline));
   let reusable = true;
   try {
-    await client.query('BEGIN');
+    await statement('BEGIN');
     const result = await fn(client);
-    await client.query('COMMIT');
+    await statement('COMMIT');
     return result;
   } catch (err) {
     // After a lost or silent connection a ROLLBACK would only wait out another timeout; dropping the connection rolls back too.
-    reusable = !isTransient(err) && (await client.query('ROLLBACK').then(() => true, () => false));
+    reusable = !isTransient(err) && (await statement('ROLLBACK').then(() => true, () => false));
     throw err;
   } finally {
     client.off('error', ignore);
     client.release(!reusable);
   }
+}
+
+/**
+ * One statement on a pooled connection, waiting for the connection and the answer only until
+ * `deadline` (a `clock()` time). A connection whose statement timed out is dropped, never reused:
+ * its answer may still be on the way.
+ */
+export async function queryOnPool<R extends QueryResultRow>(pool: Pool, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
+  const client = await connectBy(pool, deadline);
+  // The statement fails too when the connection drops; unhandled, the event would kill the process.
+  client.on('error', ignore);
+  let failure: unknown;
+  try {
+    return await queryBy<R>(client, statement, deadline);
+  } catch (err) {
+    failure = err;
+    throw err;
+  } finally {
+    client.off('error', ignore);
+    client.release(failure !== undefined && isTransient(failure));
+  }
+}
+
+/** A statement as the driver takes it: text, and a name to prepare it once per connection. */
+export interface QueryStatement {
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+
+/**
+ * One statement on a connection we hold, answered by `deadline` or failed with the driver's read
+ * timeout (which leaves the connection unusable: the caller drops it). Nothing is sent once the
+ * deadline has passed.
+ */
+export function queryBy<R extends QueryResultRow>(client: PoolClient, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
+  const waitMs = Math.ceil(deadline - clock());
+  // The request's time ran out between two statements of a transaction.
+  if (waitMs <= 0) return Promise.reject(new StoreTimeoutError(`the PostgreSQL transaction (at ${statement.name ?? statement.text})`, 0));
+  return client.query<R>({ ...statement, query_timeout: waitMs } as QueryStatement);
+}
+
+/**
+ * A pooled connection by `deadline`: the pool's own connection timeout is fixed, and a request that
+ * already waited (behind a batch, say) has less left. A connection the pool hands over after the
+ * deadline goes straight back.
+ */
+export function connectBy(pool: Pool, deadline: number): Promise<PoolClient> {
+  const waitMs = deadline - clock();
+  const connecting = pool.connect();
+  return within(
+    connecting,
+    waitMs,
+    () => new StoreTimeoutError('waiting for a PostgreSQL connection', waitMs),
+    () => void connecting.then((client) => client.release(), ignore),
+  );
 }
 
 /**
@@ -148,6 +211,7 @@ const DRIVER_CONNECTION_MESSAGE =
 
 /** Lost connection, timeout, shutdown, exhaustion or a retryable conflict: worth a retry, not a 500. */
 function isTransient(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return TRANSIENT_SQLSTATE.test(code) || NETWORK_CODES.has(code);

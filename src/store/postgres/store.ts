@@ -4,10 +4,12 @@ import type { HistoryEntry } from '../../domain/history.js';
 import type { ChangeResult, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
+import { clock, DEFAULT_STORE_TIMEOUT_MS } from '../deadline.js';
 import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
+import { HOUSEKEEPING_BATCH, inBatches, oldPrefix } from '../housekeeping.js';
 import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
 import { applyBatch, type Database, type Statement } from './apply-batch.js';
-import { asUnavailable, inTransaction, MIGRATION_LOCK_KEY, openPool, type PostgresStoreOptions } from './pool.js';
+import { asUnavailable, inTransaction, MIGRATION_LOCK_KEY, openPool, queryBy, queryOnPool, type PostgresStoreOptions } from './pool.js';
 
 /** Selected under the names of InventoryItem, so a row is the item. */
 const ITEM_COLUMNS = 'pet_id AS "petId", quantity, status';
@@ -41,11 +43,21 @@ const STATEMENTS = {
   },
   syncCommit: { name: 'synchronous-commit', text: 'SHOW synchronous_commit' },
   hasEntry: { name: 'inventory-has', text: 'SELECT 1 FROM inventory WHERE pet_id = $1' },
-  // SKIP LOCKED: a record a batch holds is left for the next purge, so the purge never waits on a batch (nor they on each other in a circle).
+  idempotencyHolders: { name: 'idempotency-holders', text: 'SELECT api_key_id AS "keyId" FROM idempotency_counts WHERE records > 0 ORDER BY api_key_id' },
+  // The count first, as every writer of an API key's records takes it (see LOCK_COUNTS): no waiting in a circle with a batch.
+  lockCount: { name: 'idempotency-lock-count', text: 'SELECT 1 FROM idempotency_counts WHERE api_key_id = $1 FOR UPDATE' },
   purgeIdempotency: {
     name: 'idempotency-purge',
-    text: `DELETE FROM idempotency_records WHERE (api_key_id, idem_key) IN
-             (SELECT api_key_id, idem_key FROM idempotency_records WHERE expires_at <= $1 FOR UPDATE SKIP LOCKED)`,
+    text: `DELETE FROM idempotency_records WHERE api_key_id = $1 AND key_hash IN
+             (SELECT key_hash FROM idempotency_records WHERE api_key_id = $1 AND expires_at <= $2 LIMIT $3)`,
+  },
+  // Rows in id order: the oldest first (a late commit may sit among older ids; the age check on delete leaves it).
+  historyHead: { name: 'history-head', text: 'SELECT id, at FROM inventory_history WHERE id > $1 ORDER BY id LIMIT $2' },
+  // Each entry's newest row stays, so the last change of its count stays visible.
+  pruneHistory: {
+    name: 'history-prune',
+    text: `DELETE FROM inventory_history h WHERE h.id > $1 AND h.id <= $2 AND h.at < $3
+             AND EXISTS (SELECT 1 FROM inventory_history n WHERE n.pet_id = h.pet_id AND n.id > h.id)`,
   },
   // One statement for the whole batch; skipped rows (already present, or repeated in the batch) are missing from RETURNING.
   insertItems: {
@@ -74,10 +86,12 @@ const STATEMENTS = {
 
 /**
  * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
- * many processes open at the same moment) and returns the store.
+ * many processes open at the same moment) and returns the store. Each call a request makes ends
+ * within `timeoutMs` (STORE_TIMEOUT_MS) of when it was made, waiting for a connection included;
+ * a change of quantity within `timeoutMs` of its submit, waiting behind the batch in flight included.
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<InventoryStore> {
-  return new PostgresStore(await openPool(url, options));
+  return new PostgresStore(await openPool(url, options), options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS);
 }
 
 class PostgresStore implements InventoryStore {
@@ -89,13 +103,25 @@ class PostgresStore implements InventoryStore {
   /** Set once the pool is being ended, after the accepted changes are committed. */
   #ended = false;
 
-  constructor(pool: Pool) {
+  /** STORE_TIMEOUT_MS. */
+  readonly #timeoutMs: number;
+
+  constructor(pool: Pool, timeoutMs: number) {
     this.#pool = pool;
-    const database: Database = {
-      query: (statement, values) => this.#pool.query({ ...statement, values }),
-      transaction: (fn) => inTransaction(this.#pool, (client) => fn((statement, values) => client.query({ ...statement, values }))),
+    this.#timeoutMs = timeoutMs;
+    this.#changes = changeGroupCommit(
+      // A batch is given up once none of its changes is awaited any more.
+      (batch, deadline) => this.#run(() => applyBatch(this.#database(deadline ?? clock() + timeoutMs), batch)),
+      { timeoutMs },
+    );
+  }
+
+  /** Where a batch runs, every wait of it ending by `deadline`. */
+  #database(deadline: number): Database {
+    return {
+      query: (statement, values) => queryOnPool(this.#pool, { ...statement, values }, deadline),
+      transaction: (fn) => inTransaction(this.#pool, (client) => fn((statement, values) => queryBy(client, { ...statement, values }, deadline)), deadline),
     };
-    this.#changes = changeGroupCommit((batch) => this.#run(() => applyBatch(database, batch)));
   }
 
   async listInventory(): Promise<InventoryItem[]> {
@@ -142,7 +168,34 @@ class PostgresStore implements InventoryStore {
   }
 
   async purgeIdempotencyRecords(now: Date): Promise<number> {
-    return (await this.#query(STATEMENTS.purgeIdempotency, [now.toISOString()])).rowCount ?? 0;
+    const at = now.toISOString();
+    let total = 0;
+    for (const { keyId } of (await this.#query<{ keyId: string }>(STATEMENTS.idempotencyHolders)).rows) {
+      total += await inBatches(keyId, async () => {
+        const deleted = await this.#run(() =>
+          inTransaction(this.#pool, async (client) => {
+            await client.query({ ...STATEMENTS.lockCount, values: [keyId] });
+            return (await client.query({ ...STATEMENTS.purgeIdempotency, values: [keyId, at, HOUSEKEEPING_BATCH] })).rowCount ?? 0;
+          }),
+        );
+        return deleted === HOUSEKEEPING_BATCH ? { deleted, next: keyId } : { deleted };
+      });
+    }
+    return total;
+  }
+
+  /** Each instance may prune: a step another is running at the same moment waits for it briefly and deletes nothing twice. */
+  async purgeHistory(before: Date): Promise<number> {
+    return inBatches(0n, async (after) => {
+      const head = (await this.#query<{ id: bigint; at: Date }>(STATEMENTS.historyHead, [after.toString(), HOUSEKEEPING_BATCH])).rows;
+      const { last, more } = oldPrefix(
+        head.map((r) => [r.id, r.at] as const),
+        (at) => at < before,
+      );
+      if (last === undefined) return { deleted: 0 };
+      const deleted = (await this.#query(STATEMENTS.pruneHistory, [after.toString(), last.toString(), before.toISOString()])).rowCount ?? 0;
+      return more ? { deleted, next: last } : { deleted };
+    });
   }
 
   async readVersion(): Promise<number> {
@@ -203,8 +256,9 @@ class PostgresStore implements InventoryStore {
     await this.#closed;
   }
 
+  /** One statement, answered (or given up) within the store timeout of this call, waiting for a connection included. */
   #query<R extends QueryResultRow>(statement: Statement, values: unknown[] = []): Promise<QueryResult<R>> {
-    return this.#run(() => this.#pool.query<R>({ ...statement, values }));
+    return this.#run(() => queryOnPool<R>(this.#pool, { ...statement, values }, clock() + this.#timeoutMs));
   }
 
   /** Runs one driver call, turning "cannot reach the store now" into StoreUnavailableError. */

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { judgeChange, type ChangeOutcome, type ChangeResult, type InventoryEntry, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
+import { idempotencyKeyHash } from '../housekeeping.js';
 import { decodeOutcome, encodeOutcome } from '../outcome.js';
 import { changeLogWriter } from './change-log.js';
 import { isTransient } from './connection.js';
@@ -33,13 +34,15 @@ export function changeApplier(db: Database.Database): ApplyBatch {
        SELECT pet_id, quantity, ?, ?, ?, ?, ?, ?, last_history_id FROM inventory WHERE pet_id = ?`,
     ),
     update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
-    findIdempotency: db.prepare('SELECT fingerprint, outcome FROM idempotency_records WHERE api_key_id = ? AND idem_key = ? AND expires_at > ?'),
+    // Expired records too: reusing one takes no new row, so it never counts against the cap.
+    findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at > ? AS live FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
     saveIdempotency: db.prepare(
-      `INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (api_key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
+      `INSERT INTO idempotency_records (api_key_id, key_hash, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (api_key_id, key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
          created_at = excluded.created_at, expires_at = excluded.expires_at`,
     ),
   };
+  const recordsFull = recordsFullCheck(db);
 
   const entry = entryReader(db);
   const logWrite = changeLogWriter(db);
@@ -47,12 +50,15 @@ export function changeApplier(db: Database.Database): ApplyBatch {
   const applyOne = (change: QuantityChange): ChangeResult => {
     const at = change.at.toISOString();
     const idem = change.idempotency;
+    const keyHash = idem && idempotencyKeyHash(idem.key);
     if (idem) {
-      const found = stmt.findIdempotency.get(change.keyId, idem.key, at) as { fingerprint: string; outcome: string | null } | undefined;
-      if (found) {
+      const found = stmt.findIdempotency.get(at, change.keyId, keyHash) as { fingerprint: string; outcome: string | null; live: number } | undefined;
+      if (found?.live) {
         if (found.fingerprint !== idem.fingerprint) return { kind: 'idempotency_key_reused' };
         if (found.outcome !== null) return { ...decodeOutcome(found.outcome), replayed: true };
       }
+      const full = found ? undefined : recordsFull(change.keyId, idem.recordsPerKey, change.at);
+      if (full) return full;
     }
     const verdict = judgeChange(entry(change.petId), change.condition);
     let outcome: ChangeOutcome;
@@ -63,7 +69,7 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     } else {
       outcome = verdict;
     }
-    if (idem) stmt.saveIdempotency.run(change.keyId, idem.key, idem.fingerprint, encodeOutcome(outcome), at, idem.expiresAt.toISOString());
+    if (idem) stmt.saveIdempotency.run(change.keyId, keyHash, idem.fingerprint, encodeOutcome(outcome), at, idem.expiresAt.toISOString());
     return { ...outcome, replayed: false };
   };
 
@@ -97,6 +103,30 @@ export function changeApplier(db: Database.Database): ApplyBatch {
       // A change threw and the batch rolled back whole: again, each change in its own savepoint, so the bad one fails alone.
       return oneByOne.immediate(changes);
     }
+  };
+}
+
+/**
+ * Whether an API key already holds `cap` live records, so that a new one is refused: read from
+ * its count (idempotency_counts, kept by triggers), so a PATCH never counts rows. A count at the
+ * cap may include expired records: as many of those as needed are deleted first (the oldest),
+ * and only live records refuse. Runs in the batch's transaction, under SQLite's one write lock,
+ * so the count is exact across processes.
+ */
+function recordsFullCheck(db: Database.Database): (keyId: string, cap: number, now: Date) => ChangeResult | undefined {
+  const count = db.prepare('SELECT records FROM idempotency_counts WHERE api_key_id = ?').pluck();
+  const reclaim = db.prepare(
+    `DELETE FROM idempotency_records WHERE rowid IN
+       (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+  );
+  const oldestLive = db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck();
+  return (keyId, cap, now) => {
+    const held = Number(count.get(keyId) ?? 0);
+    if (held < cap) return undefined;
+    const at = now.toISOString();
+    if (held - reclaim.run(keyId, at, held - cap + 1).changes < cap) return undefined;
+    const oldest = oldestLive.get(keyId, at) as string | null;
+    return { kind: 'idempotency_records_full', retryAt: oldest === null ? now : new Date(oldest) };
   };
 }
 

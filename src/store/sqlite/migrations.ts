@@ -1,10 +1,19 @@
 import type Database from 'better-sqlite3';
+import { idempotencyKeyHash } from '../housekeeping.js';
+
+/** A schema version; `functions` are what its SQL calls that SQLite lacks, registered on the connection first. */
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+  functions?: Record<string, (value: string) => string>;
+}
 
 /**
  * SQLite schema versions, applied in order at start; an applied version is never edited,
  * a change is a new version.
  */
-export const SQLITE_MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 1,
     name: 'inventory and api keys',
@@ -110,6 +119,42 @@ export const SQLITE_MIGRATIONS: readonly { version: number; name: string; sql: s
       ALTER TABLE inventory DROP COLUMN change_seq;
     `,
   },
+  {
+    version: 4,
+    name: 'idempotency keys kept as their SHA-256, and counted per API key',
+    // A key is whatever a client sends: only its hash is kept. The records already kept are
+    // hashed here, so a retry sent across the upgrade is still replayed.
+    functions: { idempotency_key_hash: idempotencyKeyHash },
+    sql: `
+      CREATE TABLE idempotency_records_hashed (
+        api_key_id  TEXT NOT NULL,
+        key_hash    TEXT NOT NULL, -- hex SHA-256 of the Idempotency-Key
+        fingerprint TEXT NOT NULL,
+        outcome     TEXT,
+        created_at  TEXT NOT NULL,
+        expires_at  TEXT NOT NULL,
+        PRIMARY KEY (api_key_id, key_hash)
+      ) STRICT;
+      INSERT INTO idempotency_records_hashed
+        SELECT api_key_id, idempotency_key_hash(idem_key), fingerprint, outcome, created_at, expires_at FROM idempotency_records;
+      DROP TABLE idempotency_records;
+      ALTER TABLE idempotency_records_hashed RENAME TO idempotency_records;
+      -- One API key's records by expiry: its oldest live one (Retry-After) and its expired ones (purge), without a scan.
+      CREATE INDEX idempotency_records_key_expiry ON idempotency_records (api_key_id, expires_at);
+
+      -- How many records (live or expired) each API key holds, kept by the triggers: the cap is checked without counting rows.
+      CREATE TABLE idempotency_counts (api_key_id TEXT PRIMARY KEY, records INTEGER NOT NULL) STRICT;
+      INSERT INTO idempotency_counts (api_key_id, records) SELECT api_key_id, count(*) FROM idempotency_records GROUP BY api_key_id;
+      -- An upsert that updates a record fires neither: the count is of rows.
+      CREATE TRIGGER idempotency_record_added AFTER INSERT ON idempotency_records BEGIN
+        INSERT INTO idempotency_counts (api_key_id, records) VALUES (NEW.api_key_id, 1)
+          ON CONFLICT (api_key_id) DO UPDATE SET records = records + 1;
+      END;
+      CREATE TRIGGER idempotency_record_removed AFTER DELETE ON idempotency_records BEGIN
+        UPDATE idempotency_counts SET records = records - 1 WHERE api_key_id = OLD.api_key_id;
+      END;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */
@@ -120,6 +165,7 @@ export function migrate(db: Database.Database): void {
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
     for (const m of SQLITE_MIGRATIONS) {
       if (applied.has(m.version)) continue;
+      for (const [name, fn] of Object.entries(m.functions ?? {})) db.function(name, { deterministic: true }, fn);
       db.exec(m.sql);
       record.run(m.version, m.name, new Date().toISOString());
     }

@@ -5,6 +5,7 @@ import type { ChangeResult, InventoryEntry, QuantityChange } from '../../domain/
 import { StoreUnavailableError } from '../../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../../schemas/inventory.js';
 import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
+import { HOUSEKEEPING_BATCH, inBatches, oldPrefix } from '../housekeeping.js';
 import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
 import { entryReader, errorOf, type BatchResult } from './apply-batch.js';
 import { changeLogReader, changeLogWriter } from './change-log.js';
@@ -35,7 +36,8 @@ interface KeyRow {
  * Opens (creating if needed) the SQLite store at `filename` (":memory:" for a private in-memory
  * database), applies pending migrations and prepares every statement once.
  */
-export function openSqliteStore(filename: string): InventoryStore {
+/** `timeoutMs` (STORE_TIMEOUT_MS): the longest a change waits for its batch to commit, a batch in flight before it included (503 past it). */
+export function openSqliteStore(filename: string, options: { timeoutMs?: number } = {}): InventoryStore {
   const db = openSqliteConnection(filename);
   try {
     migrate(db);
@@ -44,7 +46,7 @@ export function openSqliteStore(filename: string): InventoryStore {
     throw err;
   }
   // A private :memory: database exists only on this connection, so it cannot have a writer thread.
-  return new SqliteStore(db, filename, filename === ':memory:' ? inThreadWriter(db) : threadWriter(filename));
+  return new SqliteStore(db, filename, filename === ':memory:' ? inThreadWriter(db) : threadWriter(filename), options.timeoutMs);
 }
 
 class SqliteStore implements InventoryStore {
@@ -60,7 +62,7 @@ class SqliteStore implements InventoryStore {
   readonly #changes: GroupCommit<QuantityChange, ChangeResult>;
   #closing: Promise<void> | undefined;
 
-  constructor(db: Database.Database, filename: string, writer: ChangeWriter) {
+  constructor(db: Database.Database, filename: string, writer: ChangeWriter, timeoutMs: number | undefined) {
     this.#db = db;
     this.#filename = filename;
     this.#writer = writer;
@@ -73,7 +75,7 @@ class SqliteStore implements InventoryStore {
         throw asUnavailable(err);
       }
       return results.map((result) => ('error' in result ? asUnavailable(errorOf(result)) : result));
-    });
+    }, { timeoutMs });
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
       list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
@@ -91,7 +93,18 @@ class SqliteStore implements InventoryStore {
          FROM walk JOIN inventory_history h ON h.id = walk.id ORDER BY walk.n`,
       ),
       hasEntry: db.prepare('SELECT 1 FROM inventory WHERE pet_id = ?').pluck(),
-      purgeIdempotency: db.prepare('DELETE FROM idempotency_records WHERE expires_at <= ?'),
+      idempotencyHolders: db.prepare('SELECT api_key_id FROM idempotency_counts WHERE records > 0 ORDER BY api_key_id').pluck(),
+      purgeIdempotency: db.prepare(
+        'DELETE FROM idempotency_records WHERE rowid IN (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? LIMIT ?)',
+      ),
+      // Rows in id order, which is commit order: the oldest first.
+      historyHead: db.prepare('SELECT id, at FROM inventory_history WHERE id > ? ORDER BY id LIMIT ?').raw(true).safeIntegers(true),
+      // Each entry's newest row stays: it links the entry's next change (last_history_id), and as the
+      // table's newest row is always one, a new row never takes the id of a deleted one.
+      pruneHistory: db.prepare(
+        `DELETE FROM inventory_history WHERE id > ? AND id <= ? AND at < ?
+           AND NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = inventory_history.pet_id AND i.last_history_id = inventory_history.id)`,
+      ),
       insertKey: db.prepare(
         `INSERT INTO api_keys (id, name, environment, key_hash, hint, scopes, created_at, last_used_at, expires_at, revoked_at)
          VALUES (@id, @name, @environment, @key_hash, @hint, @scopes, @created_at, @last_used_at, @expires_at, @revoked_at)`,
@@ -154,7 +167,32 @@ class SqliteStore implements InventoryStore {
   }
 
   async purgeIdempotencyRecords(now: Date): Promise<number> {
-    return this.#run(() => this.#briefly(() => this.#stmt.purgeIdempotency.run(now.toISOString()).changes));
+    const at = now.toISOString();
+    let total = 0;
+    for (const keyId of this.#run(() => this.#stmt.idempotencyHolders.all() as string[])) {
+      total += await inBatches(keyId, async () => {
+        const deleted = this.#run(() => this.#briefly(() => this.#stmt.purgeIdempotency.run(keyId, at, HOUSEKEEPING_BATCH).changes));
+        return deleted === HOUSEKEEPING_BATCH ? { deleted, next: keyId } : { deleted };
+      });
+    }
+    return total;
+  }
+
+  async purgeHistory(before: Date): Promise<number> {
+    const cutoff = before.toISOString();
+    return inBatches(0n, async (after) =>
+      this.#run(() =>
+        this.#briefly(() =>
+          this.#db.transaction(() => {
+            const head = this.#stmt.historyHead.all(after, HOUSEKEEPING_BATCH) as [id: bigint, at: string][];
+            const { last, more } = oldPrefix(head, (at) => at < cutoff);
+            if (last === undefined) return { deleted: 0 };
+            const deleted = this.#stmt.pruneHistory.run(after, last, cutoff).changes;
+            return more ? { deleted, next: last } : { deleted };
+          }).immediate(),
+        ),
+      ),
+    );
   }
 
   async readVersion(): Promise<number> {

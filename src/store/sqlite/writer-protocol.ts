@@ -1,4 +1,4 @@
-import type { QuantityChange, VersionCondition } from '../../domain/inventory.js';
+import type { IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchResult, ChangeFailure } from './apply-batch.js';
@@ -26,7 +26,7 @@ export interface BatchMessage {
   reasons: (ChangeReason | null)[];
   /** By index, for the changes that carry one (most carry neither). */
   conditions: Record<number, VersionCondition>;
-  idempotency: Record<number, { key: string; fingerprint: string; expiresAt: number }>;
+  idempotency: Record<number, Omit<IdempotencyRequest, 'expiresAt'> & { expiresAt: number }>;
 }
 
 export function encodeBatch(changes: readonly QuantityChange[]): BatchMessage {
@@ -62,19 +62,19 @@ export function decodeBatch(m: BatchMessage): QuantityChange[] {
     const condition = m.conditions[i];
     if (condition) change.condition = condition;
     const idem = m.idempotency[i];
-    if (idem) change.idempotency = { key: idem.key, fingerprint: idem.fingerprint, expiresAt: new Date(idem.expiresAt) };
+    if (idem) change.idempotency = { ...idem, expiresAt: new Date(idem.expiresAt) };
     return change;
   });
 }
 
-/** RESULT_WIDTH numbers per change: kind, replayed, quantity, version, status; the failures aside, by index. */
+/** RESULT_WIDTH numbers per change: kind, replayed, quantity, version, status (or kind and retryAt); the failures aside, by index. */
 export interface ResultsMessage {
   numbers: Float64Array;
   failures: Record<number, ChangeFailure>;
 }
 
 const RESULT_WIDTH = 5;
-const KINDS = ['updated', 'not_found', 'precondition_failed', 'idempotency_key_reused', 'failed'] as const;
+const KINDS = ['updated', 'not_found', 'precondition_failed', 'idempotency_key_reused', 'idempotency_records_full', 'failed'] as const;
 
 export function encodeResults(results: readonly BatchResult[]): ResultsMessage {
   const numbers = new Float64Array(results.length * RESULT_WIDTH);
@@ -88,6 +88,10 @@ export function encodeResults(results: readonly BatchResult[]): ResultsMessage {
     }
     numbers[at] = KINDS.indexOf(r.kind);
     if (r.kind === 'idempotency_key_reused') return;
+    if (r.kind === 'idempotency_records_full') {
+      numbers[at + 1] = r.retryAt.getTime();
+      return;
+    }
     numbers[at + 1] = r.replayed ? 1 : 0;
     if (r.kind === 'not_found') return;
     numbers[at + 2] = r.entry.item.quantity;
@@ -107,6 +111,8 @@ export function decodeResults(m: ResultsMessage, changes: readonly QuantityChang
         return m.failures[i]!;
       case 'idempotency_key_reused':
         return { kind };
+      case 'idempotency_records_full':
+        return { kind, retryAt: new Date(m.numbers[at + 1]!) };
       case 'not_found':
         return { kind, replayed: m.numbers[at + 1] === 1 };
       case 'updated':

@@ -1,0 +1,72 @@
+import type { Config } from './config.js';
+import type { InventoryStore } from './store/store.js';
+
+/** How often each instance deletes expired idempotency records and, with a retention, old history. */
+export const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/**
+ * The first run comes this long after start at most (at a random moment, so instances and workers
+ * started together do not all run at once): an instance restarted more often than hourly still
+ * cleans up.
+ */
+export const FIRST_RUN_WITHIN_MS = 60 * 1000;
+
+/** Where its lines go (the app's logger). */
+export interface HousekeepingLog {
+  warn(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+}
+
+/** The housekeeping timer; stop() ends it (a run under way stops at its next step, as the store closes). */
+export interface Housekeeping {
+  stop(): void;
+  /** One run now, as the timer does it (for tests); resolves when it is over. */
+  runNow(): Promise<void>;
+}
+
+/**
+ * Every `intervalMs`, deletes what the store need not keep: expired idempotency records (a lookup
+ * ignores them: dead weight) and, when HISTORY_RETENTION_DAYS is set, history older than that.
+ * Runs never overlap; each deletes in short transactions (see the store's purge members), so the
+ * writes of requests interleave. With several instances each runs it: the steps are cheap and
+ * idempotent.
+ */
+export function scheduleHousekeeping(
+  store: Pick<InventoryStore, 'purgeIdempotencyRecords' | 'purgeHistory'>,
+  settings: Pick<Config, 'historyRetentionDays'>,
+  log: HousekeepingLog,
+  intervalMs = HOUSEKEEPING_INTERVAL_MS,
+  firstRunWithinMs = FIRST_RUN_WITHIN_MS,
+): Housekeeping {
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const failed = (what: string) => (err: unknown) => {
+    if (!stopped) log.warn({ err }, `could not purge ${what}`);
+  };
+  const run = async () => {
+    const now = new Date();
+    const records = await store.purgeIdempotencyRecords(now).catch(failed('idempotency records'));
+    let rows: number | void = 0;
+    if (settings.historyRetentionDays > 0 && !stopped) {
+      rows = await store.purgeHistory(new Date(now.getTime() - settings.historyRetentionDays * DAY_MS)).catch(failed('history'));
+    }
+    if (records || rows) log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0 }, 'housekeeping deleted old rows');
+  };
+  const runNow = () => {
+    running ??= run().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  const timer = setInterval(() => void runNow(), intervalMs).unref();
+  const first = setTimeout(() => void runNow(), Math.floor(Math.random() * Math.min(firstRunWithinMs, intervalMs))).unref();
+  return {
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      clearTimeout(first);
+    },
+    runNow,
+  };
+}

@@ -1,0 +1,41 @@
+import { ApiError } from '../errors.js';
+import type { EventLoopDelay } from '../limits/event-loop-delay.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
+import { memoryRule, type Rule } from './pipeline.js';
+
+/** The liveness check answers whatever the load: a busy process is alive, and must not be restarted for it. */
+function isLiveness(url: string): boolean {
+  return url === '/healthz' || url.startsWith('/healthz?');
+}
+
+/**
+ * While the event loop runs later than MAX_EVENT_LOOP_DELAY_MS, every request but the liveness
+ * check is 503 at once, before authentication (which may wait on the store): a quick refusal
+ * instead of a latency that grows with the queue. /readyz is refused too, so a load balancer
+ * sends the traffic elsewhere until the loop catches up (decisions 2.2, 7.7).
+ */
+export function overloaded(delay: Pick<EventLoopDelay, 'overloaded'>): Rule {
+  return memoryRule('event-loop overload', (ctx) =>
+    delay.overloaded && !isLiveness(ctx.url)
+      ? new ApiError('service_unavailable', 'The service is overloaded; retry shortly.', { 'retry-after': '1' })
+      : undefined,
+  );
+}
+
+/**
+ * Requests per API key per minute (RATE_LIMIT_PER_MINUTE), after authentication: every answer to
+ * a key carries RateLimit-Policy and RateLimit, and past the limit it is 429 with Retry-After,
+ * the seconds to the window's reset (the RateLimit header's t). Decided from memory in both lanes.
+ */
+export function rateLimit(limiter: RateLimiter): Rule {
+  return memoryRule('rate limit', (ctx) => {
+    const principal = ctx.principal;
+    if (principal === null) return undefined;
+    const decision = limiter.take(principal.keyId, Date.now());
+    ctx.answerHeaders['ratelimit-policy'] = limiter.policyHeader;
+    ctx.answerHeaders.ratelimit = limiter.rateLimitHeader(decision);
+    if (decision.admitted) return undefined;
+    const retryAfter = String(decision.resetSeconds);
+    return new ApiError('rate_limited', `This API key has made its ${limiter.limit} requests of this minute; retry in ${retryAfter} s.`, { 'retry-after': retryAfter });
+  });
+}
