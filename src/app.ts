@@ -18,8 +18,7 @@ import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { EventLoopDelay } from './limits/event-loop-delay.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { redisCounts } from './limits/redis-counts.js';
-import { buildOpenApiDocument } from './openapi/document.js';
-import { OPERATIONS } from './operations/index.js';
+import { serviceDocument } from './openapi/service-document.js';
 import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
 import { standardRules } from './pipeline/rules.js';
@@ -143,13 +142,8 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   registerErrorHandling(app, pipeline, config.bodyLimit);
 
   const methodsByPath = collectRouteMethods(app);
-  const document = buildOpenApiDocument(OPERATIONS, {
-    productionUrl: config.publicBaseUrl,
-    stagingUrl: config.stagingBaseUrl,
-    bodyLimit: config.bodyLimit,
-  });
   await app.register(healthRoutes);
-  await app.register(openApiRoutes(JSON.stringify(document)));
+  await app.register(openApiRoutes(JSON.stringify(serviceDocument(config))));
   await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
   await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);

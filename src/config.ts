@@ -14,10 +14,10 @@ export interface Config {
   databaseUrl: string;
   /** Which key prefix this instance accepts: production keys and staging keys are told apart by it. */
   environment: Environment;
-  /** Production base URL, ending in /v1 (OpenAPI `servers`). */
-  publicBaseUrl: string;
-  /** Staging base URL, ending in /v1 (OpenAPI `servers`). */
-  stagingBaseUrl: string;
+  /** Production base URL, ending in /v1 (OpenAPI `servers`); unset, the document names no host. */
+  publicBaseUrl: string | undefined;
+  /** Staging base URL, ending in /v1 (OpenAPI `servers`); unset, the document names no host. */
+  stagingBaseUrl: string | undefined;
   logLevel: LogLevel;
   /** Largest request body in bytes (413 beyond). */
   bodyLimit: number;
@@ -114,14 +114,13 @@ export function loadConfig(
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   };
   const port = integer('PORT', get('PORT'), 8080, 0, 65535);
-  const localBase = `http://localhost:${port}/v1`;
   const config: Config = {
     port,
     host: get('HOST') ?? '0.0.0.0',
     databaseUrl: databaseUrl(get('DATABASE_URL') ?? DEFAULT_DATABASE_URL),
     environment: oneOf('INVENTORY_ENV', get('INVENTORY_ENV'), ENVIRONMENTS, 'production'),
-    publicBaseUrl: baseUrl('PUBLIC_BASE_URL', get('PUBLIC_BASE_URL') ?? localBase),
-    stagingBaseUrl: baseUrl('STAGING_BASE_URL', get('STAGING_BASE_URL') ?? localBase),
+    publicBaseUrl: baseUrl('PUBLIC_BASE_URL', get('PUBLIC_BASE_URL')),
+    stagingBaseUrl: baseUrl('STAGING_BASE_URL', get('STAGING_BASE_URL')),
     logLevel: oneOf('LOG_LEVEL', get('LOG_LEVEL'), LOG_LEVELS, 'info'),
     bodyLimit: byteSize('BODY_LIMIT', get('BODY_LIMIT'), 16 * 1024),
     requestTimeoutMs: integer('REQUEST_TIMEOUT_MS', get('REQUEST_TIMEOUT_MS'), 10_000, 1, 3_600_000),
@@ -163,7 +162,8 @@ function oneOf<T extends string>(name: string, raw: string | undefined, allowed:
   return raw as T;
 }
 
-function baseUrl(name: string, raw: string): string {
+function baseUrl(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
   let url: URL | undefined;
   try {
     url = new URL(raw);

@@ -12,7 +12,8 @@ test('defaults: port 8080, SQLite under ./data, production, 16 KiB bodies', () =
   assert.equal(c.environment, 'production');
   assert.equal(c.bodyLimit, 16384);
   assert.equal(c.logLevel, 'info');
-  assert.equal(c.publicBaseUrl, 'http://localhost:8080/v1');
+  assert.equal(c.publicBaseUrl, undefined, 'unset: the document names no host');
+  assert.equal(c.stagingBaseUrl, undefined);
   assert.equal(c.trustProxy, false);
 });
 
@@ -27,7 +28,7 @@ test('environment variables are read and flags (overrides) win', () => {
   assert.equal(c.logLevel, 'warn');
   assert.equal(c.trustProxy, 1);
   assert.equal(c.publicBaseUrl, 'https://x.example/v1');
-  assert.equal(c.stagingBaseUrl, 'http://localhost:9100/v1');
+  assert.equal(c.stagingBaseUrl, undefined);
 });
 
 test('a bad value stops with a message naming the variable', () => {

@@ -18,7 +18,8 @@ export class ContractChecker {
 
   constructor(doc: OpenApiDoc) {
     this.#doc = doc;
-    this.#prefix = new URL(doc.servers[0]!.url).pathname;
+    // A relative server URL (the default) resolves against the host the document came from.
+    this.#prefix = new URL(doc.servers[0]!.url, 'http://service.invalid').pathname;
     this.#ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats.default(this.#ajv);
     this.#ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { ERROR_CATALOGUE, ERROR_CODES, StoreUnavailableError } from '../src/errors.js';
-import type { InventoryItem } from '../src/schemas/inventory.js';
+import { readFile } from 'node:fs/promises';
+import { PET_ID_INT64_NOTE, petIdDescription, type InventoryItem } from '../src/schemas/inventory.js';
 import { assertError, buildTestApp, failingOn } from './helper.js';
 import type { OpenApiDoc } from './contract.js';
 
@@ -35,6 +36,44 @@ test('servers hold the production and staging base URLs from configuration, both
   );
 });
 
+test('with no base URL configured, servers is the relative /v1: the host that served the document', async (t) => {
+  const doc = await documentOf(t);
+  assert.deepEqual(doc.servers, [{ url: '/v1', description: 'The service that serves this document' }]);
+  const staging = await documentOf(t, { STAGING_BASE_URL: 'https://staging.inventory.example.com/v1' });
+  assert.deepEqual(staging.servers.map((s) => s.url), ['https://staging.inventory.example.com/v1'], 'only what is configured');
+});
+
+test('info has contact and license; it warns that petIds are int64 and tables every error code', async (t) => {
+  const doc = await documentOf(t);
+  assert.ok(dig(doc, 'info', 'contact', 'name'));
+  assert.ok(dig(doc, 'info', 'license', 'name'));
+  const description = String(dig(doc, 'info', 'description'));
+  assert.ok(description.includes(PET_ID_INT64_NOTE));
+  for (const code of ERROR_CODES) assert.ok(description.includes(`| \`${code}\` | ${ERROR_CATALOGUE[code].status} |`), `${code} in the table`);
+});
+
+test('every petId, in paths and in bodies, is an int64 whose description says to parse it losslessly', async (t) => {
+  const text = JSON.stringify(await documentOf(t));
+  const petIds: Record<string, unknown>[] = [];
+  JSON.parse(text, function (this: Record<string, unknown>, key, value: unknown) {
+    if (key === 'petId' && typeof value === 'object' && value !== null) petIds.push(value as Record<string, unknown>);
+    if (this.name === 'petId' && key === 'schema') petIds.push({ ...(value as object), description: this.description });
+    return value;
+  });
+  assert.ok(petIds.length >= 4, `path parameters and body properties: ${petIds.length}`);
+  for (const p of petIds) {
+    assert.equal(p.type, 'integer');
+    assert.equal(p.format, 'int64');
+    assert.ok(String(p.description).endsWith(PET_ID_INT64_NOTE), String(p.description));
+  }
+});
+
+test('the committed openapi.json is the document served under the defaults (`npm run openapi` rewrites it)', async (t) => {
+  const served = await documentOf(t);
+  const committed: unknown = JSON.parse(await readFile(new URL('../openapi.json', import.meta.url), 'utf8'));
+  assert.deepEqual(served, committed, 'openapi.json is stale: run `npm run openapi` and commit the result');
+});
+
 test('the two operations are described exactly as the spec has them', async (t) => {
   const doc = await documentOf(t);
   const list = doc.paths['/inventory']!.get!;
@@ -44,7 +83,7 @@ test('the two operations are described exactly as the spec has them', async (t) 
   assert.equal(update['x-experimental'], true, 'decisions 1.3, 8.1');
   assert.equal(list['x-experimental'], undefined);
   const [petId, ...extensionParameters] = update.parameters as Record<string, unknown>[];
-  assert.deepEqual(petId, { name: 'petId', in: 'path', required: true, description: 'The ID of the pet whose stock is updated', schema: { type: 'integer', format: 'int64' } });
+  assert.deepEqual(petId, { name: 'petId', in: 'path', required: true, description: petIdDescription('The ID of the pet whose stock is updated'), schema: { type: 'integer', format: 'int64' } });
   // Headers the integrity extensions read: optional, so the spec's clients send none of them.
   assert.deepEqual(extensionParameters.map((p) => [p.name, p.in, p.required, p['x-extension']]), [
     ['If-Match', 'header', false, true],
@@ -59,7 +98,7 @@ test('the two operations are described exactly as the spec has them', async (t) 
   assert.deepEqual(Object.keys(body.content), ['application/json', 'application/merge-patch+json']);
   const schemas = doc.components.schemas;
   assert.deepEqual(dig(schemas, 'InventoryItem', 'required'), ['petId', 'quantity', 'status']);
-  assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'petId'), { type: 'integer', format: 'int64', description: 'Identifier of the animal this entry tracks' });
+  assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'petId'), { type: 'integer', format: 'int64', description: petIdDescription('Identifier of the animal this entry tracks') });
   assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'status'), { $ref: '#/components/schemas/PetStatus' });
   assert.deepEqual(dig(schemas, 'PetStatus', 'enum'), ['available', 'pending', 'sold']);
   assert.deepEqual(dig(schemas, 'InventoryUpdate', 'required'), ['quantity']);

@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox';
-import type { ErrorCode } from '../errors.js';
+import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validation.js';
-import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PetStatus } from '../schemas/inventory.js';
+import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
 import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
 
 export const API_PREFIX = '/v1';
@@ -18,8 +18,10 @@ const NAMED_SCHEMAS = new Map<TSchema, string>([
 ]);
 
 export interface DocumentOptions {
-  productionUrl: string;
-  stagingUrl: string;
+  /** Production base URL ending in /v1, when configured. */
+  productionUrl: string | undefined;
+  /** Staging base URL ending in /v1, when configured. */
+  stagingUrl: string | undefined;
   bodyLimit: number;
 }
 
@@ -38,14 +40,11 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
     info: {
       title: 'Pet Store Inventory Service',
       version: '1.0.0',
-      description:
-        'The stock-level interface of a pet store: list the stock of every pet and set one pet\'s stock count. ' +
-        'Every error answers with the Error object; its `code` is one of a closed set.',
+      description: INFO_DESCRIPTION,
+      contact: { name: 'Pet Store Inventory Service maintainers' },
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [
-      { url: options.productionUrl, description: 'Production' },
-      { url: options.stagingUrl, description: 'Staging' },
-    ],
+    servers: servers(options),
     security: [{ bearerAuth: [] }],
     tags: [{ name: 'inventory', description: 'Stock levels' }, { name: 'meta', description: 'About the service' }],
     paths,
@@ -77,6 +76,34 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
     },
   };
 }
+
+/**
+ * The configured base URLs; with none, the relative `/v1`, which resolves against wherever the
+ * document was fetched from, so "try it" and generated clients reach the host that served it
+ * instead of a made-up one.
+ */
+function servers(options: DocumentOptions): { url: string; description: string }[] {
+  const configured = [
+    ...(options.productionUrl ? [{ url: options.productionUrl, description: 'Production' }] : []),
+    ...(options.stagingUrl ? [{ url: options.stagingUrl, description: 'Staging' }] : []),
+  ];
+  return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'The service that serves this document' }];
+}
+
+/** The markdown table of every error code: the one list integrators look codes up in. */
+function errorCodeTable(): string {
+  const rows = ERROR_CODES.map((code) => `| \`${code}\` | ${ERROR_CATALOGUE[code].status} | ${ERROR_CATALOGUE[code].message.replaceAll('|', '\\|')} |`);
+  return ['| Code | Status | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+const INFO_DESCRIPTION = [
+  'The stock-level interface of a pet store: list the stock of every pet and set one pet\'s stock count.',
+  '## petIds are int64',
+  `Every petId, in paths and in bodies, is one. ${PET_ID_INT64_NOTE} The service reads and writes every petId exactly; a client must too, or a PATCH meant for one pet can set another.`,
+  '## Errors',
+  'Every error answers with the Error object `{code, message, status}`; its `code` is one of this closed set:',
+  errorCodeTable(),
+].join('\n\n');
 
 function operationObject(op: OperationSpec, options: DocumentOptions): Record<string, unknown> {
   const parameters: Record<string, unknown>[] = Object.entries(op.pathParams ?? {}).map(([name, schema]) => ({

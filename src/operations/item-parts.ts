@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
-import { PetId } from '../schemas/inventory.js';
+import { PetId, petIdDescription } from '../schemas/inventory.js';
 import type { ResponseSpec } from './operation.js';
 
 /** The parts the operations on one entry (/v1/inventory/{petId}...) declare alike. */
 
-export const PET_ID_PARAM = { petId: Type.Unsafe({ ...PetId, description: 'The ID of the pet' }) };
+export const PET_ID_PARAM = { petId: Type.Unsafe({ ...PetId, description: petIdDescription('The ID of the pet') }) };
 
 export const ETAG_HEADER = {
   ETag: { description: 'Strong entity tag of the entry\'s version; send it in If-Match to update only that version', schema: Type.String(), required: true },

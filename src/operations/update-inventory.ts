@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { Principal } from '../domain/api-key.js';
 import { etagOf, itemJson } from '../domain/inventory.js';
 import { ApiError } from '../errors.js';
-import { InventoryItem, InventoryUpdate, PetId } from '../schemas/inventory.js';
+import { InventoryItem, InventoryUpdate, PetId, petIdDescription } from '../schemas/inventory.js';
 import type { InventoryStore } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { JSON_MEDIA_TYPES } from './body.js';
@@ -28,7 +28,7 @@ export const updateInventory = {
     'change history.',
   tags: ['inventory'],
   scope: 'inventory:write',
-  pathParams: { petId: Type.Unsafe({ ...PetId, description: 'The ID of the pet whose stock is updated' }) },
+  pathParams: { petId: Type.Unsafe({ ...PetId, description: petIdDescription('The ID of the pet whose stock is updated') }) },
   requestHeaders: {
     'If-Match': {
       description: 'Update only if the entry\'s ETag is one of these ("*": any existing entry). Required when the service runs with REQUIRE_IF_MATCH=true.',

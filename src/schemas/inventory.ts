@@ -9,11 +9,26 @@ export const PetStatus = Type.Unsafe<(typeof PET_STATUSES)[number]>({
 });
 export type PetStatus = Static<typeof PetStatus>;
 
+/**
+ * What every petId description ends with. `format: int64` says it to generators; these words say it
+ * to people, because the usual JSON parsers (JavaScript's among them) read numbers as doubles and
+ * silently round ids beyond 2^53.
+ */
+export const PET_ID_INT64_NOTE =
+  'A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: ' +
+  'parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 ' +
+  '(9007199254740993 would become 9007199254740992).';
+
+/** The description of a petId: what it names, then the int64 note. */
+export function petIdDescription(what: string): string {
+  return `${what}. ${PET_ID_INT64_NOTE}`;
+}
+
 /** int64 in JSON, bigint in code: serialised digit for digit, never through a float. */
 export const PetId = Type.Unsafe<bigint>({
   type: 'integer',
   format: 'int64',
-  description: 'Identifier of the animal this entry tracks',
+  description: petIdDescription('Identifier of the animal this entry tracks'),
 });
 
 export const Quantity = Type.Integer({
