@@ -2,12 +2,12 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'bench/results/', 'clients/typescript/dist/', 'clients/typescript/src/generated/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['eslint.config.js', 'bin/*', 'scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ['eslint.config.js', 'bin/*', 'scripts/*.mjs', 'clients/typescript/scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': [
@@ -22,7 +22,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/*', 'scripts/*.mjs', 'eslint.config.js'],
+    files: ['bin/*', 'scripts/*.mjs', 'clients/typescript/scripts/*.mjs', 'eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

@@ -9,8 +9,14 @@
  * for `keys list`) is split into chunks loaded on demand. The output is flat, so the writer
  * thread sits next to the module that starts it, as writer-thread.ts does in the sources.
  * Types are checked by `npm run typecheck`, not here.
+ *
+ * Then the typed client (clients/typescript), whose build is tsc: a dev dependency, so an install
+ * without them (`npm ci --omit=dev`, a production server) builds the service and skips the client.
  */
+import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { stdout } from 'node:process';
 import { URL } from 'node:url';
 import { build } from 'esbuild';
 
@@ -38,3 +44,12 @@ await build({
     },
   ],
 });
+
+let typescript = false;
+try {
+  createRequire(import.meta.url).resolve('typescript');
+  typescript = true;
+} catch {
+  stdout.write('build: the typed client (clients/typescript) is not built: its build needs the dev dependencies\n');
+}
+if (typescript) execFileSync('npm', ['run', '--silent', 'build', '-w', '@petstore/inventory-client'], { stdio: 'inherit' });

@@ -1,0 +1,114 @@
+import createClient from 'openapi-fetch';
+import { errorFromAnswer, unexpectedAnswer } from './errors.js';
+import type { paths } from './generated/openapi.js';
+import { parseJson, stringifyJson } from './json.js';
+import { checkPetId } from './pet-id.js';
+import { retryingFetch, retryPolicy, type FetchLike, type RetryOptions } from './retry.js';
+import type { HistoryPage, InventoryItem, InventoryUpdate } from './types.js';
+
+export interface InventoryClientOptions {
+  /** The API's base URL, /v1 included, e.g. http://localhost:8080/v1. */
+  baseUrl: string;
+  /** An API key: inventory:read for the GETs, inventory:write for updateInventory too. */
+  apiKey: string;
+  /** The fetch to send with (default globalThis.fetch): a proxy agent, a test double. */
+  fetch?: FetchLike;
+  /** Retries of GETs and of updates with an idempotencyKey (a number: how many; default 3); see README. */
+  retries?: number | RetryOptions;
+  /** Sent as User-Agent, so the service's logs can tell callers apart. */
+  userAgent?: string;
+  /** More headers for every request. */
+  headers?: Record<string, string>;
+}
+
+export interface UpdateOptions {
+  /** The ETag of the version read: the update applies only if the entry is still at it (else 412). */
+  ifMatch?: string;
+  /** A unique key per intended change (a UUID): makes the update safe to retry, and retried. */
+  idempotencyKey?: string;
+}
+
+export interface HistoryOptions {
+  /** Changes per page, 1 to 500 (service default 100). */
+  limit?: number;
+  /** nextCursor of the previous page. */
+  cursor?: string;
+}
+
+export interface InventoryClient {
+  listInventory(): Promise<InventoryItem[]>;
+  getInventoryItem(petId: bigint): Promise<{ item: InventoryItem; etag: string }>;
+  updateInventory(petId: bigint, update: InventoryUpdate, options?: UpdateOptions): Promise<{ item: InventoryItem; etag: string; replayed: boolean }>;
+  listHistory(petId: bigint, options?: HistoryOptions): Promise<HistoryPage>;
+}
+
+/** What openapi-fetch hands back for a call made with parseAs 'text'. */
+interface TextAnswer {
+  data?: string;
+  error?: unknown;
+  response: Response;
+}
+
+export function createInventoryClient(options: InventoryClientOptions): InventoryClient {
+  const api = createClient<paths>({
+    baseUrl: options.baseUrl,
+    fetch: retryingFetch(options.fetch ?? ((request) => globalThis.fetch(request)), retryPolicy(options.retries)),
+    headers: { ...options.headers, authorization: `Bearer ${options.apiKey}`, ...(options.userAgent ? { 'user-agent': options.userAgent } : {}) },
+    // Bodies may hold bigints: written as digits, never through a float.
+    bodySerializer: stringifyJson,
+  });
+
+  return {
+    async listInventory() {
+      // parseAs 'text' everywhere: the text is parsed by parseJson, never by JSON.parse (see json.ts).
+      const { body } = await settle<InventoryItem[]>(api.GET('/inventory', { parseAs: 'text' }));
+      return body;
+    },
+
+    async getInventoryItem(petId) {
+      const { body, response } = await settle<InventoryItem>(api.GET('/inventory/{petId}', { params: { path: { petId: checkPetId(petId) } }, parseAs: 'text' }));
+      return { item: body, etag: requiredEtag(response) };
+    },
+
+    async updateInventory(petId, update, { ifMatch, idempotencyKey } = {}) {
+      const { body, response } = await settle<InventoryItem>(
+        api.PATCH('/inventory/{petId}', {
+          params: { path: { petId: checkPetId(petId) }, header: { 'If-Match': ifMatch, 'Idempotency-Key': idempotencyKey } },
+          body: update,
+          parseAs: 'text',
+        }),
+      );
+      // The service marks an answer stored for an earlier request with the same Idempotency-Key.
+      const replayed = response.headers.get('idempotent-replayed') === 'true';
+      return { item: body, etag: requiredEtag(response), replayed };
+    },
+
+    async listHistory(petId, { limit, cursor } = {}) {
+      // The service takes limit as decimal text (it refuses 2.5 rather than truncate it).
+      const query = { limit: limit === undefined ? undefined : String(limit), cursor };
+      const { body } = await settle<HistoryPage>(api.GET('/inventory/{petId}/history', { params: { path: { petId: checkPetId(petId) }, query }, parseAs: 'text' }));
+      return body;
+    },
+  };
+}
+
+/** The parsed body of a 2xx answer, or the InventoryApiError for any other. */
+async function settle<T>(pending: Promise<TextAnswer>): Promise<{ body: T; response: Response }> {
+  const { data, error, response } = await pending;
+  if (!response.ok) throw errorFromAnswer(response, error);
+  let body: unknown;
+  try {
+    body = parseJson(data ?? '');
+  } catch {
+    throw unexpectedAnswer(response, data ?? '', 'the body is not JSON');
+  }
+  // Shapes are the contract's (the generated types); only "is it JSON" is checked here.
+  return { body: body as T, response };
+}
+
+/** The ETag every entry answer carries; without it a conditional update could not follow. */
+function requiredEtag(response: Response): string {
+  const etag = response.headers.get('etag');
+  if (etag === null) throw unexpectedAnswer(response, '', 'the answer has no ETag');
+  return etag;
+}

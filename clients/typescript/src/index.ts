@@ -1,0 +1,7 @@
+// The package's public surface: the client, its error, and the types of what it returns.
+export { createInventoryClient } from './client.js';
+export type { HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOptions } from './client.js';
+export { InventoryApiError, UNEXPECTED_RESPONSE } from './errors.js';
+export type { InventoryErrorCode } from './errors.js';
+export type { FetchLike, RetryOptions } from './retry.js';
+export type { ChangeReason, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PetStatus, ServiceErrorCode } from './types.js';
