@@ -22,6 +22,7 @@ import { serviceDocument } from './openapi/service-document.js';
 import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
 import { standardRules } from './pipeline/rules.js';
+import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
@@ -143,7 +144,9 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
 
   const methodsByPath = collectRouteMethods(app);
   await app.register(healthRoutes);
-  await app.register(openApiRoutes(JSON.stringify(serviceDocument(config))));
+  const document = serviceDocument(config);
+  await app.register(openApiRoutes(JSON.stringify(document)));
+  await app.register(docsRoutes(document));
   await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
   await app.register(historyRoutes);
   registerMethodNotAllowed(app, methodsByPath);

@@ -50,7 +50,7 @@ export class ServiceMetrics implements RequestObserver {
     const registry = this.registry;
     this.#requests = new CellCounter({
       name: 'inventory_http_requests_total',
-      help: 'Requests answered, by operation (operationId, or health, ready, not_found, method_not_allowed, undecodable_url, cors_preflight, other) and status (499: the client left mid-request).',
+      help: 'Requests answered, by operation (operationId, or health, ready, not_found, method_not_allowed, undecodable_url, cors_preflight, docs, other) and status (499: the client left mid-request).',
       labelNames: ['operation', 'status'],
       registry,
     });

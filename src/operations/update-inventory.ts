@@ -60,7 +60,8 @@ export const updateInventory = {
     428: { description: 'If-Match is required (REQUIRE_IF_MATCH=true) and was not sent', errorCodes: ['precondition_required'] },
   },
   contractStatuses: [200, 400, 401, 404],
-  extensions: { 'x-experimental': true },
+  // x-scalar-stability: the docs page (Scalar) shows an "Experimental" badge beside the operation.
+  extensions: { 'x-experimental': true, 'x-scalar-stability': 'experimental' },
 } as const satisfies OperationSpec;
 
 /** A PATCH /v1/inventory/{petId} whose path and body are valid, whichever lane received it. */
