@@ -1,49 +1,27 @@
-import { promisify } from 'node:util';
-import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { InventoryStore } from '../store/store.js';
+import { CONTENT_ENCODINGS, EncodedBody, type ContentEncoding } from './encoded-body.js';
 import { FreshRead } from './fresh-read.js';
 import { ListBody } from './list-body.js';
 
-/** Content codings the list is offered in, best first. */
-export const LIST_ENCODINGS = ['br', 'gzip'] as const;
-export type ListEncoding = (typeof LIST_ENCODINGS)[number];
-
-const compress: Record<ListEncoding, (body: Buffer) => Promise<Buffer>> = {
-  // Quality 5: most of brotli's gain at a fraction of the time of 11, since this runs after every change.
-  br: (body) =>
-    promisify(brotliCompress)(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: body.length, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT },
-    }),
-  gzip: (body) => promisify(gzip)(body, { level: 6 }),
-};
+/** Brotli quality 5: most of its gain at a fraction of the time of 11, since this runs after every change. */
+const LIST_COMPRESSION = { brotliQuality: 5, gzipLevel: 6 };
 
 /** The list at one store version: its JSON bytes, ETags, and compressed forms made once when first asked for. */
-export class ListSnapshot {
-  readonly #encoded = new Map<ListEncoding, Promise<Buffer>>();
+export class ListSnapshot extends EncodedBody {
   /** Every ETag this version is served under, for If-None-Match; made once, read per request. */
   readonly etags: readonly string[];
 
   constructor(
     readonly version: number,
-    readonly body: Buffer,
+    body: Buffer,
   ) {
-    this.etags = [this.etag(), ...LIST_ENCODINGS.map((e) => this.etag(e))];
+    super(body, LIST_COMPRESSION);
+    this.etags = [this.etag(), ...CONTENT_ENCODINGS.map((e) => this.etag(e))];
   }
 
   /** A strong ETag per representation (RFC 9110 8.8.3): the coding is part of it. */
-  etag(encoding?: ListEncoding): string {
+  etag(encoding?: ContentEncoding): string {
     return encoding ? `"inv-${this.version}-${encoding}"` : `"inv-${this.version}"`;
-  }
-
-  encoded(encoding: ListEncoding): Promise<Buffer> {
-    let body = this.#encoded.get(encoding);
-    if (!body) {
-      body = compress[encoding](this.body);
-      // A failed compression is not kept: the next request tries again.
-      body.catch(() => this.#encoded.delete(encoding));
-      this.#encoded.set(encoding, body);
-    }
-    return body;
   }
 }
 
