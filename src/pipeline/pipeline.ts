@@ -199,9 +199,11 @@ export class RequestPipeline {
   completed(ctx: RequestContext, statusCode: number): void {
     if (ctx.finished) return;
     ctx.finished = true;
-    if (this.#options.observer) this.#options.observer.completed(ctx.operation, statusCode, (performance.now() - ctx.startedAt) / 1000);
+    if (!this.#timed) return;
+    // One clock read serves both the metric and the log line.
+    const responseTime = performance.now() - ctx.startedAt;
+    this.#options.observer?.completed(ctx.operation, statusCode, responseTime / 1000);
     if (this.#options.logRequests) {
-      const responseTime = performance.now() - ctx.startedAt;
       if (ctx.principal) this.#options.log.info({ requestId: ctx.requestId, keyId: ctx.principal.keyId, res: { statusCode }, responseTime }, 'request completed');
       else this.#options.log.info({ requestId: ctx.requestId, res: { statusCode }, responseTime }, 'request completed');
     }
