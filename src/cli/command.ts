@@ -1,4 +1,4 @@
-import { CliError, EXIT_USAGE, type CliIO } from './io.js';
+import { CliError, EXIT_USAGE, PROGRAM, type CliIO } from './io.js';
 
 export interface Command {
   /** One line for the help of the group that holds it. */
@@ -9,16 +9,18 @@ export interface Command {
 
 /**
  * A command made of named subcommands (`keys create`, `pets list`, the CLI itself): it picks
- * one by its first argument and answers --help with the list of them.
+ * one by its first argument and answers --help with the list of them. `name` is the group's
+ * name after the program's (none for the CLI itself).
  */
-export function commandGroup(spec: { name: string; summary: string; description: string; commands: Record<string, Command> }): Command {
+export function commandGroup(spec: { name?: string; summary: string; description: string; commands: Record<string, Command> }): Command {
   const names = Object.keys(spec.commands);
+  const usage = spec.name === undefined ? PROGRAM : `${PROGRAM} ${spec.name}`;
   const help =
-    `Usage: ${spec.name} <command> [options]\n\n${spec.description}\n\nCommands:\n` +
+    `Usage: ${usage} <command> [options]\n\n${spec.description}\n\nCommands:\n` +
     Object.entries(spec.commands)
       .map(([name, c]) => `  ${name.padEnd(8)}${c.summary}`)
       .join('\n') +
-    `\n\nRun "${spec.name} <command> --help" for its options.\n`;
+    `\n\nRun "${usage} <command> --help" for its options.\n`;
   return {
     summary: spec.summary,
     async run([name, ...rest], io) {
@@ -29,8 +31,13 @@ export function commandGroup(spec: { name: string; summary: string; description:
       // Object.hasOwn: "constructor" must be an unknown command, not Object's method.
       const command = name !== undefined && Object.hasOwn(spec.commands, name) ? spec.commands[name] : undefined;
       if (!command) {
-        const what = name === undefined ? 'needs a command' : `has no command ${JSON.stringify(name)}`;
-        throw new CliError(`${spec.name} ${what}: use ${names.join(', ')} (see "${spec.name} --help")`, EXIT_USAGE);
+        // The error line already starts with the program's name (main.ts), so the message names only the group.
+        const quoted = JSON.stringify(name);
+        const what =
+          spec.name === undefined
+            ? (name === undefined ? 'no command given' : `unknown command ${quoted}`)
+            : (name === undefined ? `${spec.name} needs a command` : `${spec.name} has no command ${quoted}`);
+        throw new CliError(`${what}: use ${names.join(', ')} (see "${usage} --help")`, EXIT_USAGE);
       }
       return command.run(rest, io);
     },

@@ -1,3 +1,6 @@
+/** The name every error line starts with; the message after it never starts with it again. */
+export const PROGRAM = 'petstore-inventory';
+
 /** Where a command writes; tests pass their own to read what a command printed. */
 export interface CliIO {
   env: Readonly<Record<string, string | undefined>>;

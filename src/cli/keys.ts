@@ -123,7 +123,7 @@ const revokeCommand: Command = {
 };
 
 export const keysCommand: Command = commandGroup({
-  name: 'petstore-inventory keys',
+  name: 'keys',
   summary: 'create, list and revoke API keys',
   description: 'Manages the API keys clients send as "Authorization: Bearer <key>".',
   commands: { create: createCommand, list: listCommand, revoke: revokeCommand },

@@ -1,12 +1,11 @@
 import { ConfigError } from '../config.js';
 import { commandGroup } from './command.js';
-import { CliError, EXIT_USAGE, processIO, type CliIO } from './io.js';
+import { CliError, EXIT_USAGE, processIO, PROGRAM, type CliIO } from './io.js';
 import { keysCommand } from './keys.js';
 import { petsCommand } from './pets.js';
 import { serveCommand } from './serve.js';
 
 const cli = commandGroup({
-  name: 'petstore-inventory',
   summary: 'the inventory service and its tools',
   description:
     "The stock-level service of a pet store, and the tools to run it.\nEvery command reads DATABASE_URL (default sqlite:./data/inventory.db) and INVENTORY_ENV.",
@@ -29,7 +28,7 @@ function reportFailure(err: unknown, io: CliIO): number {
     err instanceof ConfigError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) || (err instanceof CliError && err.exitCode === EXIT_USAGE);
   // Some parseArgs messages run to several lines; the first says what is wrong.
   const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
-  io.stderr(`petstore-inventory: ${message}\n`);
+  io.stderr(`${PROGRAM}: ${message}\n`);
   if (err instanceof CliError) return err.exitCode;
   return usage ? EXIT_USAGE : 1;
 }

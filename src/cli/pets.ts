@@ -156,7 +156,7 @@ const importCommand: Command = {
 };
 
 export const petsCommand: Command = commandGroup({
-  name: 'petstore-inventory pets',
+  name: 'pets',
   summary: 'create, list and import inventory entries; show their history',
   description: 'Creates and lists inventory entries (the API only changes their quantity).',
   commands: { add: addCommand, list: listCommand, import: importCommand, history: historyCommand },
