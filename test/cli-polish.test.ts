@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
 import { main } from '../src/cli/main.js';
+import { BIN } from './process.js';
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 interface Run {
   code: number;
@@ -35,9 +40,20 @@ test('every usage error names the program once, at the start of its one line', a
     [['pets', 'feed'], 'pets has no command "feed": use add, list, import, history (see "petstore-inventory pets --help")'],
     [['keys'], 'keys needs a command: use create, list, revoke (see "petstore-inventory keys --help")'],
     [['keys', 'delete'], 'keys has no command "delete": use create, list, revoke (see "petstore-inventory keys --help")'],
+    [['--version', 'x'], '--version takes no arguments'],
   ];
   for (const [argv, message] of cases) {
     const r = await runCli(env, ...argv);
     assert.deepEqual(r, { code: 2, out: '', err: `petstore-inventory: ${message}\n` }, argv.join(' '));
   }
+});
+
+test('--version and -V print package.json\'s version, in-process and from the built bin', async (t) => {
+  const { env } = tempStore(t);
+  for (const flag of ['--version', '-V']) {
+    assert.deepEqual(await runCli(env, flag), { code: 0, out: `${PACKAGE_VERSION}\n`, err: '' });
+    const { stdout, stderr } = await promisify(execFile)(BIN, [flag]);
+    assert.deepEqual([stdout, stderr], [`${PACKAGE_VERSION}\n`, '']);
+  }
+  assert.match((await runCli(env, '--help')).out, /^ {2}-V, --version {2}print the version$/m);
 });

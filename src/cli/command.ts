@@ -10,9 +10,9 @@ export interface Command {
 /**
  * A command made of named subcommands (`keys create`, `pets list`, the CLI itself): it picks
  * one by its first argument and answers --help with the list of them. `name` is the group's
- * name after the program's (none for the CLI itself).
+ * name after the program's (none for the CLI itself); `options` are extra lines for its help.
  */
-export function commandGroup(spec: { name?: string; summary: string; description: string; commands: Record<string, Command> }): Command {
+export function commandGroup(spec: { name?: string; summary: string; description: string; options?: string; commands: Record<string, Command> }): Command {
   const names = Object.keys(spec.commands);
   const usage = spec.name === undefined ? PROGRAM : `${PROGRAM} ${spec.name}`;
   const help =
@@ -20,6 +20,7 @@ export function commandGroup(spec: { name?: string; summary: string; description
     Object.entries(spec.commands)
       .map(([name, c]) => `  ${name.padEnd(8)}${c.summary}`)
       .join('\n') +
+    (spec.options === undefined ? '' : `\n\nOptions:\n${spec.options}`) +
     `\n\nRun "${usage} <command> --help" for its options.\n`;
   return {
     summary: spec.summary,
