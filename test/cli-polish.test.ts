@@ -57,3 +57,38 @@ test('--version and -V print package.json\'s version, in-process and from the bu
   }
   assert.match((await runCli(env, '--help')).out, /^ {2}-V, --version {2}print the version$/m);
 });
+
+test('a negative number is a value: --pet-id -5, --pet-id=-5, and a positional pet ID', async (t) => {
+  const { env } = tempStore(t);
+  const add = await runCli(env, 'pets', 'add', '--pet-id', '-5', '--status', 'sold', '--quantity', '2');
+  assert.deepEqual(add, { code: 0, out: '{"petId":-5,"quantity":2,"status":"sold"}\n', err: add.err });
+  assert.equal((await runCli(env, 'pets', 'add', '--pet-id=-9223372036854775808', '--status', 'pending')).code, 0);
+  assert.equal((await runCli(env, 'pets', 'add', '--status', 'available', '--pet-id', '-7')).code, 0);
+  assert.equal(
+    (await runCli(env, 'pets', 'list', '--json')).out,
+    '[{"petId":-9223372036854775808,"quantity":0,"status":"pending"},{"petId":-7,"quantity":0,"status":"available"},' +
+      '{"petId":-5,"quantity":2,"status":"sold"}]\n',
+  );
+
+  for (const argv of [['-5'], ['-5', '--limit', '2'], ['--limit=2', '-5'], ['--limit', '3', '-5'], ['--', '-5']]) {
+    const r = await runCli(env, 'pets', 'history', ...argv);
+    assert.deepEqual([r.code, r.out], [0, 'No changes of pet -5 yet.\n'], `${argv.join(' ')}: ${r.err}`);
+  }
+
+  // Taken as the option's value, a negative number is checked by that option's own rule.
+  const bad: [string[], RegExp][] = [
+    [['pets', 'add', '--pet-id', '-05', '--status', 'sold'], /^petstore-inventory: --pet-id must be a decimal integer .*\(got "-05"\)\n$/],
+    [['pets', 'add', '--pet-id', '6', '--status', 'sold', '--quantity', '-3'], /^petstore-inventory: --quantity must be an integer from 0 .*\(got "-3"\)\n$/],
+    [['pets', 'add', '--pet-id', '-9223372036854775809', '--status', 'sold'], /^petstore-inventory: --pet-id must be .*\(got "-9223372036854775809"\)\n$/],
+    [['pets', 'history', '-5', '--limit', '-1'], /^petstore-inventory: --limit must be a whole number from 1 .*\(got "-1"\)\n$/],
+    [['pets', 'history', '-5', '-6'], /^petstore-inventory: pets history takes exactly one pet ID\n$/],
+    [['pets', 'history', '-05'], /^petstore-inventory: pet ID must be an int64 .*\(got "-05"\)\n$/],
+    [['pets', 'list', '-5'], /^petstore-inventory: Unknown option '-5'/],
+  ];
+  for (const [argv, message] of bad) {
+    const r = await runCli(env, ...argv);
+    assert.equal(r.code, 2, `${argv.join(' ')}: ${r.err}`);
+    assert.equal(r.out, '');
+    assert.match(r.err, message);
+  }
+});

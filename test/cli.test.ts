@@ -291,10 +291,8 @@ for (const backend of BACKENDS) {
         ['-9223372036854775808', '0', 'pending'],
         ['12', '2147483647', 'available'],
       ]) {
-        // The = form, as parseArgs takes "-9..." after a space for an option.
-        assert.equal((await s.run('pets', 'add', `--pet-id=${id}`, '--quantity', qty!, '--status', status!)).code, 0);
+        assert.equal((await s.run('pets', 'add', '--pet-id', id!, '--quantity', qty!, '--status', status!)).code, 0);
       }
-      assert.equal((await s.run('pets', 'add', '--pet-id', '-5', '--status', 'sold')).code, 2);
       const table = await s.run('pets', 'list');
       assert.equal(table.code, 0);
       assert.deepEqual(

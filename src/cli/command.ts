@@ -1,3 +1,4 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliError, EXIT_USAGE, PROGRAM, type CliIO } from './io.js';
 
 export interface Command {
@@ -49,4 +50,50 @@ export function commandGroup(spec: { name?: string; summary: string; description
 export function printHelp(io: CliIO, text: string): number {
   io.stdout(text);
   return 0;
+}
+
+/** Text that parseArgs would take for an option, but that is a negative number: "-5", "-9223372036854775808". */
+const NEGATIVE_NUMBER = /^-\d/;
+
+/**
+ * node:util parseArgs, where a negative number is a value: after an option that takes one
+ * (`--pet-id -5`, as `--pet-id=-5` already was) and as a positional (`pets history -5`).
+ * parseArgs alone refuses both, as an ambiguous value and as an unknown option "-5"; no
+ * command has a digit for a short option, so "-" and a digit is never an option.
+ */
+export function parseCommandArgs<T extends ParseArgsConfig & { args: readonly string[] }>(config: T): ReturnType<typeof parseArgs<T>> {
+  const options = config.options ?? {};
+  const args: string[] = [];
+  // Index in `args` of each negative positional, which parseArgs sees as "" there.
+  const negatives = new Map<number, string>();
+  for (let i = 0; i < config.args.length; i++) {
+    const arg = config.args[i]!;
+    const next = config.args[i + 1];
+    if (arg === '--') {
+      args.push(...config.args.slice(i));
+      break;
+    }
+    const option = takesValue(options, arg);
+    if (option !== undefined && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      args.push(`--${option}=${next}`);
+      i++;
+    } else if (config.allowPositionals && NEGATIVE_NUMBER.test(arg)) {
+      negatives.set(args.length, arg);
+      args.push('');
+    } else {
+      args.push(arg);
+    }
+  }
+  const { values, tokens } = parseArgs({ ...config, args, tokens: true });
+  const positionals = tokens!.flatMap((t) => (t.kind === 'positional' ? [negatives.get(t.index) ?? t.value] : []));
+  return { values, positionals } as ReturnType<typeof parseArgs<T>>;
+}
+
+/** The long name of the option `arg` names alone (`--pet-id`, or its short form), when that option takes a value. */
+function takesValue(options: NonNullable<ParseArgsConfig['options']>, arg: string): string | undefined {
+  const long = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+  for (const [name, option] of Object.entries(options)) {
+    if (option.type === 'string' && (name === long || (arg.length === 2 && arg === `-${option.short}`))) return name;
+  }
+  return undefined;
 }

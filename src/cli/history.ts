@@ -1,9 +1,8 @@
-import { parseArgs } from 'node:util';
 import { historyItem } from '../domain/history.js';
 import { tryParsePetId } from '../domain/pet-id.js';
 import { stringifyJson } from '../json.js';
 import type { HistoryEntry } from '../domain/history.js';
-import { printHelp, type Command } from './command.js';
+import { parseCommandArgs, printHelp, type Command } from './command.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { withStore } from './store-access.js';
 
@@ -23,7 +22,7 @@ Options:
 export const historyCommand: Command = {
   summary: "show the change history of one pet's quantity",
   async run(args, io) {
-    const { values, positionals } = parseArgs({
+    const { values, positionals } = parseCommandArgs({
       args,
       options: { limit: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
       strict: true,

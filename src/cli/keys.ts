@@ -1,9 +1,8 @@
-import { parseArgs } from 'node:util';
 import { issueApiKey } from '../auth/issue-key.js';
 import { isScope, KEY_PREFIX, keyUnusableReason, SCOPES, type ApiKeyRecord, type Scope } from '../domain/api-key.js';
 import { DURATION_FORMAT, parseDuration } from '../domain/duration.js';
 import { CliError, EXIT_USAGE } from './io.js';
-import { commandGroup, printHelp, type Command } from './command.js';
+import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
 import { withStore } from './store-access.js';
 
 const NAME_MAX = 100;
@@ -50,7 +49,7 @@ Options:
 const createCommand: Command = {
   summary: 'create a key and print it (shown only once)',
   async run(args, io) {
-    const { values } = parseArgs({
+    const { values } = parseCommandArgs({
       args,
       options: {
         name: { type: 'string' },
@@ -81,7 +80,7 @@ const createCommand: Command = {
 const listCommand: Command = {
   summary: 'list keys (never the keys themselves)',
   async run(args, io) {
-    const { values } = parseArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
+    const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
     const records = await withStore(io, (store) => store.listApiKeys());
     const now = new Date();
@@ -99,7 +98,7 @@ const listCommand: Command = {
 const revokeCommand: Command = {
   summary: 'revoke a key at once',
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
+    const { values, positionals } = parseCommandArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
     if (values.help) return printHelp(io, REVOKE_HELP);
     const [id] = positionals;
     if (id === undefined || positionals.length > 1) {

@@ -22,7 +22,7 @@ import {
   type ImportFormat,
 } from './import-file.js';
 import { CliError, EXIT_USAGE } from './io.js';
-import { commandGroup, printHelp, type Command } from './command.js';
+import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
 import { historyCommand } from './history.js';
 import { withStore } from './store-access.js';
 
@@ -37,7 +37,7 @@ Prints the new entry as JSON.
 
 Options:
   --pet-id ID      the pet's id, required: an int64 from ${INT64_MIN} to ${INT64_MAX},
-                   no leading zeros or plus sign; write a negative one as --pet-id=-5
+                   no leading zeros or plus sign
   --status STATUS  required: ${PET_STATUSES.join(', ')}
   --quantity N     stock count from ${QUANTITY_MIN} to ${QUANTITY_MAX} (default ${QUANTITY_MIN})
   -h, --help       show this help
@@ -78,7 +78,7 @@ Options:
 const addCommand: Command = {
   summary: "create one pet's inventory entry",
   async run(args, io) {
-    const { values } = parseArgs({
+    const { values } = parseCommandArgs({
       args,
       options: { 'pet-id': { type: 'string' }, status: { type: 'string' }, quantity: { type: 'string' }, help: HELP_OPTION },
       strict: true,
@@ -108,7 +108,7 @@ const addCommand: Command = {
 const listCommand: Command = {
   summary: 'list every inventory entry',
   async run(args, io) {
-    const { values } = parseArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
+    const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
     const items = await withStore(io, (store) => store.listInventory());
     if (values.json) io.stdout(`${stringifyJson(items)}\n`);

@@ -1,8 +1,7 @@
-import { parseArgs } from 'node:util';
 import cluster from 'node:cluster';
 import { loadConfig, MAX_WORKERS, parseWorkers, type ConfigVariable } from '../config.js';
 import type { CliIO } from './io.js';
-import type { Command } from './command.js';
+import { parseCommandArgs, type Command } from './command.js';
 
 const HELP = `Usage: petstore-inventory serve [options]
 
@@ -33,7 +32,7 @@ const FLAG_TO_VARIABLE: Record<string, ConfigVariable> = {
 export const serveCommand: Command = {
   summary: 'serve the API (what npm start runs)',
   async run(args: string[], io: CliIO): Promise<number> {
-    const { values } = parseArgs({
+    const { values } = parseCommandArgs({
       args,
       strict: true,
       options: {
