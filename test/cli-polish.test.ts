@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { main } from '../src/cli/main.js';
-import { BIN } from './process.js';
+import { BIN, startServerProcess, waitFor } from './process.js';
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -91,4 +91,69 @@ test('a negative number is a value: --pet-id -5, --pet-id=-5, and a positional p
     assert.equal(r.out, '');
     assert.match(r.err, message);
   }
+});
+
+test('a command that only reads creates no store: it fails naming the absolute path and DATABASE_URL', async (t) => {
+  const { dir, file, env } = tempStore(t);
+  const message =
+    `petstore-inventory: no store at ${file} (DATABASE_URL=sqlite:${file}): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; ` +
+    '"serve" or "keys create" makes a new one\n';
+  for (const argv of [['pets', 'list'], ['pets', 'list', '--json'], ['pets', 'history', '5'], ['pets', 'history', '5', '--json'], ['keys', 'list'], ['keys', 'list', '--json'], ['keys', 'revoke', 'key_x']]) {
+    assert.deepEqual(await runCli(env, ...argv), { code: 1, out: '', err: message }, argv.join(' '));
+  }
+  assert.deepEqual(readdirSync(dir), [], 'nothing was created');
+  // :memory: is a new store on every open, never a file left behind.
+  assert.deepEqual(await runCli({ DATABASE_URL: 'sqlite::memory:' }, 'pets', 'list', '--json'), { code: 0, out: '[]\n', err: '' });
+});
+
+test('the default store is looked for in the working directory, and the message says so', async (t) => {
+  const { dir } = tempStore(t);
+  const env = { ...process.env };
+  delete env.DATABASE_URL;
+  const r = await promisify(execFile)(BIN, ['pets', 'list'], { cwd: dir, env }).then(
+    () => assert.fail('pets list succeeded'),
+    (err: { code: number; stdout: string; stderr: string }) => err,
+  );
+  assert.equal(r.code, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(
+    r.stderr,
+    `petstore-inventory: no store at ${join(dir, 'data', 'inventory.db')} (DATABASE_URL is the default, sqlite:./data/inventory.db, ` +
+      'relative to the working directory): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; "serve" or "keys create" makes a new one\n',
+  );
+  assert.deepEqual(readdirSync(dir), [], 'no data/ directory either');
+});
+
+test('a command that writes creates the store and says where, the first time only', async (t) => {
+  const { file, env } = tempStore(t);
+  const created = `Created a new store at ${file}\n`;
+  const first = await runCli(env, 'keys', 'create', '--name', 'first');
+  assert.equal(first.code, 0, first.err);
+  assert.ok(first.err.startsWith(created), first.err);
+  assert.ok(existsSync(file));
+  const second = await runCli(env, 'keys', 'create', '--name', 'second');
+  assert.equal(second.code, 0, second.err);
+  assert.ok(!second.err.includes('Created a new store'), second.err);
+  assert.equal((await runCli(env, 'keys', 'list')).code, 0);
+
+  const other = tempStore(t);
+  const add = await runCli(other.env, 'pets', 'add', '--pet-id', '1', '--status', 'sold');
+  assert.deepEqual(add, { code: 0, out: '{"petId":1,"quantity":0,"status":"sold"}\n', err: `Created a new store at ${other.file}\n` });
+  assert.equal((await runCli(other.env, 'pets', 'add', '--pet-id', '2', '--status', 'sold')).err, '');
+  // A call refused before the store is needed creates none.
+  const refused = tempStore(t);
+  assert.equal((await runCli(refused.env, 'pets', 'add', '--pet-id', '1')).code, 2);
+  assert.ok(!existsSync(refused.file));
+});
+
+test('serve creates the store, says where before the first-run key, and not on the next start', async (t) => {
+  const { file, env } = tempStore(t);
+  const server = await startServerProcess(t, env);
+  await waitFor(() => server.stderr().includes('More keys:'));
+  assert.ok(server.stderr().startsWith(`Created a new store at ${file}\n\nFirst run:`), server.stderr());
+  server.proc.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  const again = await startServerProcess(t, env);
+  assert.equal((await fetch(`${again.baseUrl}/healthz`)).status, 200);
+  assert.equal(again.stderr(), '');
 });

@@ -85,6 +85,11 @@ async function storedContents(db: TestDatabase): Promise<{ name: string; content
   );
 }
 
+/** An empty store where the sandbox's DATABASE_URL points: commands that only read never create one. */
+async function createStore(s: Sandbox): Promise<void> {
+  await withStore(s, async () => {});
+}
+
 function assertFailed(r: Run, code: number, message: RegExp): void {
   assert.equal(r.code, code, `exit code; stderr: ${r.err}`);
   assert.equal(r.out, '');
@@ -177,6 +182,7 @@ for (const backend of BACKENDS) {
 
     test('keys list shows a table without keys, and a hint when there are none', async (t) => {
       const s = await sandbox(t, backend);
+      await createStore(s);
       const empty = await s.run('keys', 'list');
       assert.equal(empty.code, 0);
       assert.match(empty.out, /No API keys yet.*keys create --name/);
@@ -284,6 +290,7 @@ for (const backend of BACKENDS) {
 
     test('pets list prints a table ordered by petId, or JSON with exact digits', async (t) => {
       const s = await sandbox(t, backend);
+      await createStore(s);
       assert.match((await s.run('pets', 'list')).out, /No inventory entries yet/);
       assert.equal((await s.run('pets', 'list', '--json')).out, '[]\n');
       for (const [id, qty, status] of [

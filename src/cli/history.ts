@@ -4,7 +4,7 @@ import { stringifyJson } from '../json.js';
 import type { HistoryEntry } from '../domain/history.js';
 import { parseCommandArgs, printHelp, type Command } from './command.js';
 import { CliError, EXIT_USAGE } from './io.js';
-import { withStore } from './store-access.js';
+import { withExistingStore } from './store-access.js';
 
 const LIMIT_MAX = 10_000;
 
@@ -35,7 +35,7 @@ export const historyCommand: Command = {
     if (petId === undefined) throw new CliError(`pet ID must be an int64 without leading zeros or plus sign (got ${JSON.stringify(id)})`, EXIT_USAGE);
     const limit = values.limit === undefined ? 50 : /^[1-9][0-9]*$/.test(values.limit) ? Number(values.limit) : NaN;
     if (!(limit >= 1 && limit <= LIMIT_MAX)) throw new CliError(`--limit must be a whole number from 1 to ${LIMIT_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
-    const rows = await withStore(io, (store) => store.listHistory(petId, { limit }));
+    const rows = await withExistingStore(io, (store) => store.listHistory(petId, { limit }));
     if (!rows) throw new CliError(`pet ${petId} has no inventory entry`);
     if (values.json) io.stdout(`${stringifyJson(rows.map(historyItem))}\n`);
     else if (rows.length === 0) io.stdout(`No changes of pet ${petId} yet.\n`);

@@ -3,7 +3,7 @@ import { isScope, KEY_PREFIX, keyUnusableReason, SCOPES, type ApiKeyRecord, type
 import { DURATION_FORMAT, parseDuration } from '../domain/duration.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
-import { withStore } from './store-access.js';
+import { withExistingStore, withStore } from './store-access.js';
 
 const NAME_MAX = 100;
 const DEFAULT_SCOPES: Scope[] = ['inventory:read'];
@@ -82,7 +82,7 @@ const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
-    const records = await withStore(io, (store) => store.listApiKeys());
+    const records = await withExistingStore(io, (store) => store.listApiKeys());
     const now = new Date();
     if (values.json) {
       io.stdout(`${JSON.stringify(records.map((r) => listedKeyJson(r, now)))}\n`);
@@ -108,7 +108,7 @@ const revokeCommand: Command = {
     if (Object.values(KEY_PREFIX).some((prefix) => id.startsWith(prefix))) {
       throw new CliError('that is an API key, not a key id: pass the key_... id that "petstore-inventory keys list" shows', EXIT_USAGE);
     }
-    const record = await withStore(io, async (store) => {
+    const record = await withExistingStore(io, async (store) => {
       const found = (await store.listApiKeys()).find((r) => r.id === id);
       if (!found) throw new CliError(`no API key has the id ${JSON.stringify(id.slice(0, 64))} (see "petstore-inventory keys list")`);
       if (found.revokedAt || !(await store.revokeApiKey(id, new Date()))) {

@@ -24,7 +24,7 @@ import {
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
 import { historyCommand } from './history.js';
-import { withStore } from './store-access.js';
+import { withExistingStore, withStore } from './store-access.js';
 
 const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
 const MIB = 1024 * 1024;
@@ -110,7 +110,7 @@ const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
-    const items = await withStore(io, (store) => store.listInventory());
+    const items = await withExistingStore(io, (store) => store.listInventory());
     if (values.json) io.stdout(`${stringifyJson(items)}\n`);
     else if (items.length === 0) io.stdout('No inventory entries yet. Create them with "pets add" or "pets import FILE".\n');
     else io.stdout(formatItems(items));

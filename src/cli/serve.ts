@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import { loadConfig, MAX_WORKERS, parseWorkers, type ConfigVariable } from '../config.js';
 import type { CliIO } from './io.js';
 import { parseCommandArgs, type Command } from './command.js';
+import { createStoreIfMissing } from './store-access.js';
 
 const HELP = `Usage: petstore-inventory serve [options]
 
@@ -57,6 +58,8 @@ export const serveCommand: Command = {
     const config = loadConfig(io.env, overrides);
     const workers = values.workers === undefined ? parseWorkers('WORKERS', io.env.WORKERS) : parseWorkers('--workers', values.workers);
     const demo = values.demo ?? false;
+    // Made here, not by the server, so that "Created a new store" comes before the first-run key.
+    if (!cluster.isWorker) await createStoreIfMissing(config.databaseUrl, io);
     // Loaded here, not above: the other commands and --help start without the server's modules.
     if (cluster.isWorker) await (await import('../cluster.js')).runWorker(config, io.stderr);
     else if (workers === 1) await (await import('../server.js')).startServer(config, { demo, print: io.stderr });
