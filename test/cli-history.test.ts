@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { main } from '../src/cli/main.js';
+import { answerListHistory } from '../src/operations/list-history.js';
 import { openStore } from '../src/store/open.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
 import { change } from './store-helpers.js';
@@ -35,7 +36,44 @@ for (const backend of BACKENDS) {
 
       const json = await run(db.databaseUrl, 'pets', 'history', String(INT64_MAX), '--json', '--limit', '1');
       assert.equal(json.code, 0, json.err);
-      assert.match(json.out, new RegExp(`^\\[\\{"petId":${INT64_MAX},"previousQuantity":4,"quantity":3,"at":"[^"]+","keyId":"key_t","keyName":"till","requestId":"r-2","reason":null\\}\\]\\n$`));
+      assert.match(
+        json.out,
+        new RegExp(`^\\{"items":\\[\\{"petId":${INT64_MAX},"previousQuantity":4,"quantity":3,"at":"[^"]+","keyId":"key_t","keyName":"till","requestId":"r-2","reason":null\\}\\],"nextCursor":"h\\d+"\\}\\n$`),
+      );
+    });
+
+    test('--json prints what the API answers, page by page: same items, same nextCursor, and --cursor takes it', async (t) => {
+      const db = await createTestDatabase(backend, t);
+      const store = await db.open();
+      await store.addItems([{ petId: -5n, quantity: 0, status: 'available' }, { petId: 6n, quantity: 0, status: 'sold' }]);
+      for (let quantity = 1; quantity <= 5; quantity++) {
+        await store.applyChange(change(-5n, quantity, { reason: quantity % 2 ? 'received' : null, requestId: `r-${quantity}` }));
+        await store.applyChange(change(6n, quantity));
+      }
+      let cursor: string | undefined;
+      const seen: number[] = [];
+      do {
+        const query = { limit: '2', ...(cursor !== undefined && { cursor }) };
+        const api = await answerListHistory(store, { petId: -5n, query });
+        const cli = await run(db.databaseUrl, 'pets', 'history', '-5', '--json', '--limit', '2', ...(cursor === undefined ? [] : ['--cursor', cursor]));
+        assert.deepEqual(cli, { code: 0, out: `${String(api.body)}\n`, err: '' }, `page after ${cursor}`);
+        const page = JSON.parse(cli.out) as { items: { quantity: number }[]; nextCursor: string | null };
+        seen.push(...page.items.map((i) => i.quantity));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+      assert.deepEqual(seen, [5, 4, 3, 2, 1]);
+
+      const table = await run(db.databaseUrl, 'pets', 'history', '-5', '--limit', '2');
+      const next = /^Older changes: --cursor (h\d+)\n$/m.exec(table.out)?.[1];
+      assert.ok(next, table.out);
+      assert.match((await run(db.databaseUrl, 'pets', 'history', '-5', '--limit', '2', '--cursor', next)).out, /\br-3\n[^\n]*\br-2\nOlder changes: --cursor h\d+\n$/);
+
+      for (const bad of ['x', 'h0', 'h012', 'h9223372036854775808', '']) {
+        const r = await run(db.databaseUrl, 'pets', 'history', '-5', '--cursor', bad);
+        assert.deepEqual([r.code, r.out], [2, ''], bad);
+        assert.match(r.err, /^petstore-inventory: --cursor must be the nextCursor of a page, unchanged \(got ".*"\)\n$/, bad);
+        await assert.rejects(answerListHistory(store, { petId: -5n, query: { cursor: bad } }), { code: 'invalid_parameter' }, `the API refuses ${bad} too`);
+      }
     });
 
     test('fails with a message and a non-zero exit for an unknown pet, a bad id, a bad --limit or no id', async (t) => {

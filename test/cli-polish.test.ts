@@ -74,6 +74,7 @@ test('a negative number is a value: --pet-id -5, --pet-id=-5, and a positional p
     const r = await runCli(env, 'pets', 'history', ...argv);
     assert.deepEqual([r.code, r.out], [0, 'No changes of pet -5 yet.\n'], `${argv.join(' ')}: ${r.err}`);
   }
+  assert.deepEqual(await runCli(env, 'pets', 'history', '--json', '-5'), { code: 0, out: '{"items":[],"nextCursor":null}\n', err: '' });
 
   // Taken as the option's value, a negative number is checked by that option's own rule.
   const bad: [string[], RegExp][] = [

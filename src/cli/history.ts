@@ -1,5 +1,5 @@
 import { historyItem } from '../domain/history.js';
-import { tryParsePetId } from '../domain/pet-id.js';
+import { INT64_MAX, tryParsePetId } from '../domain/pet-id.js';
 import { stringifyJson } from '../json.js';
 import type { HistoryEntry } from '../domain/history.js';
 import { parseCommandArgs, printHelp, type Command } from './command.js';
@@ -8,15 +8,18 @@ import { withExistingStore } from './store-access.js';
 
 const LIMIT_MAX = 10_000;
 
-const HISTORY_HELP = `Usage: petstore-inventory pets history ID [--limit N] [--json]
+const HISTORY_HELP = `Usage: petstore-inventory pets history ID [--limit N] [--cursor CURSOR] [--json]
 
 Shows the changes of one pet's quantity, newest first: when, from and to which quantity, by
 which API key (id and name), the request id and the reason sent with the change.
 
 Options:
-  --limit N   show at most N changes, 1 to ${LIMIT_MAX} (default 50)
-  --json      print a JSON array of the changes, as GET /v1/inventory/{petId}/history does
-  -h, --help  show this help
+  --limit N        show at most N changes, 1 to ${LIMIT_MAX} (default 50)
+  --cursor CURSOR  show the changes older than a page: that page's nextCursor, from --json
+                   or from the API
+  --json           print what GET /v1/inventory/{petId}/history answers:
+                   {"items": [...], "nextCursor": ...}, nextCursor null on the last page
+  -h, --help       show this help
 `;
 
 export const historyCommand: Command = {
@@ -24,7 +27,7 @@ export const historyCommand: Command = {
   async run(args, io) {
     const { values, positionals } = parseCommandArgs({
       args,
-      options: { limit: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: { limit: { type: 'string' }, cursor: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
       strict: true,
       allowPositionals: true,
     });
@@ -35,14 +38,37 @@ export const historyCommand: Command = {
     if (petId === undefined) throw new CliError(`pet ID must be an int64 without leading zeros or plus sign (got ${JSON.stringify(id)})`, EXIT_USAGE);
     const limit = values.limit === undefined ? 50 : /^[1-9][0-9]*$/.test(values.limit) ? Number(values.limit) : NaN;
     if (!(limit >= 1 && limit <= LIMIT_MAX)) throw new CliError(`--limit must be a whole number from 1 to ${LIMIT_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
-    const rows = await withExistingStore(io, (store) => store.listHistory(petId, { limit }));
+    const before = values.cursor === undefined ? undefined : parseCursor(values.cursor);
+    // One row more than shown tells whether an older page follows, as the API does.
+    const rows = await withExistingStore(io, (store) => store.listHistory(petId, { limit: limit + 1, ...(before !== undefined && { before }) }));
     if (!rows) throw new CliError(`pet ${petId} has no inventory entry`);
-    if (values.json) io.stdout(`${stringifyJson(rows.map(historyItem))}\n`);
-    else if (rows.length === 0) io.stdout(`No changes of pet ${petId} yet.\n`);
-    else io.stdout(formatHistory(rows));
+    const page = rows.slice(0, limit);
+    const nextCursor = rows.length > limit ? cursorAfter(page.at(-1)!) : null;
+    if (values.json) io.stdout(`${stringifyJson({ items: page.map(historyItem), nextCursor })}\n`);
+    else if (page.length === 0) io.stdout(before === undefined ? `No changes of pet ${petId} yet.\n` : `No changes of pet ${petId} before that cursor.\n`);
+    else io.stdout(formatHistory(page) + (nextCursor === null ? '' : `Older changes: --cursor ${nextCursor}\n`));
     return 0;
   },
 };
+
+/*
+ * The API's cursors (src/operations/list-history.ts), made the same way here: importing that
+ * module would load TypeBox, half a megabyte of bundled code, on every run of this command.
+ */
+const CURSOR = /^h([1-9][0-9]{0,18})$/;
+
+function cursorAfter(row: HistoryEntry): string {
+  return `h${row.id}`;
+}
+
+function parseCursor(cursor: string): bigint {
+  const match = CURSOR.exec(cursor);
+  const rowId = match ? BigInt(match[1]!) : undefined;
+  if (rowId === undefined || rowId > INT64_MAX) {
+    throw new CliError(`--cursor must be the nextCursor of a page, unchanged (got ${JSON.stringify(cursor.slice(0, 64))})`, EXIT_USAGE);
+  }
+  return rowId;
+}
 
 function formatHistory(rows: readonly HistoryEntry[]): string {
   const table = [['AT', 'FROM', 'TO', 'REASON', 'KEY', 'REQUEST'], ...rows.map((r) => [
