@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { main } from '../src/cli/main.js';
 import { BIN, startServerProcess, waitFor } from './process.js';
@@ -158,3 +159,40 @@ test('serve creates the store, says where before the first-run key, and not on t
   assert.equal((await fetch(`${again.baseUrl}/healthz`)).status, 200);
   assert.equal(again.stderr(), '');
 });
+
+test('npm start passes SIGTERM on to the server: it stops cleanly and leaves no process behind', async (t) => {
+  const { env } = tempStore(t);
+  const npm = spawn('npm', ['start'], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', npm_config_update_notifier: 'false' },
+  });
+  let out = '';
+  npm.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stderr.resume();
+  const npmExited = new Promise((done) => npm.on('exit', done));
+  t.after(() => npm.kill('SIGKILL'));
+  await waitFor(() => /Server listening at/.test(out), 20_000);
+  const listening = JSON.parse(out.split('\n').find((line) => line.includes('Server listening at'))!) as { pid: number; msg: string };
+  const serverPid = listening.pid;
+  t.after(() => {
+    if (isAlive(serverPid)) process.kill(serverPid, 'SIGKILL');
+  });
+  const port = Number(/:(\d+)$/.exec(listening.msg)![1]);
+  assert.notEqual(serverPid, npm.pid, 'the server is a child of npm');
+  assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+
+  npm.kill('SIGTERM');
+  await waitFor(() => !isAlive(serverPid), 5000);
+  await npmExited;
+  assert.match(out, /shut down cleanly/);
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'the port is closed');
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
