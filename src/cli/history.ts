@@ -1,5 +1,5 @@
-import { historyItem } from '../domain/history.js';
-import { INT64_MAX, tryParsePetId } from '../domain/pet-id.js';
+import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/history.js';
+import { tryParsePetId } from '../domain/pet-id.js';
 import { stringifyJson } from '../json.js';
 import type { HistoryEntry } from '../domain/history.js';
 import { parseCommandArgs, printHelp, type Command } from './command.js';
@@ -42,8 +42,7 @@ export const historyCommand: Command = {
     // One row more than shown tells whether an older page follows, as the API does.
     const rows = await withExistingStore(io, (store) => store.listHistory(petId, { limit: limit + 1, ...(before !== undefined && { before }) }));
     if (!rows) throw new CliError(`pet ${petId} has no inventory entry`);
-    const page = rows.slice(0, limit);
-    const nextCursor = rows.length > limit ? cursorAfter(page.at(-1)!) : null;
+    const { rows: page, nextCursor } = historyPageOf(rows, limit);
     if (values.json) io.stdout(`${stringifyJson({ items: page.map(historyItem), nextCursor })}\n`);
     else if (page.length === 0) io.stdout(before === undefined ? `No changes of pet ${petId} yet.\n` : `No changes of pet ${petId} before that cursor.\n`);
     else io.stdout(formatHistory(page) + (nextCursor === null ? '' : `Older changes: --cursor ${nextCursor}\n`));
@@ -51,22 +50,9 @@ export const historyCommand: Command = {
   },
 };
 
-/*
- * The API's cursors (src/operations/list-history.ts), made the same way here: importing that
- * module would load TypeBox, half a megabyte of bundled code, on every run of this command.
- */
-const CURSOR = /^h([1-9][0-9]{0,18})$/;
-
-function cursorAfter(row: HistoryEntry): string {
-  return `h${row.id}`;
-}
-
 function parseCursor(cursor: string): bigint {
-  const match = CURSOR.exec(cursor);
-  const rowId = match ? BigInt(match[1]!) : undefined;
-  if (rowId === undefined || rowId > INT64_MAX) {
-    throw new CliError(`--cursor must be the nextCursor of a page, unchanged (got ${JSON.stringify(cursor.slice(0, 64))})`, EXIT_USAGE);
-  }
+  const rowId = parseHistoryCursor(cursor);
+  if (rowId === undefined) throw new CliError(`--cursor must be the nextCursor of a page, unchanged (got ${JSON.stringify(cursor.slice(0, 64))})`, EXIT_USAGE);
   return rowId;
 }
 

@@ -1,6 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { historyItem } from '../domain/history.js';
-import { INT64_MAX } from '../domain/pet-id.js';
+import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/history.js';
 import { ApiError } from '../errors.js';
 import { stringifyJson } from '../json.js';
 import { HistoryPage } from '../schemas/inventory.js';
@@ -43,17 +42,10 @@ export const listInventoryHistory = {
   extensions: { 'x-extension': true },
 } as const satisfies OperationSpec;
 
-/** Cursors are opaque to clients: a prefix and the last row id, so they can change form later. */
-const CURSOR = /^h([1-9][0-9]{0,18})$/;
-
 function parseCursor(cursor: string | undefined): bigint | undefined {
   if (cursor === undefined) return undefined;
-  const match = CURSOR.exec(cursor);
-  // 19 digits can exceed a row id (int64): such a cursor was never issued, and the store could not bind it.
-  const rowId = match ? BigInt(match[1]!) : undefined;
-  if (rowId === undefined || rowId > INT64_MAX) {
-    throw new ApiError('invalid_parameter', 'Query parameter "cursor" is not valid: pass nextCursor from the previous page unchanged.');
-  }
+  const rowId = parseHistoryCursor(cursor);
+  if (rowId === undefined) throw new ApiError('invalid_parameter', 'Query parameter "cursor" is not valid: pass nextCursor from the previous page unchanged.');
   return rowId;
 }
 
@@ -67,8 +59,7 @@ export async function answerListHistory(
   // One row more than asked tells whether another page follows.
   const rows = await store.listHistory(request.petId, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
   if (!rows) throw notFound(request.petId);
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  const body: Static<typeof HistoryPage> = { items: page.map(historyItem), nextCursor: rows.length > limit && last ? `h${last.id}` : null };
+  const page = historyPageOf(rows, limit);
+  const body: Static<typeof HistoryPage> = { items: page.rows.map(historyItem), nextCursor: page.nextCursor };
   return jsonAnswer(200, stringifyJson(body));
 }
