@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
 import type { HistoryEntry } from '../domain/history.js';
-import type { ChangeResult, InventoryEntry, QuantityChange } from '../domain/inventory.js';
+import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 
 /**
@@ -10,7 +10,10 @@ import type { InventoryItem } from '../schemas/inventory.js';
  * store reject with StoreUnavailableError (answered as 503).
  *
  * Every write of an entry follows the same rules, in one transaction:
- * - a change of quantity writes its history row (creating an entry is not a change and writes none);
+ * - a change of quantity writes its history row (creating an entry is not a change and writes none,
+ *   nor does retiring one or reviving a retired one);
+ * - a retired entry (retireEntry) is kept with its history but is no entry to anything else: lists,
+ *   getEntry and changes of quantity pass it by, and changesSince reports it removed;
  * - the store version is bumped last, so store versions commit in order and changesSince
  *   never misses a committed write, from any process or instance;
  * - a change with an idempotency key writes the key's record with the outcome, keyed by the key's
@@ -33,8 +36,16 @@ export interface InventoryStore {
    * together share one commit; each resolves only once its own is durable.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult>;
-  /** Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. */
+  /**
+   * Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. A
+   * retired petId is revived: it takes the new quantity and status, its version and history go on.
+   */
   addItems(items: readonly InventoryItem[]): Promise<void>;
+  /**
+   * Retires an entry the store no longer stocks (see the rules above); refuses one whose quantity is
+   * above 0 (in_stock) unless `force`. A durable write: it bumps the store version.
+   */
+  retireEntry(petId: bigint, options: { force: boolean; at: Date }): Promise<RetireOutcome>;
   /**
    * The history of one entry, newest first: `limit` rows, older than `before` when given (the id
    * of one of this entry's rows, as the last row of a page has it; any other id gives no rows).
@@ -52,8 +63,8 @@ export interface InventoryStore {
 
   /** The store version: increases with every committed creation or change of an entry, in commit order. */
   readVersion(): Promise<number>;
-  /** Entries created or changed after store version `after` (-1: all), by petId, and the version they are current at. */
-  changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }>;
+  /** What changed in the entries after store version `after` (-1: everything), and the version the answer is current at. */
+  changesSince(after: number): Promise<EntryChanges>;
 
   /** Stores a new API key record. */
   insertApiKey(record: ApiKeyRecord): Promise<void>;
@@ -74,6 +85,18 @@ export interface InventoryStore {
   ping(): Promise<void>;
   /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
   close(): Promise<void>;
+}
+
+/** The answer of changesSince. */
+export interface EntryChanges {
+  /** The store version the answer is current at. */
+  version: number;
+  /** Entries created, changed or revived since, by petId; every entry when `complete`. */
+  items: InventoryItem[];
+  /** Entries retired since, by petId; empty when `complete`. */
+  removed: bigint[];
+  /** `items` is the whole list (asked from -1, or the store cannot tell what changed): the reader replaces what it holds. */
+  complete: boolean;
 }
 
 /** One writing connection (or pool) and its durability settings as the database reports them, e.g. { synchronous: 'full' }. */

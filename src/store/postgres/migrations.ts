@@ -116,4 +116,12 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION idempotency_records_removed();
     `,
   },
+  {
+    version: 5,
+    name: 'retired entries',
+    sql: `
+      -- When the entry was retired (pets remove); NULL while the store stocks it. The row stays, so its history does.
+      ALTER TABLE inventory ADD COLUMN retired_at TIMESTAMPTZ;
+    `,
+  },
 ];
