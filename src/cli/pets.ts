@@ -24,6 +24,7 @@ import {
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, printHelp, type Command } from './command.js';
 import { historyCommand } from './history.js';
+import { removeCommand } from './remove.js';
 import { withStore } from './store-access.js';
 
 const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
@@ -33,6 +34,7 @@ const ADD_HELP = `Usage: petstore-inventory pets add --pet-id ID --status STATUS
 
 Creates the inventory entry of one pet in the store DATABASE_URL names. The entry's status is
 set here and never changed by the API; PATCH /v1/inventory/{petId} then sets its quantity.
+A pet whose entry was retired ("pets remove") gets it back, with this quantity and status.
 Prints the new entry as JSON.
 
 Options:
@@ -157,9 +159,9 @@ const importCommand: Command = {
 
 export const petsCommand: Command = commandGroup({
   name: 'petstore-inventory pets',
-  summary: 'create, list and import inventory entries; show their history',
-  description: 'Creates and lists inventory entries (the API only changes their quantity).',
-  commands: { add: addCommand, list: listCommand, import: importCommand, history: historyCommand },
+  summary: 'create, list, import and retire inventory entries; show their history',
+  description: 'Creates, lists and retires inventory entries (the API only changes their quantity).',
+  commands: { add: addCommand, list: listCommand, import: importCommand, remove: removeCommand, history: historyCommand },
 });
 
 /** An option checked by the same rule as the field in an import file. */
