@@ -60,6 +60,7 @@ async function rejectsAsInvalid(promise: Promise<unknown>): Promise<void> {
 /** One call per InventoryStore member but close; the type makes a new member a compile error until it is listed. */
 const EVERY_CALL = {
   listInventory: (s) => s.listInventory(),
+  listInventoryPage: (s) => s.listInventoryPage(undefined, 10),
   getEntry: (s) => s.getEntry(1n),
   applyChange: (s) => s.applyChange(change(1n, 2)),
   addItems: (s) => s.addItems([item(2n)]),
@@ -86,6 +87,7 @@ const EVERY_CALL = {
  */
 const ENTRY_EFFECT = {
   listInventory: 'none',
+  listInventoryPage: 'none',
   getEntry: 'none',
   applyChange: 'writes entries',
   addItems: 'writes entries',
@@ -150,6 +152,29 @@ for (const backend of BACKENDS) {
       assert.equal(expected[0]!.petId, INT64_MIN);
       assert.equal(expected.at(-1)!.petId, INT64_MAX);
       for (const entry of expected) assert.deepEqual(await itemOf(store, entry.petId), entry);
+    });
+
+    it('listInventoryPage reads the list in keyset pages, exact over the whole int64 range, retired entries left out', async (t) => {
+      const store = await openTestStore(backend, t);
+      const ids = [INT64_MAX, 0n, TWO_53 + 1n, -1n, TWO_53, INT64_MIN, 7n, -(TWO_53 + 1n), 1n, INT64_MAX - 1n];
+      await store.addItems(ids.map((id) => item(id, 1, 'pending')));
+      await store.retireEntry(7n, { force: true, at: new Date() });
+      const expected = await store.listInventory();
+      assert.equal(expected.length, ids.length - 1);
+      for (const limit of [1, 3, 9, 10]) {
+        const read: InventoryItem[] = [];
+        let after: bigint | undefined;
+        for (;;) {
+          const page = await store.listInventoryPage(after, limit);
+          assert.ok(page.length <= limit);
+          read.push(...page);
+          if (page.length < limit) break;
+          after = page.at(-1)!.petId;
+        }
+        assert.deepEqual(read, expected, `pages of ${limit}`);
+      }
+      assert.deepEqual(await store.listInventoryPage(INT64_MAX, 5), []);
+      assert.deepEqual(await store.listInventoryPage(INT64_MIN, 2), [item(-(TWO_53 + 1n), 1, 'pending'), item(-1n, 1, 'pending')], 'strictly after');
     });
 
     it('getEntry of a petId with no entry is undefined', async (t) => {

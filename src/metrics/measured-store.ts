@@ -21,6 +21,7 @@ export function measuredStore(store: InventoryStore, metrics: Pick<ServiceMetric
   return {
     backend: store.backend,
     listInventory: timed('listInventory', () => store.listInventory()),
+    listInventoryPage: timed('listInventoryPage', (after: bigint | undefined, limit: number) => store.listInventoryPage(after, limit)),
     getEntry: timed('getEntry', (petId: bigint) => store.getEntry(petId)),
     applyChange: timed('applyChange', (change: Parameters<InventoryStore['applyChange']>[0]) => store.applyChange(change)),
     addItems: timed('addItems', (items: Parameters<InventoryStore['addItems']>[0]) => store.addItems(items)),

@@ -28,6 +28,12 @@ export interface InventoryStore {
 
   /** Every entry, ordered by petId ascending. */
   listInventory(): Promise<InventoryItem[]>;
+  /**
+   * One page of the list: at most `limit` entries with a petId above `after` (from the first when
+   * undefined), by petId ascending. Page after page, each from the last petId of the one before,
+   * reads the whole list without holding it; each page is one consistent read.
+   */
+  listInventoryPage(after: bigint | undefined, limit: number): Promise<InventoryItem[]>;
   /** One entry with its version, or undefined when petId has none. */
   getEntry(petId: bigint): Promise<InventoryEntry | undefined>;
   /**

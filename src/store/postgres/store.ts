@@ -20,6 +20,9 @@ const KEY_COLUMNS = `id, name, environment, key_hash AS "keyHash", hint, scopes,
 /** Named, so each connection prepares a statement once and reuses the plan. */
 const STATEMENTS = {
   list: { name: 'inventory-list', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE retired_at IS NULL ORDER BY pet_id` },
+  // Keyset pages: a range of the primary key, however deep into the list.
+  firstPage: { name: 'inventory-first-page', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT $1` },
+  nextPage: { name: 'inventory-next-page', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id > $1 AND retired_at IS NULL ORDER BY pet_id LIMIT $2` },
   get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1 AND retired_at IS NULL` },
   stampInserted: {
     name: 'inventory-stamp-inserted',
@@ -137,6 +140,14 @@ class PostgresStore implements InventoryStore {
 
   async listInventory(): Promise<InventoryItem[]> {
     return (await this.#query<InventoryItem>(STATEMENTS.list)).rows;
+  }
+
+  async listInventoryPage(after: bigint | undefined, limit: number): Promise<InventoryItem[]> {
+    const { rows } =
+      after === undefined
+        ? await this.#query<InventoryItem>(STATEMENTS.firstPage, [limit])
+        : await this.#query<InventoryItem>(STATEMENTS.nextPage, [after.toString(), limit]);
+    return rows;
   }
 
   async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {

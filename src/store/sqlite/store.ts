@@ -82,6 +82,9 @@ class SqliteStore implements InventoryStore {
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
       list: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id'),
+      // Keyset pages: a range of the primary key, however deep into the list.
+      firstPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT ?'),
+      nextPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE pet_id > ? AND retired_at IS NULL ORDER BY pet_id LIMIT ?'),
       // A retired entry is revived (its version goes on, so no ETag repeats); an active one is left alone: no change, a duplicate.
       insertItem: db.prepare(
         `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -164,6 +167,13 @@ class SqliteStore implements InventoryStore {
 
   async listInventory(): Promise<InventoryItem[]> {
     return this.#run(() => (this.#stmt.list.all() as ItemRow[]).map(toItem));
+  }
+
+  async listInventoryPage(after: bigint | undefined, limit: number): Promise<InventoryItem[]> {
+    return this.#run(() => {
+      const rows = after === undefined ? this.#stmt.firstPage.all(limit) : this.#stmt.nextPage.all(after, limit);
+      return (rows as ItemRow[]).map(toItem);
+    });
   }
 
   async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {
