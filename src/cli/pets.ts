@@ -23,6 +23,7 @@ import {
 } from './import-file.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, printHelp, type Command } from './command.js';
+import { exportCommand } from './export.js';
 import { historyCommand } from './history.js';
 import { removeCommand } from './remove.js';
 import { withStore } from './store-access.js';
@@ -159,9 +160,9 @@ const importCommand: Command = {
 
 export const petsCommand: Command = commandGroup({
   name: 'petstore-inventory pets',
-  summary: 'create, list, import and retire inventory entries; show their history',
+  summary: 'create, list, import, export and retire inventory entries; show their history',
   description: 'Creates, lists and retires inventory entries (the API only changes their quantity).',
-  commands: { add: addCommand, list: listCommand, import: importCommand, remove: removeCommand, history: historyCommand },
+  commands: { add: addCommand, list: listCommand, import: importCommand, export: exportCommand, remove: removeCommand, history: historyCommand },
 });
 
 /** An option checked by the same rule as the field in an import file. */
