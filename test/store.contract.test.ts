@@ -21,7 +21,7 @@ import {
   createTestDatabase,
   openTestStore,
 } from './backends.js';
-import { change, itemOf, setQuantity } from './store-helpers.js';
+import { change, importPlan, importSource, itemOf, setQuantity } from './store-helpers.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 const TWO_53 = 2n ** 53n;
@@ -65,6 +65,7 @@ const EVERY_CALL = {
   applyChange: (s) => s.applyChange(change(1n, 2)),
   addItems: (s) => s.addItems([item(2n)]),
   retireEntry: (s) => s.retireEntry(1n, { force: true, at: new Date() }),
+  importItems: (s) => s.importItems(importSource([item(3n)]), importPlan()),
   listHistory: (s) => s.listHistory(1n, { limit: 10 }),
   purgeIdempotencyRecords: (s) => s.purgeIdempotencyRecords(new Date()),
   purgeHistory: (s) => s.purgeHistory(new Date()),
@@ -92,6 +93,7 @@ const ENTRY_EFFECT = {
   applyChange: 'writes entries',
   addItems: 'writes entries',
   retireEntry: 'writes entries',
+  importItems: 'writes entries',
   listHistory: 'none',
   purgeIdempotencyRecords: 'none',
   purgeHistory: 'none',
@@ -128,6 +130,12 @@ const WRITES_SEEN = {
   retireEntry: async (s) => {
     await s.retireEntry(1n, { force: true, at: new Date() });
     return { items: [], removed: [1n] };
+  },
+  importItems: async (s) => {
+    // Pet 2 gets the file's quantity, pet 5 is created; pet 3, as it is, is left alone.
+    const { quantity } = (await s.getEntry(2n))!.item;
+    await s.importItems(importSource([item(2n, quantity + 1), item(5n, 2, 'sold'), (await s.getEntry(3n))!.item]), importPlan(true));
+    return { items: [item(2n, quantity + 1), item(5n, 2, 'sold')], removed: [] };
   },
 } satisfies Record<EntryWriter, (s: InventoryStore) => Promise<Written>>;
 

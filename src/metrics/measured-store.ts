@@ -25,6 +25,9 @@ export function measuredStore(store: InventoryStore, metrics: Pick<ServiceMetric
     getEntry: timed('getEntry', (petId: bigint) => store.getEntry(petId)),
     applyChange: timed('applyChange', (change: Parameters<InventoryStore['applyChange']>[0]) => store.applyChange(change)),
     addItems: timed('addItems', (items: Parameters<InventoryStore['addItems']>[0]) => store.addItems(items)),
+    importItems: timed('importItems', (source: Parameters<InventoryStore['importItems']>[0], plan: Parameters<InventoryStore['importItems']>[1]) =>
+      store.importItems(source, plan),
+    ),
     retireEntry: timed('retireEntry', (petId: bigint, options: Parameters<InventoryStore['retireEntry']>[1]) => store.retireEntry(petId, options)),
     listHistory: timed('listHistory', (petId: bigint, page: Parameters<InventoryStore['listHistory']>[1]) => store.listHistory(petId, page)),
     purgeIdempotencyRecords: timed('purgeIdempotencyRecords', (now: Date) => store.purgeIdempotencyRecords(now)),

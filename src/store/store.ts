@@ -1,5 +1,6 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
 import type { HistoryEntry } from '../domain/history.js';
+import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
 import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 
@@ -52,6 +53,15 @@ export interface InventoryStore {
    * above 0 (in_stock) unless `force`. A durable write: it bumps the store version.
    */
   retireEntry(petId: bigint, options: { force: boolean; at: Date }): Promise<RetireOutcome>;
+  /**
+   * Imports entries all or nothing. Each batch is staged as it arrives, in a transaction (or a COPY)
+   * of its own, so memory holds one batch whatever the size of the file; then the staged rows are
+   * checked as a whole (a petId twice; an entry that exists, or with `upsert` one whose status
+   * differs) and applied in one transaction, by the rules above: each change of quantity an upsert
+   * makes writes its history row (reason correction), a retired entry is revived, the store version
+   * is bumped last. Applies nothing when anything is refused, by the store or by the reader.
+   */
+  importItems(source: ImportSource, plan: ImportPlan): Promise<ImportOutcome>;
   /**
    * The history of one entry, newest first: `limit` rows, older than `before` when given (the id
    * of one of this entry's rows, as the last row of a page has it; any other id gives no rows).

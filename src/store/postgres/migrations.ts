@@ -124,4 +124,13 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       ALTER TABLE inventory ADD COLUMN retired_at TIMESTAMPTZ;
     `,
   },
+  {
+    version: 6,
+    name: 'bulk writes tell readers to reload the list',
+    sql: `
+      -- The store version of the last bulk write (an import of many entries), whose rows keep no change_seq of their own:
+      -- a reader of changesSince from before it reads the whole list again.
+      ALTER TABLE store_state ADD COLUMN reload_from BIGINT NOT NULL DEFAULT 0;
+    `,
+  },
 ];

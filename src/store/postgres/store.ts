@@ -1,6 +1,7 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import type { ApiKeyRecord } from '../../domain/api-key.js';
 import type { HistoryEntry } from '../../domain/history.js';
+import type { ImportOutcome, ImportPlan, ImportSource } from '../../domain/import.js';
 import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
@@ -9,6 +10,7 @@ import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
 import { HOUSEKEEPING_BATCH, inBatches, oldPrefix } from '../housekeeping.js';
 import { DuplicatePetError, type ConnectionDurability, type EntryChanges, type InventoryStore } from '../store.js';
 import { applyBatch, type Database, type Statement } from './apply-batch.js';
+import { importByCopy } from './import.js';
 import { asUnavailable, inTransaction, MIGRATION_LOCK_KEY, openPool, queryBy, queryOnPool, type PostgresStoreOptions } from './pool.js';
 
 /** Selected under the names of InventoryItem, so a row is the item. */
@@ -31,10 +33,12 @@ const STATEMENTS = {
   },
   readVersion: { name: 'store-version', text: 'SELECT version FROM store_state WHERE id = 1' },
   // One statement is one snapshot: the version and the rows agree.
+  // From before a bulk write (reload_from), every entry: the whole list.
   changesSince: {
     name: 'inventory-changes-since',
-    text: `SELECT s.version AS "storeVersion", i.pet_id AS "petId", i.quantity, i.status, i.retired_at IS NOT NULL AS retired
-           FROM store_state s LEFT JOIN inventory i ON i.change_seq > $1 WHERE s.id = 1 ORDER BY i.pet_id`,
+    text: `SELECT s.version AS "storeVersion", s.reload_from > $1 AS reload, i.pet_id AS "petId", i.quantity, i.status, i.retired_at IS NOT NULL AS retired
+           FROM store_state s LEFT JOIN inventory i ON i.change_seq > (CASE WHEN s.reload_from > $1 THEN -1 ELSE $1 END)
+           WHERE s.id = 1 ORDER BY i.pet_id`,
   },
   // The entry's row first, then store_state, as in every write; the version is bumped only when it retires.
   lockEntry: { name: 'inventory-lock', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id = $1 AND retired_at IS NULL FOR UPDATE` },
@@ -197,6 +201,10 @@ class PostgresStore implements InventoryStore {
     );
   }
 
+  async importItems(source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+    return this.#run(() => importByCopy(this.#pool, source, plan));
+  }
+
   async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
     const id = petId.toString();
     const [exists, history] = await Promise.all([
@@ -242,9 +250,9 @@ class PostgresStore implements InventoryStore {
   }
 
   async changesSince(after: number): Promise<EntryChanges> {
-    type Row = { storeVersion: bigint; petId: bigint | null; retired: boolean | null } & Omit<InventoryItem, 'petId'>;
+    type Row = { storeVersion: bigint; reload: boolean; petId: bigint | null; retired: boolean | null } & Omit<InventoryItem, 'petId'>;
     const { rows } = await this.#query<Row>(STATEMENTS.changesSince, [after]);
-    const complete = after < 0;
+    const complete = after < 0 || rows[0]!.reload;
     const items: InventoryItem[] = [];
     const removed: bigint[] = [];
     for (const r of rows) {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ApiKeyRecord, Environment, Scope } from '../../domain/api-key.js';
 import type { HistoryEntry } from '../../domain/history.js';
+import type { ImportOutcome, ImportPlan, ImportSource } from '../../domain/import.js';
 import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../../schemas/inventory.js';
@@ -9,6 +10,7 @@ import { HOUSEKEEPING_BATCH, inBatches, oldPrefix } from '../housekeeping.js';
 import { DuplicatePetError, type ConnectionDurability, type EntryChanges, type InventoryStore } from '../store.js';
 import { entryReader, errorOf, type BatchResult } from './apply-batch.js';
 import { changeLogReader, changeLogWriter } from './change-log.js';
+import { sqliteImporter } from './import.js';
 import { BUSY_TIMEOUT_MS, durabilityOf, isTransient, openSqliteConnection } from './connection.js';
 import { migrate } from './migrations.js';
 import { inThreadWriter, threadWriter, type ChangeWriter } from './writer.js';
@@ -60,6 +62,10 @@ class SqliteStore implements InventoryStore {
   readonly #retire;
   readonly #changesSince;
   readonly #writer: ChangeWriter;
+  readonly #logWrite: ReturnType<typeof changeLogWriter>;
+  /** Made at the first import: its staging table and statements. */
+  #importer: ReturnType<typeof sqliteImporter> | undefined;
+  #importing = false;
   readonly #entry: (petId: bigint) => InventoryEntry | undefined;
   /** Changes of quantity, committed in groups by the writer. */
   readonly #changes: GroupCommit<QuantityChange, ChangeResult>;
@@ -133,6 +139,7 @@ class SqliteStore implements InventoryStore {
       ping: db.prepare('SELECT 1').pluck(),
     };
     const logWrite = changeLogWriter(db);
+    this.#logWrite = logWrite;
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
       for (const item of items) {
         const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at);
@@ -195,6 +202,20 @@ class SqliteStore implements InventoryStore {
   /** On the event loop's connection, as addItems: one IMMEDIATE transaction that bumps the store version last. */
   async retireEntry(petId: bigint, options: { force: boolean; at: Date }): Promise<RetireOutcome> {
     return this.#run(() => this.#retire.immediate(petId, options.force, options.at.toISOString()));
+  }
+
+  /** On the event loop's connection: its staging table is a temporary one, private to the connection. */
+  async importItems(source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+    if (this.#importing) throw new Error('an import is already running on this store');
+    this.#importer ??= this.#run(() => sqliteImporter(this.#db, this.#logWrite));
+    this.#importing = true;
+    try {
+      return await this.#importer(source, plan);
+    } catch (err) {
+      throw asUnavailable(err);
+    } finally {
+      this.#importing = false;
+    }
   }
 
   async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
