@@ -76,6 +76,18 @@ for (const backend of BACKENDS) {
       });
     });
 
+    it('a petId twice is refused whatever else it is: a retired entry to revive, or an entry to upsert', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(1n, 0, 'sold'), item(2n, 4)]);
+      await store.retireEntry(1n, { force: false, at: new Date() });
+      for (const [upsert, petId] of [[false, 1n], [true, 1n], [true, 2n]] as const) {
+        await unchangedBy(store, async () => {
+          const outcome = await store.importItems(importSource([item(petId, 5), item(3n), item(petId, 6)]), importPlan(upsert));
+          assert.deepEqual(outcome, { applied: false, conflicts: [{ kind: 'duplicate', at: { line: 4 }, petId, first: { line: 2 } }], conflictRows: 1 });
+        });
+      }
+    });
+
     it('lists the first conflicts in file order, at most conflictsMax, and counts them all', async (t) => {
       const store = await openTestStore(backend, t);
       const existing = Array.from({ length: 30 }, (_, i) => item(BigInt(i)));

@@ -31,9 +31,9 @@ const CONFLICT_COUNT = `SELECT count(*) AS n FROM import_rows s JOIN inventory i
 /** Locks the entries the import may write, in petId order as every write does, so it cannot deadlock with a batch of changes. */
 const LOCK_EXISTING = `SELECT count(*) AS n FROM (SELECT 1 FROM inventory i WHERE i.pet_id IN (SELECT pet_id FROM import_rows)
   ORDER BY i.pet_id FOR UPDATE) l`;
-/** What the write will do, once the entries are locked: it decides how the store version tells readers. */
+/** What an upsert will do, once the entries are locked: it decides how the store version tells readers. */
 const WRITES = `SELECT count(*) FILTER (WHERE i.pet_id IS NULL OR i.retired_at IS NOT NULL) AS created,
-    count(*) FILTER (WHERE i.retired_at IS NULL AND i.quantity <> s.quantity) AS updated, count(*) AS staged
+    count(*) FILTER (WHERE i.retired_at IS NULL AND i.quantity <> s.quantity) AS updated
   FROM import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id`;
 /** Each change of quantity, as a PATCH writes it. */
 const HISTORY = `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
@@ -44,9 +44,9 @@ const UPDATE = `UPDATE inventory i SET quantity = s.quantity, version = i.versio
 const REVIVE = `UPDATE inventory i SET quantity = s.quantity, status = s.status, retired_at = NULL, version = i.version + 1,
     updated_at = $1, change_seq = $2
   FROM import_rows s WHERE i.pet_id = s.pet_id AND i.retired_at IS NOT NULL`;
+/** In file order: sorting a million rows costs more than the index gains from sorted keys (an export is sorted already). */
 const CREATE = `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
-  SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)
-  ORDER BY s.pet_id`;
+  SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`;
 /**
  * A few entries written: they carry WRITING until the store version, bumped last as in every
  * write, is known, and then that version. Many: readers are told to read the whole list again
@@ -61,9 +61,12 @@ type Query = <R extends QueryResultRow>(text: string, values?: unknown[]) => Pro
 
 /**
  * The PostgreSQL store's import, on one connection of its own: each batch goes into a temporary
- * table by COPY; then the repeats and conflicts are found, and in one transaction the entries
- * are locked, checked again and written. No request waits on these statements and a million
- * rows take seconds, so they run under BULK_STATEMENT_TIMEOUT_MS, not the store timeout.
+ * table by COPY, the next batch read while one is copied; then, in one transaction, the entries
+ * in the way are locked, the conflicts looked for, and the rows written. A petId the file repeats
+ * is looked for before an upsert (an update would take one of the rows at random); a creation
+ * finds it by the primary key refusing the insert, and only then looks for every problem. No
+ * request waits on these statements and a million rows take seconds, so they run under
+ * BULK_STATEMENT_TIMEOUT_MS, not the store timeout.
  */
 export async function importByCopy(pool: Pool, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
   const client = await pool.connect();
@@ -74,30 +77,69 @@ export async function importByCopy(pool: Pool, source: ImportSource, plan: Impor
   try {
     await query(`SET statement_timeout = ${BULK_STATEMENT_TIMEOUT_MS}`);
     await query(CREATE_STAGING);
-    let seq = 0;
-    for await (const rows of source.batches) {
-      await copyBatch(client, rows, seq);
-      seq += rows.length;
-    }
+    const staged = await stage(client, source);
     plan.onPhase?.('checking');
     // Temporary tables get no statistics of their own: without these the planner guesses a size.
     await query('ANALYZE import_rows');
-    const repeats = await findRepeats(query, plan.conflictsMax);
-    if (repeats.count > 0) await query(DROP_REPEATS);
+    const diagnose = async () => {
+      const repeats = await findRepeats(query, plan.conflictsMax);
+      if (repeats.count > 0) await query(DROP_REPEATS);
+      return refusal(repeats, await findConflicts(query, plan), plan.conflictsMax);
+    };
     // Refused already: the checks only add to the list, so they need no lock.
-    if (source.refused() > 0 || repeats.count > 0) return refusal(repeats, await findConflicts(query, plan), plan.conflictsMax);
-    return await inTransaction(query, async () => {
-      await query(LOCK_EXISTING);
-      const conflicts = await findConflicts(query, plan);
-      if (conflicts.count > 0) return { commit: false, outcome: refusal(repeats, conflicts, plan.conflictsMax) };
-      plan.onPhase?.('applying');
-      return { commit: true, outcome: await write(query, plan) };
-    });
+    if (source.refused() > 0) return await diagnose();
+    if (plan.upsert && (await countRepeats(query)) > 0) return await diagnose();
+    try {
+      return await inTransaction(query, async () => {
+        const existing = Number((await query<{ n: bigint }>(LOCK_EXISTING))[0]!.n);
+        // A conflict, or a repeat a revival would hide (it takes one of the rows of its petId, and the insert refuses no other).
+        if ((await findConflicts(query, plan)).count > 0) throw new Refused();
+        if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
+        plan.onPhase?.('applying');
+        return write(query, plan, staged);
+      });
+    } catch (err) {
+      // Refused, or a petId twice in the file (or one created meanwhile): rolled back; find every problem to list it.
+      if (!(err instanceof Refused) && (err as { code?: unknown }).code !== UNIQUE_VIOLATION) throw err;
+      const outcome = await diagnose();
+      if (outcome.applied || outcome.conflictRows === 0) throw err;
+      return outcome;
+    }
   } finally {
     // The session ends with the connection, and its temporary table and settings with it.
     client.off('error', ignore);
     client.release(true);
   }
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/** The import is refused: the transaction is rolled back, and then every problem looked for. */
+class Refused extends Error {
+  constructor() {
+    super('the import is refused');
+    this.name = 'Refused';
+  }
+}
+
+/** Copies every batch into the staging table, reading the next batch while one is copied; resolves to how many rows. */
+async function stage(client: PoolClient, source: ImportSource): Promise<number> {
+  let staged = 0;
+  let copying: Promise<void> | undefined;
+  try {
+    for await (const rows of source.batches) {
+      await copying;
+      copying = copyBatch(client, rows, staged);
+      // Awaited before the next batch or at the end; until then a failure must not count as unhandled.
+      copying.catch(ignore);
+      staged += rows.length;
+    }
+  } finally {
+    // Settled before the connection is let go, whatever stopped the reading.
+    await copying?.catch(ignore);
+  }
+  await copying;
+  return staged;
 }
 
 async function copyBatch(client: PoolClient, rows: readonly ImportRow[], first: number): Promise<void> {
@@ -109,8 +151,12 @@ async function copyBatch(client: PoolClient, rows: readonly ImportRow[], first: 
   await finished(copy);
 }
 
+async function countRepeats(query: Query): Promise<number> {
+  return Number((await query<{ n: string }>(REPEATS))[0]!.n);
+}
+
 async function findRepeats(query: Query, max: number): Promise<{ kept: ImportConflict[]; count: number }> {
-  const count = Number((await query<{ n: string }>(REPEATS))[0]!.n);
+  const count = await countRepeats(query);
   if (count === 0) return { kept: [], count };
   type Row = { line: bigint; item: bigint | null; petId: bigint; firstLine: bigint; firstItem: bigint | null };
   const rows = await query<Row>(FIRST_REPEATS, [max]);
@@ -128,11 +174,14 @@ async function findConflicts(query: Query, plan: ImportPlan): Promise<{ kept: Im
   return { kept, count };
 }
 
-/** The write itself, the entries locked and checked: history and changes of quantity, revivals, creations, then the store version. */
-async function write(query: Query, plan: ImportPlan): Promise<ImportOutcome> {
-  const [counts] = await query<{ created: bigint; updated: bigint; staged: bigint }>(WRITES);
-  const created = Number(counts!.created);
-  const updated = plan.upsert ? Number(counts!.updated) : 0;
+/**
+ * The write itself, the entries locked and checked: history and changes of quantity, revivals,
+ * creations, then the store version. Without upsert every staged row is a creation (or a revival).
+ */
+async function write(query: Query, plan: ImportPlan, staged: number): Promise<ImportOutcome> {
+  const counts = plan.upsert ? (await query<{ created: bigint; updated: bigint }>(WRITES))[0]! : { created: staged, updated: 0 };
+  const created = Number(counts.created);
+  const updated = Number(counts.updated);
   const written = created + updated;
   const bulk = written > BULK_WRITE;
   // Many: the rows' change_seq is never read (readers reload), so it costs no second pass over them.
@@ -148,13 +197,13 @@ async function write(query: Query, plan: ImportPlan): Promise<ImportOutcome> {
     await query(CREATE, [at, seq]);
   }
   if (written > 0) await query(bulk ? BUMP_FOR_RELOAD : STAMP_WRITTEN);
-  return { applied: true, created, updated, unchanged: Number(counts!.staged) - written };
+  return { applied: true, created, updated, unchanged: staged - written };
 }
 
-/** BEGIN, then `fn`, then COMMIT, or ROLLBACK when it says so or fails. */
-async function inTransaction(query: Query, fn: () => Promise<{ commit: boolean; outcome: ImportOutcome }>): Promise<ImportOutcome> {
+/** BEGIN, then `fn`, then COMMIT; ROLLBACK when it throws. */
+async function inTransaction<T>(query: Query, fn: () => Promise<T>): Promise<T> {
   await query('BEGIN');
-  let result: { commit: boolean; outcome: ImportOutcome };
+  let result: T;
   try {
     result = await fn();
   } catch (err) {
@@ -162,8 +211,8 @@ async function inTransaction(query: Query, fn: () => Promise<{ commit: boolean; 
     await query('ROLLBACK').catch(ignore);
     throw err;
   }
-  await query(result.commit ? 'COMMIT' : 'ROLLBACK');
-  return result.outcome;
+  await query('COMMIT');
+  return result;
 }
 
 /** The first conflicts of both kinds in file order, and how many rows were refused. */
