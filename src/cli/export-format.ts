@@ -1,6 +1,6 @@
 import { itemJson } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
-import { CSV_HEADER, type ImportFormat } from './import-file.js';
+import { CSV_HEADER, type ImportFormat } from './import/format.js';
 
 /**
  * The text `pets export` writes, piece by piece: exactly what `pets import` reads (the CSV

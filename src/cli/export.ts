@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import type { InventoryStore } from '../store/store.js';
 import { printHelp, type Command } from './command.js';
 import { EXPORT_WRITERS } from './export-format.js';
-import { IMPORT_FORMATS, importFormatFromPath, type ImportFormat } from './import-file.js';
+import { IMPORT_FORMATS, importFormatFromPath, type ImportFormat } from './import/format.js';
 import { CliError, EXIT_USAGE, type CliIO } from './io.js';
 import { formatRate } from './rate.js';
 import { withStore } from './store-access.js';
