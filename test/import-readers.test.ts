@@ -267,6 +267,19 @@ test('JSON: unknown and repeated fields are refused, __proto__ included', () => 
   ]);
 });
 
+test('JSON: entries in the form pets export writes are read like any other, bad values included', () => {
+  const text = '[\n{"petId":-1,"quantity":0,"status":"pending"},\n{"petId":2,"quantity":2147483648,"status":"sold"},\n{"petId":9223372036854775808,"quantity":1,"status":"sold"},\n{"petId":4,"quantity":4,"status":"sold"}\n]\n';
+  const result = parseJson(text);
+  assert.deepEqual(result.entries, [
+    { line: 2, index: 1, item: { petId: -1n, quantity: 0, status: 'pending' } },
+    { line: 5, index: 4, item: { petId: 4n, quantity: 4, status: 'sold' } },
+  ]);
+  assert.deepEqual(result.errors, [
+    { line: 3, index: 2, field: 'quantity', message: `${QUANTITY_MESSAGE} (got 2147483648)` },
+    { line: 4, index: 3, field: 'petId', message: `${PET_ID_MESSAGE} (got 9223372036854775808)` },
+  ]);
+});
+
 test('JSON: several entries on a line are told apart by their position', () => {
   const entries = entriesOf(parseJson('[{"petId": 1, "quantity": 1, "status": "sold"}, {"petId": 1, "quantity": 2, "status": "sold"},\n{"petId": 3, "quantity": 1, "status": "sold"}]'));
   assert.deepEqual(entries.map((e) => [e.line, e.index, e.item.quantity]), [[1, 1, 1], [1, 2, 2], [2, 3, 1]]);

@@ -1,4 +1,6 @@
-import { checkEntry, clip, FIELD_NAMES, quoteForMessage, type Field, type RawField } from './fields.js';
+import { tryParsePetId } from '../../domain/pet-id.js';
+import type { PetStatus } from '../../schemas/inventory.js';
+import { checkEntry, clip, FIELD_NAMES, parseQuantityText, quoteForMessage, type Field, type RawField } from './fields.js';
 import type { FormatReader, ReadSink } from './reader.js';
 
 /**
@@ -41,6 +43,9 @@ const NUMBER_CHARS = /[-+.eE0-9]*/y;
 // eslint-disable-next-line no-control-regex -- JSON strings may not hold raw control characters.
 const PLAIN_STRING_RUN = /[^"\\\u0000-\u001f]*/y;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+/** The form `pets export` writes an entry in; numbers must be canonical still, which the field rules check. */
+const EXPORTED_ENTRY = /\{"petId":(-?[0-9]{1,20}),"quantity":([0-9]{1,10}),"status":"(available|pending|sold)"\}/y;
 
 /** Thrown when the text ends inside something that more text may complete; made once, as it is thrown at the end of every piece. */
 const NEED_MORE = new Error('more text is needed');
@@ -189,6 +194,7 @@ export function jsonReader(sink: ReadSink): FormatReader {
 
   /** The next element of the array, checked and handed to the sink. */
   const element = (): void => {
+    if (exportedEntry()) return;
     const node = value(1);
     index++;
     const at = { line: node.line, index };
@@ -216,6 +222,23 @@ export function jsonReader(sink: ReadSink): FormatReader {
     if ('errors' in checked) sink.refused([...problems, ...checked.errors]);
     else if (problems.length > 0) sink.refused(problems);
     else sink.entry({ ...at, item: checked.item });
+  };
+
+  /**
+   * An entry exactly as `pets export` writes it, read without building its tree: true when it was
+   * one, and valid; anything else is read the general way (and a problem described there).
+   */
+  const exportedEntry = (): boolean => {
+    EXPORTED_ENTRY.lastIndex = pos;
+    const match = EXPORTED_ENTRY.exec(text);
+    if (!match) return false;
+    const petId = tryParsePetId(match[1]!);
+    const quantity = parseQuantityText(match[2]!);
+    if (petId === undefined || quantity === undefined) return false;
+    pos += match[0].length;
+    index++;
+    sink.entry({ line, index, item: { petId, quantity, status: match[3] as PetStatus } });
+    return true;
   };
 
   /** One step of the array; false when the text is used up (or the reader stopped). */
