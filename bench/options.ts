@@ -14,15 +14,21 @@ export interface BenchOptions {
   load: LoadTool | undefined;
   /** Runs of each start-up measurement (the median is reported). */
   startupRounds: number;
+  /** Entries of the catalogue scenario (import, export, the whole list). */
+  catalogueSize: number;
+  /** Only the catalogue scenario: no start-up, no loads, and bench/results.md left as it is. */
+  catalogueOnly: boolean;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
 
-  --quick       1 s per measurement and smaller sizes (100, 1,000, 10,000), for CI;
-                targets are shown for orientation only, and bench/results.md is not written
+  --quick       1 s per measurement and smaller sizes (100, 1,000, 10,000; a catalogue of
+                20,000 instead of 1,000,000), for CI; targets are shown for orientation only,
+                and bench/results.md is not written
+  --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --backends    which stores to bench (default: sqlite,postgres; postgres is skipped when unreachable)
   --load        load generator (default: wrk when installed, else autocannon)
   -h, --help    show this help
@@ -42,6 +48,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       quick: { type: 'boolean', default: false },
       backends: { type: 'string', default: BACKENDS.join(',') },
       load: { type: 'string' },
+      only: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -53,6 +60,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   });
   const load = values.load === undefined ? undefined : LOAD_TOOLS.find((t) => t === values.load);
   if (values.load !== undefined && !load) throw new Error(`--load must be ${LOAD_TOOLS.join(' or ')}, got "${values.load}"`);
+  if (values.only !== undefined && values.only !== 'catalogue') throw new Error(`--only takes catalogue, got "${values.only}"`);
   const quick = values.quick;
   return {
     quick,
@@ -63,5 +71,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     backends,
     load,
     startupRounds: quick ? 5 : 11,
+    catalogueSize: quick ? 20_000 : 1_000_000,
+    catalogueOnly: values.only === 'catalogue',
   };
 }

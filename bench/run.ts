@@ -13,6 +13,7 @@ import { describeLoadTool, describeMachine, describePinning } from './machine.js
 import { HELP, parseOptions, type BenchOptions } from './options.js';
 import { REPO_ROOT } from './processes.js';
 import { renderNotes, renderTable, type Section } from './report.js';
+import { catalogueSection } from './catalogue.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';
@@ -51,29 +52,32 @@ async function main(argv: string[]): Promise<number> {
 
   const load = new LoadGenerator(tool);
   const sections: Section[] = [];
+  const show = (section: Section) => {
+    sections.push(section);
+    process.stdout.write(`${renderSection(section)}\n\n`);
+  };
   try {
-    const startup = await startupSection(options.startupRounds);
-    sections.push(startup);
-    process.stdout.write(`${renderSection(startup)}\n\n`);
+    if (!options.catalogueOnly) show(await startupSection(options.startupRounds));
     for (const backend of options.backends) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
-      const section: Section = skip
-        ? { title: TITLES[backend], rows: [], notes: [`PostgreSQL: skipped (${skip})`] }
-        : await new BackendBench(backend, options, load, hasWorkers).run(TITLES[backend]);
-      if (backend === 'postgres' && !skip) section.notes.unshift(await describePostgres());
-      sections.push(section);
-      process.stdout.write(`${renderSection(section)}\n\n`);
+      if (!options.catalogueOnly) {
+        const section: Section = skip
+          ? { title: TITLES[backend], rows: [], notes: [`PostgreSQL: skipped (${skip})`] }
+          : await new BackendBench(backend, options, load, hasWorkers).run(TITLES[backend]);
+        if (backend === 'postgres' && !skip) section.notes.unshift(await describePostgres());
+        show(section);
+      }
+      const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
+      show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
     }
   } finally {
     await load.close();
     await cleanUp();
   }
-  const cache: Section = { title: 'List cache (in process)', rows: [], notes: listRenderNotes(options.sizes) };
-  sections.push(cache);
-  process.stdout.write(`${renderSection(cache)}\n\n`);
+  if (!options.catalogueOnly) show({ title: 'List cache (in process)', rows: [], notes: listRenderNotes(options.sizes) });
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
-  if (options.quick) {
-    process.stdout.write(`Quick run in ${seconds} s; bench/results.md left as it is (only a full run writes it).\n`);
+  if (options.quick || options.catalogueOnly) {
+    process.stdout.write(`Run in ${seconds} s; bench/results.md left as it is (only a full run of everything writes it).\n`);
   } else {
     await writeFile(RESULTS_FILE, resultsMarkdown([...header, `- Wall time: ${seconds} s`], sections));
     process.stdout.write(`Full run in ${seconds} s; wrote bench/results.md.\n`);

@@ -1,15 +1,17 @@
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { issueApiKey } from '../src/auth/issue-key.js';
+import { EXPORT_WRITERS } from '../src/cli/export-format.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { PET_STATUSES } from '../src/schemas/values.js';
 import { openStore } from '../src/store/open.js';
 
-/** Pets 1..size with varied but reproducible quantities and statuses, so every run serves the same bytes. */
-export function benchItems(size: number): InventoryItem[] {
-  return Array.from({ length: size }, (_, i) => ({
-    petId: BigInt(i + 1),
-    quantity: (i * 7919) % 1000,
-    status: PET_STATUSES[i % PET_STATUSES.length]!,
-  }));
+/** Pets from+1..size with varied but reproducible quantities and statuses, so every run serves the same bytes. */
+export function benchItems(size: number, from = 0): InventoryItem[] {
+  return Array.from({ length: size - from }, (_, k) => {
+    const i = from + k;
+    return { petId: BigInt(i + 1), quantity: (i * 7919) % 1000, status: PET_STATUSES[i % PET_STATUSES.length]! };
+  });
 }
 
 /**
@@ -35,4 +37,21 @@ export async function storeProblem(databaseUrl: string): Promise<string | undefi
   } catch (err) {
     return (err as Error).message;
   }
+}
+
+/** benchItems(size) as `pets export` writes them in CSV, a page at a time: the file the catalogue scenario imports. */
+export async function writeBenchCatalogue(path: string, size: number): Promise<void> {
+  const writer = EXPORT_WRITERS.csv;
+  const out = createWriteStream(path);
+  const write = async (text: string) => {
+    if (!out.write(text)) await once(out, 'drain');
+  };
+  await write(writer.start);
+  for (let first = 0; first < size; first += 10_000) {
+    const page = benchItems(Math.min(size, first + 10_000), first);
+    await write(writer.page(page, first === 0));
+  }
+  await write(writer.end(size === 0));
+  out.end();
+  await once(out, 'finish');
 }

@@ -104,6 +104,28 @@ for (const backend of BACKENDS) {
           assert.equal((await itemOf(api.store, 99n)), undefined);
         });
 
+        test('a retired entry (pets remove) is 404 not_found to PATCH and GET, leaves the list, and its history still answers (decisions 5.7)', async (t) => {
+          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          assert.equal((await patch(api, '1', { quantity: 11, reason: 'correction' })).status, 200);
+          assert.equal((await api.store.retireEntry(1n, { force: true, at: new Date() })).kind, 'retired');
+
+          for (const res of [
+            await patch(api, '1', { quantity: 5 }),
+            await patch(api, '1', { quantity: 5 }, { headers: { 'if-match': '*' } }),
+            await api.request({ method: 'GET', url: '/v1/inventory/1', key: api.keys.read }),
+          ]) {
+            assert.deepEqual(assertError(res, 404, 'not_found'), { code: 'not_found', message: 'Pet 1 has no inventory entry.', status: 404 });
+          }
+          const list = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+          assert.equal(list.text, '[{"petId":2,"quantity":4,"status":"pending"},{"petId":3,"quantity":0,"status":"sold"}]');
+          const history = await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });
+          assert.equal(history.status, 200);
+          assert.deepEqual(
+            history.json<{ items: { previousQuantity: number; quantity: number; reason: string }[] }>().items.map((h) => [h.previousQuantity, h.quantity, h.reason]),
+            [[12, 11, 'correction']],
+          );
+        });
+
         describe('400 for a petId that is not a canonical int64 (decisions 3.1)', () => {
           for (const bad of ['abc', '1.5', '01', '+1', '1e3', ' 1', '9223372036854775808', '-9223372036854775809', '0x10', '1'.repeat(400), '%zz', '-', '']) {
             test(`petId ${JSON.stringify(bad.length > 30 ? `${bad.slice(0, 10)}...` : bad)}`, async (t) => {

@@ -73,3 +73,27 @@ test('edges: empty list, inserts before the first id and after the last, int64 e
   assert.equal(all.length, 3 + 3 * SEGMENT_SIZE);
   assert.ok(all.every((x, i) => i === 0 || all[i - 1]!.petId < x.petId));
 });
+
+test('remove takes entries out wherever they are, drops emptied segments, and ignores ids it does not hold', () => {
+  const next = random(11);
+  const reference = new Map<bigint, InventoryItem>();
+  for (let i = 0; i < 5 * SEGMENT_SIZE; i++) reference.set(BigInt(i * 2), { petId: BigInt(i * 2), quantity: i, status: 'sold' });
+  const body = new ListBody();
+  body.reset(sorted(reference));
+  body.render();
+  for (let round = 0; round < 20; round++) {
+    const ids = [...reference.keys()];
+    const gone = Array.from({ length: 1 + Math.floor(next() * 300) }, () => ids[Math.floor(next() * ids.length)]!);
+    for (const id of gone) reference.delete(id);
+    body.remove([...new Set(gone)].sort((a, b) => (a < b ? -1 : 1)).concat([-1n, 1n, 2n ** 62n]));
+    assert.equal(body.render().toString(), stringifyJson(sorted(reference)), `round ${round}`);
+    assert.equal(body.size, reference.size);
+  }
+  // A whole segment emptied, then an insert where it was.
+  body.remove(sorted(reference).slice(0, 2 * SEGMENT_SIZE).map((i) => i.petId));
+  body.apply([{ petId: 0n, quantity: 1, status: 'pending' }]);
+  const first = sorted(reference).slice(2 * SEGMENT_SIZE);
+  assert.equal(body.render().toString(), stringifyJson([{ petId: 0n, quantity: 1, status: 'pending' }, ...first]));
+  body.remove([0n, ...first.map((i) => i.petId)]);
+  assert.equal(body.render().toString(), '[]');
+});

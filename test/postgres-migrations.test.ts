@@ -44,4 +44,24 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     const counts = await adminQuery<{ api_key_id: string; records: number }>(`SELECT api_key_id, records FROM ${schema}.idempotency_counts ORDER BY 1`);
     assert.deepEqual(counts.map((r) => [r.api_key_id, r.records]), [['key_a', 2], ['key_b', 1]]);
   });
+
+  it('a schema of version 4 is migrated with every entry still stocked, and can retire one', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    await adminQuery(`
+      CREATE SCHEMA ${schema};
+      SET search_path = ${schema};
+      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 4)
+        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
+        .join('\n')}
+      INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (1, 0, 'sold', now(), now()), (2, 4, 'available', now(), now());
+    `);
+
+    const store = await db.open();
+    assert.deepEqual((await store.listInventory()).map((i) => i.petId), [1n, 2n]);
+    assert.equal((await store.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
+    assert.deepEqual(await store.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BULK_CREATION, CHANGE_LOG_KEPT, changeLogReader, changeLogWriter } from '../src/store/sqlite/change-log.js';
+import { BULK_WRITE } from '../src/store/bulk-write.js';
+import { CHANGE_LOG_KEPT, changeLogReader, changeLogWriter } from '../src/store/sqlite/change-log.js';
 import { openSqliteConnection } from '../src/store/sqlite/connection.js';
 import { migrate } from '../src/store/sqlite/migrations.js';
 
@@ -20,9 +21,12 @@ test('the change log names the pets written since a version, until it cannot: a 
   assert.deepEqual(read(0), [[1n, 1n], [2n, 2n]]);
   assert.deepEqual(read(2), []);
 
-  write(Array.from({ length: BULK_CREATION + 1 }, (_, i) => BigInt(i + 10)));
+  write(Array.from({ length: BULK_WRITE + 1 }, (_, i) => BigInt(i + 10)));
   assert.equal(read(2), undefined, 'a bulk creation since: read the whole list');
   assert.deepEqual(read(3), []);
+  write('bulk');
+  assert.equal(read(3), undefined, 'a bulk write names no pets: read the whole list');
+  assert.deepEqual(read(4), []);
 
   // Enough writes to prune: only the last CHANGE_LOG_KEPT versions stay.
   db.transaction(() => {
@@ -30,6 +34,6 @@ test('the change log names the pets written since a version, until it cannot: a 
   })();
   const rows = db.prepare('SELECT count(*) FROM inventory_changes').pluck().get() as number;
   assert.ok(rows <= CHANGE_LOG_KEPT, `${rows} rows kept`);
-  assert.equal(read(5), undefined, 'a version older than the log: read the whole list');
+  assert.equal(read(6), undefined, 'a version older than the log: read the whole list');
   assert.deepEqual(read(version() - 1), [[1n, 1n]]);
 });

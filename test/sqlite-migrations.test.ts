@@ -38,7 +38,7 @@ test('a store of schema version 2 is migrated with its history chained per pet a
 
   // A reader that cached the list at an older version reads it all again; one at the current version reads nothing.
   assert.equal((await store.changesSince(2)).items.length, 3);
-  assert.deepEqual(await store.changesSince(4), { version: 4, items: [] });
+  assert.deepEqual(await store.changesSince(4), { version: 4, items: [], removed: [], complete: false });
 
   // New changes chain onto the migrated rows and are logged for readers.
   await store.applyChange(change(1n, 4));
@@ -83,4 +83,24 @@ test('a store of schema version 3 is migrated with its idempotency records hashe
   } finally {
     check.close();
   }
+});
+
+test('a store of schema version 4 is migrated with every entry still stocked, and can retire one', async (t) => {
+  const filename = join(tempDir(t), 'v4.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 4)) {
+    for (const [name, fn] of Object.entries(m.functions ?? {})) old.function(name, { deterministic: true }, fn);
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const at = '2026-01-01T00:00:00.000Z';
+  old.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (1, 0, 'sold', '${at}', '${at}'), (2, 4, 'available', '${at}', '${at}')`);
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  assert.deepEqual((await store.listInventory()).map((i) => i.petId), [1n, 2n]);
+  assert.equal((await store.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
+  assert.deepEqual(await store.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
 });

@@ -21,7 +21,7 @@ import {
   createTestDatabase,
   openTestStore,
 } from './backends.js';
-import { change, itemOf, setQuantity } from './store-helpers.js';
+import { change, importPlan, importSource, itemOf, setQuantity } from './store-helpers.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 const TWO_53 = 2n ** 53n;
@@ -60,9 +60,12 @@ async function rejectsAsInvalid(promise: Promise<unknown>): Promise<void> {
 /** One call per InventoryStore member but close; the type makes a new member a compile error until it is listed. */
 const EVERY_CALL = {
   listInventory: (s) => s.listInventory(),
+  listInventoryPage: (s) => s.listInventoryPage(undefined, 10),
   getEntry: (s) => s.getEntry(1n),
   applyChange: (s) => s.applyChange(change(1n, 2)),
   addItems: (s) => s.addItems([item(2n)]),
+  retireEntry: (s) => s.retireEntry(1n, { force: true, at: new Date() }),
+  importItems: (s) => s.importItems(importSource([item(3n)]), importPlan()),
   listHistory: (s) => s.listHistory(1n, { limit: 10 }),
   purgeIdempotencyRecords: (s) => s.purgeIdempotencyRecords(new Date()),
   purgeHistory: (s) => s.purgeHistory(new Date()),
@@ -85,9 +88,12 @@ const EVERY_CALL = {
  */
 const ENTRY_EFFECT = {
   listInventory: 'none',
+  listInventoryPage: 'none',
   getEntry: 'none',
   applyChange: 'writes entries',
   addItems: 'writes entries',
+  retireEntry: 'writes entries',
+  importItems: 'writes entries',
   listHistory: 'none',
   purgeIdempotencyRecords: 'none',
   purgeHistory: 'none',
@@ -105,17 +111,33 @@ const ENTRY_EFFECT = {
 } as const satisfies Record<Exclude<keyof InventoryStore, 'backend'>, 'none' | 'writes entries'>;
 type EntryWriter = { [K in keyof typeof ENTRY_EFFECT]: (typeof ENTRY_EFFECT)[K] extends 'writes entries' ? K : never }[keyof typeof ENTRY_EFFECT];
 
-/** One write through each entry-writing member on a store holding pets 1 and 2, and the entries it leaves behind. */
+/** What a write leaves for changesSince to report: the entries it created or changed, and those it retired. */
+interface Written {
+  items: InventoryItem[];
+  removed: bigint[];
+}
+
+/** One write through each entry-writing member on a store holding pets 1 and 2, and what it leaves behind. */
 const WRITES_SEEN = {
   applyChange: async (s) => {
     await s.applyChange(change(2n, 9));
-    return [item(2n, 9)];
+    return { items: [item(2n, 9)], removed: [] };
   },
   addItems: async (s) => {
     await s.addItems([item(3n, 4, 'pending')]);
-    return [item(3n, 4, 'pending')];
+    return { items: [item(3n, 4, 'pending')], removed: [] };
   },
-} satisfies Record<EntryWriter, (s: InventoryStore) => Promise<InventoryItem[]>>;
+  retireEntry: async (s) => {
+    await s.retireEntry(1n, { force: true, at: new Date() });
+    return { items: [], removed: [1n] };
+  },
+  importItems: async (s) => {
+    // Pet 2 gets the file's quantity, pet 5 is created; pet 3, as it is, is left alone.
+    const { quantity } = (await s.getEntry(2n))!.item;
+    await s.importItems(importSource([item(2n, quantity + 1), item(5n, 2, 'sold'), (await s.getEntry(3n))!.item]), importPlan(true));
+    return { items: [item(2n, quantity + 1), item(5n, 2, 'sold')], removed: [] };
+  },
+} satisfies Record<EntryWriter, (s: InventoryStore) => Promise<Written>>;
 
 for (const backend of BACKENDS) {
   describe(`InventoryStore on ${backend}`, { skip: await backendSkip(backend) }, () => {
@@ -138,6 +160,29 @@ for (const backend of BACKENDS) {
       assert.equal(expected[0]!.petId, INT64_MIN);
       assert.equal(expected.at(-1)!.petId, INT64_MAX);
       for (const entry of expected) assert.deepEqual(await itemOf(store, entry.petId), entry);
+    });
+
+    it('listInventoryPage reads the list in keyset pages, exact over the whole int64 range, retired entries left out', async (t) => {
+      const store = await openTestStore(backend, t);
+      const ids = [INT64_MAX, 0n, TWO_53 + 1n, -1n, TWO_53, INT64_MIN, 7n, -(TWO_53 + 1n), 1n, INT64_MAX - 1n];
+      await store.addItems(ids.map((id) => item(id, 1, 'pending')));
+      await store.retireEntry(7n, { force: true, at: new Date() });
+      const expected = await store.listInventory();
+      assert.equal(expected.length, ids.length - 1);
+      for (const limit of [1, 3, 9, 10]) {
+        const read: InventoryItem[] = [];
+        let after: bigint | undefined;
+        for (;;) {
+          const page = await store.listInventoryPage(after, limit);
+          assert.ok(page.length <= limit);
+          read.push(...page);
+          if (page.length < limit) break;
+          after = page.at(-1)!.petId;
+        }
+        assert.deepEqual(read, expected, `pages of ${limit}`);
+      }
+      assert.deepEqual(await store.listInventoryPage(INT64_MAX, 5), []);
+      assert.deepEqual(await store.listInventoryPage(INT64_MIN, 2), [item(-(TWO_53 + 1n), 1, 'pending'), item(-1n, 1, 'pending')], 'strictly after');
     });
 
     it('getEntry of a petId with no entry is undefined', async (t) => {
@@ -196,6 +241,46 @@ for (const backend of BACKENDS) {
       await store.addItems([]);
       await store.addItems([item(10n), item(11n)]);
       assert.deepEqual((await store.listInventory()).map((i) => i.petId), [INT64_MIN, 10n, 11n]);
+    });
+
+    it('retireEntry refuses an entry in stock unless forced; a retired entry is no entry, but its history stays', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(INT64_MAX, 5, 'sold'), item(7n, 0, 'pending'), item(8n)]);
+      await setQuantity(store, INT64_MAX, 6);
+      const at = new Date();
+
+      assert.deepEqual(await store.retireEntry(INT64_MAX, { force: false, at }), { kind: 'in_stock', item: item(INT64_MAX, 6, 'sold') });
+      assert.deepEqual(await itemOf(store, INT64_MAX), item(INT64_MAX, 6, 'sold'), 'a refusal changes nothing');
+      assert.deepEqual(await store.retireEntry(7n, { force: false, at }), { kind: 'retired', item: item(7n, 0, 'pending') });
+      assert.deepEqual(await store.retireEntry(INT64_MAX, { force: true, at }), { kind: 'retired', item: item(INT64_MAX, 6, 'sold') });
+      assert.deepEqual(await store.retireEntry(7n, { force: true, at }), { kind: 'not_found' }, 'retired already');
+      assert.deepEqual(await store.retireEntry(9n, { force: true, at }), { kind: 'not_found' }, 'never an entry');
+
+      assert.deepEqual(await store.listInventory(), [item(8n)]);
+      assert.equal(await store.getEntry(INT64_MAX), undefined);
+      assert.deepEqual(await store.applyChange(change(INT64_MAX, 1)), { kind: 'not_found', replayed: false });
+      assert.deepEqual(await store.applyChange(change(7n, 1, { condition: { anyVersion: true } })), { kind: 'not_found', replayed: false });
+      assert.deepEqual((await store.listHistory(INT64_MAX, { limit: 10 }))?.map((h) => [h.previousQuantity, h.quantity]), [[5, 6]]);
+      assert.deepEqual(await store.listHistory(7n, { limit: 10 }), [], 'a retired entry without changes has an empty history');
+      assert.equal(await store.listHistory(9n, { limit: 10 }), undefined);
+    });
+
+    it('addItems revives a retired entry with its new quantity and status; its version and history go on', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.addItems([item(TWO_53 + 1n, 2, 'available')]);
+      await setQuantity(store, TWO_53 + 1n, 3);
+      const before = await store.getEntry(TWO_53 + 1n);
+      await store.retireEntry(TWO_53 + 1n, { force: true, at: new Date() });
+      await assert.rejects(store.addItems([item(1n), item(TWO_53 + 1n, 0, 'sold'), item(TWO_53 + 1n, 1, 'sold')]), DuplicatePetError);
+      assert.deepEqual(await store.listInventory(), [], 'all or nothing');
+
+      await store.addItems([item(TWO_53 + 1n, 9, 'sold')]);
+      const revived = await store.getEntry(TWO_53 + 1n);
+      assert.deepEqual(revived?.item, item(TWO_53 + 1n, 9, 'sold'));
+      assert.ok(revived && before && revived.version > before.version, 'no ETag of the retired entry matches the revived one');
+      await assert.rejects(store.addItems([item(TWO_53 + 1n)]), DuplicatePetError, 'active again');
+      await setQuantity(store, TWO_53 + 1n, 4);
+      assert.deepEqual((await store.listHistory(TWO_53 + 1n, { limit: 10 }))?.map((h) => [h.previousQuantity, h.quantity]), [[9, 4], [2, 3]]);
     });
 
     it('api keys: insert, find by hash, list oldest first, with exact dates', async (t) => {
@@ -265,16 +350,17 @@ for (const backend of BACKENDS) {
       for (const name of writers) {
         const before = await store.readVersion();
         const written = await WRITES_SEEN[name](store);
-        const { version, items } = await store.changesSince(before);
+        const { version, items, removed, complete } = await store.changesSince(before);
         assert.ok(version > before, `${name} moved the store version`);
-        assert.deepEqual(items, written, `${name}: changesSince returns what it wrote`);
+        assert.deepEqual({ items, removed }, written, `${name}: changesSince returns what it wrote`);
+        assert.equal(complete, false, `${name}: only what changed`);
       }
       const before = await store.readVersion();
       await store.insertApiKey(keyRecord(3));
       await store.touchApiKey('key_3', new Date());
       await store.purgeIdempotencyRecords(new Date());
       await store.purgeHistory(new Date());
-      assert.deepEqual(await store.changesSince(before), { version: before, items: [] }, 'writes of other things move nothing');
+      assert.deepEqual(await store.changesSince(before), { version: before, items: [], removed: [], complete: false }, 'writes of other things move nothing');
     });
 
     it('every connection that writes commits durably: WAL with synchronous=FULL, or synchronous_commit=on', async (t) => {
@@ -347,6 +433,12 @@ for (const backend of BACKENDS) {
       assert.equal(await a.revokeApiKey(key.id, at), true);
       assert.deepEqual((await b.findApiKeyByHash(key.keyHash))?.revokedAt, at);
       assert.equal(await b.revokeApiKey(key.id, at), false);
+
+      // A retirement through one store is a removal in the other's changesSince; racing retirements retire once.
+      const before = await b.readVersion();
+      const retired = await Promise.all([a.retireEntry(7n, { force: true, at }), b.retireEntry(7n, { force: true, at })]);
+      assert.deepEqual(retired.map((r) => r.kind).sort(), ['not_found', 'retired']);
+      assert.deepEqual(await b.changesSince(before), { version: await a.readVersion(), items: [], removed: [7n], complete: false });
     });
 
     if (backend === 'postgres') postgresOnly();

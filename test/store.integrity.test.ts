@@ -213,9 +213,10 @@ for (const backend of BACKENDS) {
       const before = await store.readVersion();
       const bulk = Array.from({ length: 10_001 }, (_, i) => item(BigInt(i + 2)));
       await store.addItems(bulk);
-      const { items } = await store.changesSince(before);
+      const { items, complete } = await store.changesSince(before);
       assert.ok(items.length >= bulk.length, `${items.length} entries`);
       assert.deepEqual(items.slice(-bulk.length), bulk);
+      if (complete) assert.deepEqual(items, [item(1n), ...bulk], 'a whole list is every entry');
       await store.applyChange(change(5n, 9));
       assert.deepEqual((await store.changesSince(await store.readVersion() - 1)).items, [item(5n, 9)]);
     });
@@ -226,16 +227,20 @@ for (const backend of BACKENDS) {
       await store.addItems([item(1n), item(2n), item(3n)]);
       const v1 = await store.readVersion();
       assert.ok(v1 > v0);
-      assert.deepEqual(await store.changesSince(-1), { version: v1, items: [item(1n), item(2n), item(3n)] });
-      assert.deepEqual(await store.changesSince(v1), { version: v1, items: [] });
+      assert.deepEqual(await store.changesSince(-1), { version: v1, items: [item(1n), item(2n), item(3n)], removed: [], complete: true });
+      assert.deepEqual(await store.changesSince(v1), { version: v1, items: [], removed: [], complete: false });
       await store.applyChange(change(2n, 7));
       await store.applyChange(change(2n, 5, { condition: { anyVersion: false, versions: [99] } }));
       const v2 = await store.readVersion();
       assert.ok(v2 > v1);
-      assert.deepEqual(await store.changesSince(v1), { version: v2, items: [item(2n, 5 + 2)] });
+      assert.deepEqual(await store.changesSince(v1), { version: v2, items: [item(2n, 5 + 2)], removed: [], complete: false });
       await store.addItems([item(0n)]);
       const v3 = await store.readVersion();
-      assert.deepEqual(await store.changesSince(v1), { version: v3, items: [item(0n), item(2n, 7)] });
+      assert.deepEqual(await store.changesSince(v1), { version: v3, items: [item(0n), item(2n, 7)], removed: [], complete: false });
+      await store.retireEntry(1n, { force: true, at: new Date() });
+      const v4 = await store.readVersion();
+      assert.deepEqual(await store.changesSince(v3), { version: v4, items: [], removed: [1n], complete: false });
+      assert.deepEqual(await store.changesSince(-1), { version: v4, items: [item(0n), item(2n, 7), item(3n)], removed: [], complete: true });
     });
   });
 }

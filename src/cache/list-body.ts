@@ -53,6 +53,20 @@ export class ListBody {
     }
   }
 
+  /** Takes out the entries with these petIds (ids it does not hold are ignored); a segment left empty goes. */
+  remove(petIds: readonly bigint[]): void {
+    for (const petId of petIds) {
+      if (this.#segments.length === 0) return;
+      const index = this.#segmentFor(petId);
+      const segment = this.#segments[index]!;
+      const at = lowerBound(segment.items, petId);
+      if (segment.items[at]?.petId !== petId) continue;
+      segment.items.splice(at, 1);
+      segment.json = undefined;
+      if (segment.items.length === 0) this.#segments.splice(index, 1);
+    }
+  }
+
   /** The whole array as JSON bytes; only segments changed since the last call are serialised. */
   render(): Buffer {
     const parts: Buffer[] = [OPEN];

@@ -30,7 +30,8 @@ export class ListSnapshot extends EncodedBody {
  * began after it arrived: the store version and the entries changed since the cached one
  * (usually none). That query is shared by the requests of one turn of the event loop and by
  * every request that arrived while the previous one was under way (FreshRead), so under load
- * one query, on PostgreSQL one round trip, serves many GETs. When something changed only the segments holding those entries are re-rendered. The
+ * one query, on PostgreSQL one round trip, serves many GETs. When something changed only the segments holding those entries
+ * are re-rendered (retired ones taken out); when the store answers with the whole list, the body is rebuilt from it. The
  * version lives in the store, so a write through another process or instance is in the next GET.
  */
 /** Sees each read of the store by the cache: `changed` false is a hit (the cached bytes still hold), true a miss (re-rendered). */
@@ -66,13 +67,17 @@ export class ListCache {
   /** Never runs twice at once (FreshRead), so the body and snapshot change one catch-up at a time. */
   async #catchUp(): Promise<ListSnapshot> {
     const known = this.#snapshot;
-    const { version, items } = await this.#store.changesSince(known?.version ?? -1);
-    const unchanged = known !== undefined && version === known.version;
+    const changes = await this.#store.changesSince(known?.version ?? -1);
+    const unchanged = known !== undefined && changes.version === known.version;
     this.#observer?.read(!unchanged);
     if (unchanged) return known;
-    if (known) this.#body.apply(items);
-    else this.#body.reset(items);
-    this.#snapshot = new ListSnapshot(version, this.#body.render());
+    if (known && !changes.complete) {
+      this.#body.apply(changes.items);
+      this.#body.remove(changes.removed);
+    } else {
+      this.#body.reset(changes.items);
+    }
+    this.#snapshot = new ListSnapshot(changes.version, this.#body.render());
     return this.#snapshot;
   }
 }

@@ -6,6 +6,9 @@ export interface InventoryEntry {
   version: number;
 }
 
+/** What retiring an entry did: retired (the entry as it was), no entry (none, or retired already), or refused while it holds stock. */
+export type RetireOutcome = { kind: 'retired'; item: InventoryItem } | { kind: 'not_found' } | { kind: 'in_stock'; item: InventoryItem };
+
 /** If-Match as a store condition: any existing entry (`*`), or one of these versions. */
 export type VersionCondition = { anyVersion: true } | { anyVersion: false; versions: readonly number[] };
 

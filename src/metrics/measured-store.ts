@@ -21,9 +21,14 @@ export function measuredStore(store: InventoryStore, metrics: Pick<ServiceMetric
   return {
     backend: store.backend,
     listInventory: timed('listInventory', () => store.listInventory()),
+    listInventoryPage: timed('listInventoryPage', (after: bigint | undefined, limit: number) => store.listInventoryPage(after, limit)),
     getEntry: timed('getEntry', (petId: bigint) => store.getEntry(petId)),
     applyChange: timed('applyChange', (change: Parameters<InventoryStore['applyChange']>[0]) => store.applyChange(change)),
     addItems: timed('addItems', (items: Parameters<InventoryStore['addItems']>[0]) => store.addItems(items)),
+    importItems: timed('importItems', (source: Parameters<InventoryStore['importItems']>[0], plan: Parameters<InventoryStore['importItems']>[1]) =>
+      store.importItems(source, plan),
+    ),
+    retireEntry: timed('retireEntry', (petId: bigint, options: Parameters<InventoryStore['retireEntry']>[1]) => store.retireEntry(petId, options)),
     listHistory: timed('listHistory', (petId: bigint, page: Parameters<InventoryStore['listHistory']>[1]) => store.listHistory(petId, page)),
     purgeIdempotencyRecords: timed('purgeIdempotencyRecords', (now: Date) => store.purgeIdempotencyRecords(now)),
     purgeHistory: timed('purgeHistory', (before: Date) => store.purgeHistory(before)),

@@ -37,7 +37,7 @@ export const listInventoryHistory = {
   querystring: HistoryQuery,
   responses: {
     200: { description: 'One page of changes, newest first', schema: HistoryPage },
-    404: { description: 'The pet has no inventory entry', errorCodes: ['not_found'] },
+    404: { description: 'The pet has no inventory entry, current or retired', errorCodes: ['not_found'] },
   },
   extensions: { 'x-extension': true },
 } as const satisfies OperationSpec;

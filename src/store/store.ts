@@ -1,6 +1,7 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
 import type { HistoryEntry } from '../domain/history.js';
-import type { ChangeResult, InventoryEntry, QuantityChange } from '../domain/inventory.js';
+import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
+import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 
 /**
@@ -10,7 +11,10 @@ import type { InventoryItem } from '../schemas/inventory.js';
  * store reject with StoreUnavailableError (answered as 503).
  *
  * Every write of an entry follows the same rules, in one transaction:
- * - a change of quantity writes its history row (creating an entry is not a change and writes none);
+ * - a change of quantity writes its history row (creating an entry is not a change and writes none,
+ *   nor does retiring one or reviving a retired one);
+ * - a retired entry (retireEntry) is kept with its history but is no entry to anything else: lists,
+ *   getEntry and changes of quantity pass it by, and changesSince reports it removed;
  * - the store version is bumped last, so store versions commit in order and changesSince
  *   never misses a committed write, from any process or instance;
  * - a change with an idempotency key writes the key's record with the outcome, keyed by the key's
@@ -25,6 +29,12 @@ export interface InventoryStore {
 
   /** Every entry, ordered by petId ascending. */
   listInventory(): Promise<InventoryItem[]>;
+  /**
+   * One page of the list: at most `limit` entries with a petId above `after` (from the first when
+   * undefined), by petId ascending. Page after page, each from the last petId of the one before,
+   * reads the whole list without holding it; each page is one consistent read.
+   */
+  listInventoryPage(after: bigint | undefined, limit: number): Promise<InventoryItem[]>;
   /** One entry with its version, or undefined when petId has none. */
   getEntry(petId: bigint): Promise<InventoryEntry | undefined>;
   /**
@@ -33,8 +43,25 @@ export interface InventoryStore {
    * together share one commit; each resolves only once its own is durable.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult>;
-  /** Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. */
+  /**
+   * Creates entries, all or nothing; rejects with DuplicatePetError if any petId already has one. A
+   * retired petId is revived: it takes the new quantity and status, its version and history go on.
+   */
   addItems(items: readonly InventoryItem[]): Promise<void>;
+  /**
+   * Retires an entry the store no longer stocks (see the rules above); refuses one whose quantity is
+   * above 0 (in_stock) unless `force`. A durable write: it bumps the store version.
+   */
+  retireEntry(petId: bigint, options: { force: boolean; at: Date }): Promise<RetireOutcome>;
+  /**
+   * Imports entries all or nothing. Each batch is staged as it arrives, in a transaction (or a COPY)
+   * of its own, so memory holds one batch whatever the size of the file; then the staged rows are
+   * checked as a whole (a petId twice; an entry that exists, or with `upsert` one whose status
+   * differs) and applied in one transaction, by the rules above: each change of quantity an upsert
+   * makes writes its history row (reason correction), a retired entry is revived, the store version
+   * is bumped last. Applies nothing when anything is refused, by the store or by the reader.
+   */
+  importItems(source: ImportSource, plan: ImportPlan): Promise<ImportOutcome>;
   /**
    * The history of one entry, newest first: `limit` rows, older than `before` when given (the id
    * of one of this entry's rows, as the last row of a page has it; any other id gives no rows).
@@ -52,8 +79,8 @@ export interface InventoryStore {
 
   /** The store version: increases with every committed creation or change of an entry, in commit order. */
   readVersion(): Promise<number>;
-  /** Entries created or changed after store version `after` (-1: all), by petId, and the version they are current at. */
-  changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }>;
+  /** What changed in the entries after store version `after` (-1: everything), and the version the answer is current at. */
+  changesSince(after: number): Promise<EntryChanges>;
 
   /** Stores a new API key record. */
   insertApiKey(record: ApiKeyRecord): Promise<void>;
@@ -74,6 +101,18 @@ export interface InventoryStore {
   ping(): Promise<void>;
   /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
   close(): Promise<void>;
+}
+
+/** The answer of changesSince. */
+export interface EntryChanges {
+  /** The store version the answer is current at. */
+  version: number;
+  /** Entries created, changed or revived since, by petId; every entry when `complete`. */
+  items: InventoryItem[];
+  /** Entries retired since, by petId; empty when `complete`. */
+  removed: bigint[];
+  /** `items` is the whole list (asked from -1, or the store cannot tell what changed): the reader replaces what it holds. */
+  complete: boolean;
 }
 
 /** One writing connection (or pool) and its durability settings as the database reports them, e.g. { synchronous: 'full' }. */

@@ -24,13 +24,14 @@ export interface Database {
  * count(*) reads cur to the end (EXISTS alone could stop at its first row). So, as in every other
  * write, store_state is the last lock taken, and batches of several instances cannot deadlock.
  * Every change gets one result row, in the order given: cur is the entry before the change
- * (absent: no entry), newVersion is set when it was applied.
+ * (absent: no entry, or a retired one), newVersion is set when it was applied.
  */
 export const CHANGE_BATCH = {
   name: 'inventory-change-batch',
   text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
                     WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, ord)),
-         cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) ORDER BY pet_id FOR UPDATE),
+         cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
+                 ORDER BY pet_id FOR UPDATE),
          ok AS (SELECT c.*, cur.quantity AS previous FROM c JOIN cur ON cur.pet_id = c.pet_id
                 WHERE c.versions IS NULL OR cur.version = ANY(c.versions::bigint[])),
          hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)

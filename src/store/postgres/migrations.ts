@@ -116,4 +116,21 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION idempotency_records_removed();
     `,
   },
+  {
+    version: 5,
+    name: 'retired entries',
+    sql: `
+      -- When the entry was retired (pets remove); NULL while the store stocks it. The row stays, so its history does.
+      ALTER TABLE inventory ADD COLUMN retired_at TIMESTAMPTZ;
+    `,
+  },
+  {
+    version: 6,
+    name: 'bulk writes tell readers to reload the list',
+    sql: `
+      -- The store version of the last bulk write (an import of many entries), whose rows keep no change_seq of their own:
+      -- a reader of changesSince from before it reads the whole list again.
+      ALTER TABLE store_state ADD COLUMN reload_from BIGINT NOT NULL DEFAULT 0;
+    `,
+  },
 ];

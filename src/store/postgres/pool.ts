@@ -13,6 +13,8 @@ export const IDLE_TIMEOUT_MS = 30_000;
 export const STATEMENT_TIMEOUT_MS = DEFAULT_STORE_TIMEOUT_MS;
 /** A call without a deadline of its own (migrations, the CLI's imports) gives up this long after statement_timeout, for when the server itself stops answering. */
 export const QUERY_TIMEOUT_GRACE_MS = 1000;
+/** An operator's bulk work (pets import), which no request waits on and where a million rows take seconds: the server cancels a statement of it only after this. */
+export const BULK_STATEMENT_TIMEOUT_MS = 30 * 60_000;
 /** The server ends a transaction left idle this long (a frozen instance), releasing its row locks; twice the default store timeout, after which our side has long given the transaction up. */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 2 * DEFAULT_STORE_TIMEOUT_MS;
 /** TCP keepalive starts probing after this much silence, so a peer that vanished without a FIN is noticed. */

@@ -1,14 +1,16 @@
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import type { ApiKeyRecord } from '../../domain/api-key.js';
 import type { HistoryEntry } from '../../domain/history.js';
-import type { ChangeResult, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import type { ImportOutcome, ImportPlan, ImportSource } from '../../domain/import.js';
+import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS } from '../deadline.js';
 import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
 import { HOUSEKEEPING_BATCH, inBatches, oldPrefix } from '../housekeeping.js';
-import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
+import { DuplicatePetError, type ConnectionDurability, type EntryChanges, type InventoryStore } from '../store.js';
 import { applyBatch, type Database, type Statement } from './apply-batch.js';
+import { importByCopy } from './import.js';
 import { asUnavailable, inTransaction, MIGRATION_LOCK_KEY, openPool, queryBy, queryOnPool, type PostgresStoreOptions } from './pool.js';
 
 /** Selected under the names of InventoryItem, so a row is the item. */
@@ -19,8 +21,11 @@ const KEY_COLUMNS = `id, name, environment, key_hash AS "keyHash", hint, scopes,
 
 /** Named, so each connection prepares a statement once and reuses the plan. */
 const STATEMENTS = {
-  list: { name: 'inventory-list', text: `SELECT ${ITEM_COLUMNS} FROM inventory ORDER BY pet_id` },
-  get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1` },
+  list: { name: 'inventory-list', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE retired_at IS NULL ORDER BY pet_id` },
+  // Keyset pages: a range of the primary key, however deep into the list.
+  firstPage: { name: 'inventory-first-page', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT $1` },
+  nextPage: { name: 'inventory-next-page', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id > $1 AND retired_at IS NULL ORDER BY pet_id LIMIT $2` },
+  get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1 AND retired_at IS NULL` },
   stampInserted: {
     name: 'inventory-stamp-inserted',
     text: `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
@@ -28,10 +33,19 @@ const STATEMENTS = {
   },
   readVersion: { name: 'store-version', text: 'SELECT version FROM store_state WHERE id = 1' },
   // One statement is one snapshot: the version and the rows agree.
+  // From before a bulk write (reload_from), every entry: the whole list.
   changesSince: {
     name: 'inventory-changes-since',
-    text: `SELECT s.version AS "storeVersion", i.pet_id AS "petId", i.quantity, i.status
-           FROM store_state s LEFT JOIN inventory i ON i.change_seq > $1 WHERE s.id = 1 ORDER BY i.pet_id`,
+    text: `SELECT s.version AS "storeVersion", s.reload_from > $1 AS reload, i.pet_id AS "petId", i.quantity, i.status, i.retired_at IS NOT NULL AS retired
+           FROM store_state s LEFT JOIN inventory i ON i.change_seq > (CASE WHEN s.reload_from > $1 THEN -1 ELSE $1 END)
+           WHERE s.id = 1 ORDER BY i.pet_id`,
+  },
+  // The entry's row first, then store_state, as in every write; the version is bumped only when it retires.
+  lockEntry: { name: 'inventory-lock', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id = $1 AND retired_at IS NULL FOR UPDATE` },
+  retire: {
+    name: 'inventory-retire',
+    text: `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
+           UPDATE inventory SET retired_at = $2, updated_at = $2, change_seq = s.version FROM s WHERE pet_id = $1`,
   },
   history: {
     name: 'history-page',
@@ -59,12 +73,16 @@ const STATEMENTS = {
     text: `DELETE FROM inventory_history h WHERE h.id > $1 AND h.id <= $2 AND h.at < $3
              AND EXISTS (SELECT 1 FROM inventory_history n WHERE n.pet_id = h.pet_id AND n.id > h.id)`,
   },
-  // One statement for the whole batch; skipped rows (already present, or repeated in the batch) are missing from RETURNING.
+  // One statement for the whole batch (each petId once), rows in petId order as every write locks them; a retired entry
+  // is revived (its version goes on, so no ETag repeats), an active one is left alone and missing from RETURNING.
   insertItems: {
     name: 'inventory-insert',
     text: `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
            SELECT pet_id, quantity, status, now(), now(), 0 FROM unnest($1::bigint[], $2::integer[], $3::text[]) AS t(pet_id, quantity, status)
-           ON CONFLICT (pet_id) DO NOTHING RETURNING pet_id AS "petId"`,
+           ORDER BY pet_id
+           ON CONFLICT (pet_id) DO UPDATE SET quantity = excluded.quantity, status = excluded.status, retired_at = NULL,
+             version = inventory.version + 1, updated_at = excluded.updated_at
+           WHERE inventory.retired_at IS NOT NULL RETURNING pet_id AS "petId"`,
   },
   insertKey: {
     name: 'key-insert',
@@ -128,6 +146,14 @@ class PostgresStore implements InventoryStore {
     return (await this.#query<InventoryItem>(STATEMENTS.list)).rows;
   }
 
+  async listInventoryPage(after: bigint | undefined, limit: number): Promise<InventoryItem[]> {
+    const { rows } =
+      after === undefined
+        ? await this.#query<InventoryItem>(STATEMENTS.firstPage, [limit])
+        : await this.#query<InventoryItem>(STATEMENTS.nextPage, [after.toString(), limit]);
+    return rows;
+  }
+
   async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {
     const row = (await this.#query<EntryRow>(STATEMENTS.get, [petId.toString()])).rows[0];
     return row && toEntry(row);
@@ -139,23 +165,44 @@ class PostgresStore implements InventoryStore {
   }
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
+    // A statement may update a row once: a petId repeated in the batch is the duplicate, unless one before it already is.
+    const seen = new Set<bigint>();
+    const repeated = items.findIndex(({ petId }) => {
+      if (seen.has(petId)) return true;
+      seen.add(petId);
+      return false;
+    });
+    const unique = repeated < 0 ? items : items.slice(0, repeated);
     await this.#run(() =>
       inTransaction(this.#pool, async (client) => {
         // change_seq is set from the bumped version at the end, keeping store_state the last lock taken, as in applyChange.
         const { rows } = await client.query<{ petId: bigint }>({
           ...STATEMENTS.insertItems,
-          values: [items.map((i) => i.petId.toString()), items.map((i) => i.quantity), items.map((i) => i.status)],
+          values: [unique.map((i) => i.petId.toString()), unique.map((i) => i.quantity), unique.map((i) => i.status)],
         });
         const inserted = new Set(rows.map((r) => r.petId));
-        const seen = new Set<bigint>();
         // The first item that was not inserted is the one SQLite's row-by-row insert stops at.
-        for (const { petId } of items) {
-          if (!inserted.has(petId) || seen.has(petId)) throw new DuplicatePetError(petId);
-          seen.add(petId);
-        }
+        const refused = unique.find((i) => !inserted.has(i.petId)) ?? items[repeated];
+        if (refused) throw new DuplicatePetError(refused.petId);
         await client.query(STATEMENTS.stampInserted, [rows.map((r) => r.petId.toString())]);
       }),
     );
+  }
+
+  async retireEntry(petId: bigint, options: { force: boolean; at: Date }): Promise<RetireOutcome> {
+    return this.#run(() =>
+      inTransaction(this.#pool, async (client): Promise<RetireOutcome> => {
+        const item = (await client.query<InventoryItem>({ ...STATEMENTS.lockEntry, values: [petId.toString()] })).rows[0];
+        if (!item) return { kind: 'not_found' };
+        if (item.quantity > 0 && !options.force) return { kind: 'in_stock', item };
+        await client.query({ ...STATEMENTS.retire, values: [petId.toString(), options.at.toISOString()] });
+        return { kind: 'retired', item };
+      }),
+    );
+  }
+
+  async importItems(source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+    return this.#run(() => importByCopy(this.#pool, source, plan));
   }
 
   async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
@@ -202,10 +249,18 @@ class PostgresStore implements InventoryStore {
     return Number((await this.#query<{ version: bigint }>(STATEMENTS.readVersion)).rows[0]!.version);
   }
 
-  async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
-    const { rows } = await this.#query<{ storeVersion: bigint; petId: bigint | null } & Omit<InventoryItem, 'petId'>>(STATEMENTS.changesSince, [after]);
-    const items = rows.filter((r) => r.petId !== null).map((r) => ({ petId: r.petId!, quantity: r.quantity, status: r.status }));
-    return { version: Number(rows[0]!.storeVersion), items };
+  async changesSince(after: number): Promise<EntryChanges> {
+    type Row = { storeVersion: bigint; reload: boolean; petId: bigint | null; retired: boolean | null } & Omit<InventoryItem, 'petId'>;
+    const { rows } = await this.#query<Row>(STATEMENTS.changesSince, [after]);
+    const complete = after < 0 || rows[0]!.reload;
+    const items: InventoryItem[] = [];
+    const removed: bigint[] = [];
+    for (const r of rows) {
+      if (r.petId === null) continue;
+      if (!r.retired) items.push({ petId: r.petId, quantity: r.quantity, status: r.status });
+      else if (!complete) removed.push(r.petId);
+    }
+    return { version: Number(rows[0]!.storeVersion), items, removed, complete };
   }
 
   async insertFirstApiKey(r: ApiKeyRecord): Promise<boolean> {

@@ -130,9 +130,10 @@ function recordsFullCheck(db: Database.Database): (keyId: string, cap: number, n
   };
 }
 
-/** One entry with its version, by petId: the read both the store and the batch applier use. */
+/** One entry with its version, by petId (none when retired): the read both the store and the batch applier use. */
 export function entryReader(db: Database.Database): (petId: bigint) => InventoryEntry | undefined {
-  const get = db.prepare('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ?').raw(true).safeIntegers(true);
+  // A retired entry is no entry: reads and changes of quantity pass it by.
+  const get = db.prepare('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ? AND retired_at IS NULL').raw(true).safeIntegers(true);
   return (petId) => {
     const row = get.get(petId) as EntryRow | undefined;
     return row && { item: { petId: row[0], quantity: Number(row[1]), status: row[2] as PetStatus }, version: Number(row[3]) };

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { BULK_WRITE } from '../bulk-write.js';
 
 /**
  * The SQLite store's change log (table inventory_changes): one row per committed write of entries,
@@ -11,14 +12,12 @@ import type Database from 'better-sqlite3';
 export const CHANGE_LOG_KEPT = 10_000;
 /** How often, in store versions, rows past CHANGE_LOG_KEPT are dropped. */
 const PRUNE_EVERY = 1000;
-/** Past this many entries, a creation is logged as '*': readers reload the list rather than look each one up. */
-export const BULK_CREATION = 10_000;
 
 /**
  * Records a committed write of entries, last in its transaction (so versions commit in order):
- * bumps the store version and logs the pets written.
+ * bumps the store version and logs the pets written, or '*' for a bulk write (more than BULK_WRITE, or 'bulk').
  */
-export function changeLogWriter(db: Database.Database): (petIds: readonly bigint[]) => void {
+export function changeLogWriter(db: Database.Database): (petIds: readonly bigint[] | 'bulk') => void {
   const readVersion = db.prepare('SELECT version FROM store_state WHERE id = 1').pluck();
   const setVersion = db.prepare('UPDATE store_state SET version = ? WHERE id = 1');
   const log = db.prepare('INSERT INTO inventory_changes (seq, pet_ids) VALUES (?, ?)');
@@ -26,7 +25,7 @@ export function changeLogWriter(db: Database.Database): (petIds: readonly bigint
   return (petIds) => {
     const seq = Number(readVersion.get()) + 1;
     setVersion.run(seq);
-    log.run(seq, petIds.length > BULK_CREATION ? '*' : `[${petIds.join(',')}]`);
+    log.run(seq, petIds === 'bulk' || petIds.length > BULK_WRITE ? '*' : `[${petIds.join(',')}]`);
     if (seq % PRUNE_EVERY === 0) prune.run(seq - CHANGE_LOG_KEPT);
   };
 }

@@ -155,6 +155,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       END;
     `,
   },
+  {
+    version: 5,
+    name: 'retired entries',
+    sql: `
+      -- When the entry was retired (pets remove); NULL while the store stocks it. The row stays, so its history does.
+      ALTER TABLE inventory ADD COLUMN retired_at TEXT;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

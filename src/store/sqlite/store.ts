@@ -1,19 +1,23 @@
 import type Database from 'better-sqlite3';
 import type { ApiKeyRecord, Environment, Scope } from '../../domain/api-key.js';
 import type { HistoryEntry } from '../../domain/history.js';
-import type { ChangeResult, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import type { ImportOutcome, ImportPlan, ImportSource } from '../../domain/import.js';
+import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../../schemas/inventory.js';
 import { changeGroupCommit, type GroupCommit } from '../group-commit.js';
 import { HOUSEKEEPING_BATCH, inBatches, oldPrefix } from '../housekeeping.js';
-import { DuplicatePetError, type ConnectionDurability, type InventoryStore } from '../store.js';
+import { DuplicatePetError, type ConnectionDurability, type EntryChanges, type InventoryStore } from '../store.js';
 import { entryReader, errorOf, type BatchResult } from './apply-batch.js';
 import { changeLogReader, changeLogWriter } from './change-log.js';
+import { sqliteImporter } from './import.js';
 import { BUSY_TIMEOUT_MS, durabilityOf, isTransient, openSqliteConnection } from './connection.js';
 import { migrate } from './migrations.js';
 import { inThreadWriter, threadWriter, type ChangeWriter } from './writer.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
+/** A row the change log names: retired is 1 for an entry retired since. */
+type ChangedRow = [...ItemRow, retired: number];
 type HistoryRow = [id: bigint, petId: bigint, previous: bigint, quantity: bigint, at: string, keyId: string, keyName: string, requestId: string, reason: string | null];
 
 /** How long a housekeeping write on the event loop's connection waits for the write lock (see #briefly). */
@@ -55,8 +59,13 @@ class SqliteStore implements InventoryStore {
   readonly #filename: string;
   readonly #stmt;
   readonly #insertItems;
+  readonly #retire;
   readonly #changesSince;
   readonly #writer: ChangeWriter;
+  readonly #logWrite: ReturnType<typeof changeLogWriter>;
+  /** Made at the first import: its staging table and statements. */
+  #importer: ReturnType<typeof sqliteImporter> | undefined;
+  #importing = false;
   readonly #entry: (petId: bigint) => InventoryEntry | undefined;
   /** Changes of quantity, committed in groups by the writer. */
   readonly #changes: GroupCommit<QuantityChange, ChangeResult>;
@@ -78,8 +87,17 @@ class SqliteStore implements InventoryStore {
     }, { timeoutMs });
     const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
     this.#stmt = {
-      list: safe('SELECT pet_id, quantity, status FROM inventory ORDER BY pet_id'),
-      insertItem: db.prepare('INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
+      list: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id'),
+      // Keyset pages: a range of the primary key, however deep into the list.
+      firstPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT ?'),
+      nextPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE pet_id > ? AND retired_at IS NULL ORDER BY pet_id LIMIT ?'),
+      // A retired entry is revived (its version goes on, so no ETag repeats); an active one is left alone: no change, a duplicate.
+      insertItem: db.prepare(
+        `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (pet_id) DO UPDATE SET quantity = excluded.quantity, status = excluded.status, retired_at = NULL,
+           version = version + 1, updated_at = excluded.updated_at WHERE retired_at IS NOT NULL`,
+      ),
+      retire: db.prepare('UPDATE inventory SET retired_at = ?, updated_at = ? WHERE pet_id = ?'),
       readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
       // Newest first, following each row's link to the pet's previous one, from the row before `before` (or the newest).
       history: safe(
@@ -121,6 +139,7 @@ class SqliteStore implements InventoryStore {
       ping: db.prepare('SELECT 1').pluck(),
     };
     const logWrite = changeLogWriter(db);
+    this.#logWrite = logWrite;
     this.#insertItems = db.transaction((items: readonly InventoryItem[], at: string) => {
       for (const item of items) {
         const { changes } = this.#stmt.insertItem.run(item.petId, item.quantity, item.status, at, at);
@@ -128,18 +147,40 @@ class SqliteStore implements InventoryStore {
       }
       logWrite(items.map((i) => i.petId));
     });
-    const changedSince = changeLogReader(db, 'pet_id, quantity, status');
+    this.#retire = db.transaction((petId: bigint, force: boolean, at: string): RetireOutcome => {
+      const entry = this.#entry(petId);
+      if (!entry) return { kind: 'not_found' };
+      if (entry.item.quantity > 0 && !force) return { kind: 'in_stock', item: entry.item };
+      this.#stmt.retire.run(at, at, petId);
+      logWrite([petId]);
+      return { kind: 'retired', item: entry.item };
+    });
+    const changedSince = changeLogReader(db, 'pet_id, quantity, status, retired_at IS NOT NULL');
     // One read transaction: the version and the entries come from one snapshot.
-    this.#changesSince = db.transaction((after: number): { version: number; items: InventoryItem[] } => {
+    this.#changesSince = db.transaction((after: number): EntryChanges => {
       const version = Number(this.#stmt.readVersion.get());
-      if (version === after) return { version, items: [] };
-      const rows = (after < 0 ? undefined : changedSince(after)) ?? this.#stmt.list.all();
-      return { version, items: (rows as ItemRow[]).map(toItem) };
+      if (version === after) return { version, items: [], removed: [], complete: false };
+      const changed = after < 0 ? undefined : (changedSince(after) as ChangedRow[] | undefined);
+      if (!changed) return { version, items: (this.#stmt.list.all() as ItemRow[]).map(toItem), removed: [], complete: true };
+      const items: InventoryItem[] = [];
+      const removed: bigint[] = [];
+      for (const row of changed) {
+        if (row[3]) removed.push(row[0]);
+        else items.push(toItem([row[0], row[1], row[2]]));
+      }
+      return { version, items, removed, complete: false };
     });
   }
 
   async listInventory(): Promise<InventoryItem[]> {
     return this.#run(() => (this.#stmt.list.all() as ItemRow[]).map(toItem));
+  }
+
+  async listInventoryPage(after: bigint | undefined, limit: number): Promise<InventoryItem[]> {
+    return this.#run(() => {
+      const rows = after === undefined ? this.#stmt.firstPage.all(limit) : this.#stmt.nextPage.all(after, limit);
+      return (rows as ItemRow[]).map(toItem);
+    });
   }
 
   async getEntry(petId: bigint): Promise<InventoryEntry | undefined> {
@@ -156,6 +197,25 @@ class SqliteStore implements InventoryStore {
 
   async addItems(items: readonly InventoryItem[]): Promise<void> {
     this.#run(() => this.#insertItems.immediate(items, new Date().toISOString()));
+  }
+
+  /** On the event loop's connection, as addItems: one IMMEDIATE transaction that bumps the store version last. */
+  async retireEntry(petId: bigint, options: { force: boolean; at: Date }): Promise<RetireOutcome> {
+    return this.#run(() => this.#retire.immediate(petId, options.force, options.at.toISOString()));
+  }
+
+  /** On the event loop's connection: its staging table is a temporary one, private to the connection. */
+  async importItems(source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+    if (this.#importing) throw new Error('an import is already running on this store');
+    this.#importer ??= this.#run(() => sqliteImporter(this.#db, this.#logWrite));
+    this.#importing = true;
+    try {
+      return await this.#importer(source, plan);
+    } catch (err) {
+      throw asUnavailable(err);
+    } finally {
+      this.#importing = false;
+    }
   }
 
   async listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined> {
@@ -199,11 +259,11 @@ class SqliteStore implements InventoryStore {
     return this.#run(() => Number(this.#stmt.readVersion.get()));
   }
 
-  async changesSince(after: number): Promise<{ version: number; items: InventoryItem[] }> {
+  async changesSince(after: number): Promise<EntryChanges> {
     return this.#run(() => {
       // Most calls find nothing new: one row answers those, without a transaction.
       const version = Number(this.#stmt.readVersion.get());
-      return version === after ? { version, items: [] } : this.#changesSince.deferred(after);
+      return version === after ? { version, items: [], removed: [], complete: false } : this.#changesSince.deferred(after);
     });
   }
 

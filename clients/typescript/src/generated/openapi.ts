@@ -779,7 +779,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The pet has no inventory entry */
+            /** @description The pet has no inventory entry, current or retired */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

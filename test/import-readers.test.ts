@@ -1,26 +1,61 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  formatImportError,
-  importFormatFromPath,
-  MAX_IMPORT_ERRORS,
-  parseCsv,
-  parseJson,
-  type ImportError,
-  type ImportResult,
-} from '../src/cli/import-file.js';
-import type { InventoryItem } from '../src/schemas/inventory.js';
+import { csvReader } from '../src/cli/import/csv-reader.js';
+import { importFormatFromPath, type ImportFormat } from '../src/cli/import/format.js';
+import { MAX_ENTRY_CHARS, jsonReader } from '../src/cli/import/json-reader.js';
+import { formatImportError, type ImportError } from '../src/cli/import/problems.js';
+import type { ImportRow } from '../src/domain/import.js';
 
 const QUANTITY_MESSAGE = 'quantity must be an integer from 0 to 2147483647';
 const PET_ID_MESSAGE = 'petId must be a decimal integer from -9223372036854775808 to 9223372036854775807, without leading zeros or a plus sign';
 
-function entriesOf(result: ImportResult): { line: number; index?: number; item: InventoryItem }[] {
-  assert.ok(result.ok, `expected success, got ${JSON.stringify(result.ok ? [] : result.errors)}`);
+interface Read {
+  entries: ImportRow[];
+  errors: ImportError[];
+  /** Entries refused, each with one or more errors. */
+  refused: number;
+  unreadable: boolean;
+}
+
+/**
+ * What a reader makes of `text`, fed in pieces of `piece` characters (every size must read the
+ * same: pieces may cut an entry, a string or a number anywhere).
+ */
+function readWith(format: ImportFormat, text: string, piece: number): Read {
+  const read: Read = { entries: [], errors: [], refused: 0, unreadable: false };
+  const reader = (format === 'csv' ? csvReader : jsonReader)({
+    entry: (row) => read.entries.push(row),
+    refused: (errors) => {
+      read.refused++;
+      read.errors.push(...errors);
+    },
+    unreadable: (error) => {
+      read.unreadable = true;
+      read.errors.push(error);
+    },
+  });
+  for (let i = 0; i < text.length; i += piece) reader.push(text.slice(i, i + piece));
+  reader.end();
+  return read;
+}
+
+/** The reading of `text` whole, after checking that every way of cutting it reads the same. */
+function read(format: ImportFormat, text: string): Read {
+  const whole = readWith(format, text, Math.max(1, text.length));
+  for (const piece of [1, 2, 3, 7, 64]) assert.deepEqual(readWith(format, text, piece), whole, `in pieces of ${piece}`);
+  return whole;
+}
+
+const parseCsv = (text: string) => read('csv', text);
+const parseJson = (text: string) => read('json', text);
+
+function entriesOf(result: Read): ImportRow[] {
+  assert.deepEqual(result.errors, [], 'expected no problems');
   return result.entries;
 }
 
-function errorsOf(result: ImportResult): ImportError[] {
-  assert.ok(!result.ok, 'expected the file to be refused');
+function errorsOf(result: Read): ImportError[] {
+  assert.ok(result.errors.length > 0, 'expected problems');
   return result.errors;
 }
 
@@ -37,8 +72,8 @@ test('CSV: entries with their lines', () => {
   ]);
 });
 
-test('CSV: tolerates a BOM, CRLF, blank lines, spaces around cells and quoted cells', () => {
-  const text = '\uFEFF petId , quantity,status\r\n\r\n 7 ,  8 ,"sold"\r\n"9", 10 , "pe""nding"\r\n  \r\n"11",12,available\r\n';
+test('CSV: tolerates CRLF, blank lines, spaces around cells and quoted cells', () => {
+  const text = ' petId , quantity,status\r\n\r\n 7 ,  8 ,"sold"\r\n"9", 10 , "pe""nding"\r\n  \r\n"11",12,available\r\n';
   const result = parseCsv(text);
   assert.deepEqual(errorsOf(result), [{ line: 4, field: 'status', message: 'status must be one of available, pending, sold (got "pe\\"nding")' }]);
   const ok = parseCsv(text.replace('pe""nding', 'pending'));
@@ -95,9 +130,15 @@ test('CSV: every problem of a line is reported', () => {
   assert.ok(errors.every((e) => e.line === 2));
 });
 
-test('CSV: duplicate petIds name both lines', () => {
-  const errors = errorsOf(parseCsv(csv('petId,quantity,status', '5,1,sold', '6,1,sold', '5,2,pending')));
-  assert.deepEqual(errors, [{ line: 4, field: 'petId', message: 'duplicate petId 5, also at line 2' }]);
+test('CSV: a petId twice is read twice (the store refuses the second), and mixed line endings are lines', () => {
+  const entries = entriesOf(parseCsv('petId,quantity,status\r\n5,1,sold\n6,1,sold\r\n5,2,pending'));
+  assert.deepEqual(entries.map((e) => [e.line, e.item.petId]), [[2, 5n], [3, 6n], [4, 5n]]);
+});
+
+test('CSV: a line break inside a quoted cell moves the lines after it', () => {
+  const result = parseCsv(csv('petId,quantity,status', '1,"2', '",sold', '3,4,sold', '"5\r\n",1,sold', '6,1,sold'));
+  assert.deepEqual(result.errors.map((e) => [e.line, e.field]), [[2, 'quantity'], [5, 'petId']]);
+  assert.deepEqual(result.entries.map((e) => [e.line, e.item.petId]), [[4, 3n], [7, 6n]]);
 });
 
 test('CSV: the header must be exactly petId,quantity,status', () => {
@@ -109,33 +150,34 @@ test('CSV: the header must be exactly petId,quantity,status', () => {
   }
 });
 
-test('CSV: wrong cell counts and broken quotes are refused', () => {
-  const errors = errorsOf(parseCsv(csv('petId,quantity,status', '1,2', '3,4,sold,', '"5,6,sold', '"7" x,1,sold')));
-  assert.deepEqual(errors, [
+test('CSV: wrong cell counts are refused; broken quotes stop the reading, since nothing after them can be told apart', () => {
+  const result = parseCsv(csv('petId,quantity,status', '1,2', '3,4,sold,', '"5,6,sold', '7,1,sold'));
+  assert.deepEqual(result.errors.slice(0, 2), [
     { line: 2, message: 'expected 3 cells (petId,quantity,status), found 2' },
     { line: 3, message: 'expected 3 cells (petId,quantity,status), found 4' },
-    { line: 4, message: 'a quoted cell has no closing quote' },
-    { line: 5, message: 'unexpected text after a quoted cell' },
   ]);
+  assert.equal(result.errors[2]!.line, 4);
+  assert.match(result.errors[2]!.message, /^not valid CSV: Quote Not Closed/);
+  assert.deepEqual([result.entries, result.refused, result.unreadable], [[], 2, true]);
+
+  const after = parseCsv(csv('petId,quantity,status', '1,1,sold', '"7" x,1,sold', '8,1,sold'));
+  assert.deepEqual(after.entries.map((e) => e.item.petId), [1n]);
+  assert.equal(after.errors.length, 1);
+  assert.equal(after.errors[0]!.line, 3);
+  assert.match(after.errors[0]!.message, /^not valid CSV: Invalid Closing Quote/);
 });
 
 test('CSV: an empty file or a header alone holds no entries', () => {
   assert.deepEqual(entriesOf(parseCsv('')), []);
-  assert.deepEqual(entriesOf(parseCsv('\uFEFF\r\n')), []);
+  assert.deepEqual(entriesOf(parseCsv('\r\n  \n')), []);
   assert.deepEqual(entriesOf(parseCsv('petId,quantity,status\r\n')), []);
 });
 
-test(`CSV: at most ${MAX_IMPORT_ERRORS} problems are kept, and the result says it was cut short`, () => {
+test('CSV: every refused line is read and counted, past the problems the CLI lists', () => {
   const lines = Array.from({ length: 30 }, (_, i) => `${i},-1,sold`);
-  const result = parseCsv(csv('petId,quantity,status', ...lines));
-  assert.ok(!result.ok);
-  assert.equal(result.errors.length, MAX_IMPORT_ERRORS);
-  assert.equal(result.truncated, true);
-  assert.equal(result.errors.at(-1)!.line, MAX_IMPORT_ERRORS + 1);
-
-  const exactly = parseCsv(csv('petId,quantity,status', ...lines.slice(0, MAX_IMPORT_ERRORS)));
-  assert.ok(!exactly.ok);
-  assert.equal(exactly.truncated, false);
+  const result = parseCsv(csv('petId,quantity,status', ...lines, '31,1,sold'));
+  assert.deepEqual([result.refused, result.errors.length, result.errors.at(-1)!.line], [30, 30, 31]);
+  assert.deepEqual(result.entries.map((e) => e.line), [32]);
 });
 
 // --- JSON ----------------------------------------------------------------------------------
@@ -157,7 +199,7 @@ test('JSON: entries with their position and line', () => {
 
 test('JSON: int64 bounds and 2^53+1 are kept exactly', () => {
   const ids = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '0'];
-  const text = `\uFEFF[${ids.map((id) => `{"petId":${id},"quantity":1,"status":"sold"}`).join(',\r\n')}]`;
+  const text = `[${ids.map((id) => `{"petId":${id},"quantity":1,"status":"sold"}`).join(',\r\n')}]`;
   assert.deepEqual(
     entriesOf(parseJson(text)).map((e) => e.item.petId),
     ids.map(BigInt),
@@ -225,15 +267,30 @@ test('JSON: unknown and repeated fields are refused, __proto__ included', () => 
   ]);
 });
 
-test('JSON: duplicate petIds name both items', () => {
-  const text = `[
-{"petId": 9007199254740993, "quantity": 1, "status": "sold"},
-{"petId": 9007199254740992, "quantity": 1, "status": "sold"},
-{"petId": 9007199254740993, "quantity": 2, "status": "sold"}
-]`;
-  assert.deepEqual(errorsOf(parseJson(text)), [
-    { line: 4, index: 3, field: 'petId', message: 'duplicate petId 9007199254740993, also at item 1 (line 2)' },
+test('JSON: entries in the form pets export writes are read like any other, bad values included', () => {
+  const text = '[\n{"petId":-1,"quantity":0,"status":"pending"},\n{"petId":2,"quantity":2147483648,"status":"sold"},\n{"petId":9223372036854775808,"quantity":1,"status":"sold"},\n{"petId":4,"quantity":4,"status":"sold"}\n]\n';
+  const result = parseJson(text);
+  assert.deepEqual(result.entries, [
+    { line: 2, index: 1, item: { petId: -1n, quantity: 0, status: 'pending' } },
+    { line: 5, index: 4, item: { petId: 4n, quantity: 4, status: 'sold' } },
   ]);
+  assert.deepEqual(result.errors, [
+    { line: 3, index: 2, field: 'quantity', message: `${QUANTITY_MESSAGE} (got 2147483648)` },
+    { line: 4, index: 3, field: 'petId', message: `${PET_ID_MESSAGE} (got 9223372036854775808)` },
+  ]);
+});
+
+test('JSON: several entries on a line are told apart by their position', () => {
+  const entries = entriesOf(parseJson('[{"petId": 1, "quantity": 1, "status": "sold"}, {"petId": 1, "quantity": 2, "status": "sold"},\n{"petId": 3, "quantity": 1, "status": "sold"}]'));
+  assert.deepEqual(entries.map((e) => [e.line, e.index, e.item.quantity]), [[1, 1, 1], [1, 2, 2], [2, 3, 1]]);
+});
+
+test(`JSON: an entry longer than ${MAX_ENTRY_CHARS} characters stops the reading rather than being held`, () => {
+  const long = `[{"petId": 1, "quantity": 1, "status": "sold"},\n{"status": "${'x'.repeat(2 * MAX_ENTRY_CHARS)}"}]`;
+  const result = readWith('json', long, 64 * 1024);
+  assert.deepEqual(result.entries.map((e) => e.item.petId), [1n]);
+  assert.deepEqual(result.errors, [{ line: 2, message: `an entry is longer than ${MAX_ENTRY_CHARS} characters` }]);
+  assert.equal(result.unreadable, true);
 });
 
 test('JSON: the file must be an array of objects', () => {

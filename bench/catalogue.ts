@@ -1,0 +1,101 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueApiKey } from '../src/auth/issue-key.js';
+import { openStore } from '../src/store/open.js';
+import { bareLoadRate, readRows } from './bare-import.js';
+import { runCli } from './cli-run.js';
+import { createDatabase, type Backend } from './databases.js';
+import { onCleanup } from './lifecycle.js';
+import { downloadList, type Coding } from './list-download.js';
+import { peakRss, ratio, type Check, type Row, type Section } from './report.js';
+import { writeBenchCatalogue } from './seed.js';
+import { startServer } from './servers.js';
+
+/** The targets of the catalogue scenario. */
+export const CATALOGUE_TARGETS = { importVsBare: 0.5, importRssMiB: 300 } as const;
+
+const CODINGS: readonly Coding[] = ['identity', 'gzip', 'br'];
+
+/**
+ * The catalogue at `size` entries on one backend: `pets import` of an exported CSV file against a
+ * bare load of the same rows (run in the same bench), its peak RSS; `pets export` of the result,
+ * checked to be the same bytes as the file imported; and GET /v1/inventory of all of it, in each
+ * content coding, the first time (the list loaded, or compressed) and then from the cache.
+ */
+export async function catalogueSection(backend: Backend, title: string, size: number): Promise<Section> {
+  const dir = await mkdtemp(join(tmpdir(), 'inventory-bench-catalogue-'));
+  onCleanup(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'catalogue.csv');
+  await writeBenchCatalogue(file, size);
+  const entries = `${size.toLocaleString('en-US')} entries`;
+  const rows: Row[] = [];
+  const notes: string[] = [];
+
+  const source = await readRows(file);
+  const bare = await bareLoadRate(backend, await createDatabase(backend, `bare_${size}`), source, 'inventory');
+  const minimal = await bareLoadRate(backend, await createDatabase(backend, `bare_min_${size}`), source, 'minimal');
+  source.length = 0;
+  rows.push({ scenario: `import ${entries} (CSV)`, server: 'bare load', checks: [perSecond(bare, 'rows')] });
+
+  const databaseUrl = await createDatabase(backend, `catalogue_${size}`);
+  const imported = await runCli(databaseUrl, ['pets', 'import', file]);
+  if (!imported.stdout.startsWith(`read ${size.toLocaleString('en-US')}, created ${size.toLocaleString('en-US')}, `)) {
+    throw new Error(`pets import did not create every entry: ${imported.stdout}`);
+  }
+  const importRate = size / imported.seconds;
+  rows.push({
+    scenario: `import ${entries} (CSV)`,
+    server: 'service: pets import',
+    checks: [perSecond(importRate, 'rows'), ratio(importRate / bare, 'bare load', CATALOGUE_TARGETS.importVsBare), peakRss(imported.peakRssBytes, CATALOGUE_TARGETS.importRssMiB)],
+  });
+  const how = backend === 'sqlite' ? 'a prepared insert, one transaction per 10,000 rows' : 'one COPY per 10,000 rows';
+  notes.push(
+    `import: the wall time of the whole command, start-up included (${imported.seconds.toFixed(2)} s); its own summary: ${imported.stdout.trim()}`,
+    `bare load: the same rows, parsed beforehand, by ${how}, into the service's inventory table of a fresh database (its columns, checks and indexes); ` +
+      `into a table of the three columns and the primary key alone it runs at ${Math.round(minimal).toLocaleString('en-US')} rows/s, ` +
+      `of which the import is ${(importRate / minimal).toFixed(2)}×`,
+  );
+
+  const exportFile = join(dir, 'export.csv');
+  const exported = await runCli(databaseUrl, ['pets', 'export', exportFile]);
+  const [original, copy] = await Promise.all([readFile(file), readFile(exportFile)]);
+  if (!original.equals(copy)) throw new Error(`pets export did not write back the bytes imported (${copy.length} against ${original.length})`);
+  rows.push({ scenario: `export ${entries} (CSV)`, server: 'service: pets export', checks: [perSecond(size / exported.seconds, 'rows'), { text: 'same bytes as imported' }] });
+
+  rows.push(...(await listDownloads(databaseUrl, entries)));
+  return { title, rows, notes };
+}
+
+/** GET /v1/inventory of the whole catalogue in each coding: size, first time, then cached; and the server's peak RSS. */
+async function listDownloads(databaseUrl: string, entries: string): Promise<Row[]> {
+  const store = await openStore(databaseUrl);
+  const { key } = await issueApiKey(store, { name: 'bench', environment: 'production', scopes: ['inventory:read'], expiresAt: null }).finally(() => store.close());
+  const server = await startServer('service', { databaseUrl, key, pinned: false });
+  try {
+    const rows: Row[] = [];
+    for (const coding of CODINGS) {
+      const first = await downloadList(server.baseUrl, key, coding);
+      const again = [await downloadList(server.baseUrl, key, coding), await downloadList(server.baseUrl, key, coding)].sort((a, b) => a.seconds - b.seconds)[0]!;
+      const what = coding === 'identity' ? 'first GET loads the list' : `first ${coding} GET compresses it`;
+      rows.push({
+        scenario: `GET /v1/inventory, ${entries}`,
+        server: coding,
+        checks: [{ text: size(first.bytes) }, { text: `${what}: ${first.seconds.toFixed(2)} s` }, { text: `cached: ${again.seconds.toFixed(3)} s` }],
+      });
+    }
+    const rss = server.peakRssBytes();
+    rows.push({ scenario: `GET /v1/inventory, ${entries}`, server: 'service after the GETs', checks: [{ text: rss === undefined ? 'peak RSS unknown' : `peak RSS ${(rss / 1048576).toFixed(0)} MB` }] });
+    return rows;
+  } finally {
+    await server.stop();
+  }
+}
+
+function size(bytes: number): string {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(1)} kB`;
+}
+
+function perSecond(rate: number, unit: string): Check {
+  return { text: `${Math.round(rate).toLocaleString('en-US')} ${unit}/s` };
+}

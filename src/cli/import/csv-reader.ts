@@ -1,0 +1,86 @@
+import { parse } from 'csv-parse';
+import { tryParsePetId } from '../../domain/pet-id.js';
+import { checkEntry, FIELD_NAMES, parseQuantityText, parseStatusText, quoteForMessage, type RawField } from './fields.js';
+import { CSV_HEADER } from './format.js';
+import type { FormatReader, ReadSink } from './reader.js';
+
+/**
+ * CSV: the header `petId,quantity,status`, then one entry per line. Cells may be quoted and have
+ * spaces around them; blank lines are skipped; lines end in LF or CRLF, mixed. Parsed by
+ * csv-parse, fed and drained synchronously, so a piece of text is parsed as it comes. A line's
+ * number counts the line breaks inside quoted cells before it, as csv-parse counts records.
+ */
+export function csvReader(sink: ReadSink): FormatReader {
+  const parser = parse({ trim: true, relax_column_count: true, record_delimiter: ['\r\n', '\n'] });
+  // Its errors are read from parser.errored right after each piece; unhandled, the event would throw.
+  parser.on('error', () => {});
+  /** Where the next record starts. */
+  let line = 1;
+  let headerSeen = false;
+  let stopped = false;
+
+  const take = (cells: string[], at: number): void => {
+    // A blank line, or one of spaces only.
+    if (cells.length === 1 && cells[0] === '') return;
+    if (!headerSeen) {
+      if (cells.length !== FIELD_NAMES.length || cells.some((cell, i) => cell !== FIELD_NAMES[i])) {
+        stop({ line: at, message: `the header must be exactly ${CSV_HEADER} (got ${quoteForMessage(cells.join(','))})` });
+        return;
+      }
+      headerSeen = true;
+      return;
+    }
+    if (cells.length !== FIELD_NAMES.length) {
+      sink.refused([{ line: at, message: `expected ${FIELD_NAMES.length} cells (${CSV_HEADER}), found ${cells.length}` }]);
+      return;
+    }
+    const [petIdText, quantityText, statusText] = cells as [string, string, string];
+    const petId = tryParsePetId(petIdText);
+    const quantity = parseQuantityText(quantityText);
+    const status = parseStatusText(statusText);
+    if (petId !== undefined && quantity !== undefined && status !== undefined) {
+      sink.entry({ line: at, item: { petId, quantity, status } });
+      return;
+    }
+    // The slow path, for the messages: every problem of the line.
+    const raw = (text: string): RawField => ({ text, got: quoteForMessage(text) });
+    const checked = checkEntry({ line: at }, { petId: raw(petIdText), quantity: raw(quantityText), status: raw(statusText) });
+    if ('errors' in checked) sink.refused(checked.errors);
+  };
+
+  const stop = (error: { line: number; message: string }): void => {
+    stopped = true;
+    sink.unreadable(error);
+  };
+
+  const drain = (): void => {
+    let cells: string[] | null;
+    while (!stopped && (cells = parser.read() as string[] | null) !== null) {
+      const at = line;
+      line += 1 + lineBreaksIn(cells);
+      take(cells, at);
+    }
+    if (!stopped && parser.errored) stop({ line, message: `not valid CSV: ${parser.errored.message}` });
+  };
+
+  return {
+    push(text) {
+      if (stopped) return;
+      parser.write(text);
+      drain();
+    },
+    end() {
+      if (stopped) return;
+      parser.end();
+      drain();
+    },
+  };
+}
+
+function lineBreaksIn(cells: readonly string[]): number {
+  let breaks = 0;
+  for (const cell of cells) {
+    for (let at = cell.indexOf('\n'); at >= 0; at = cell.indexOf('\n', at + 1)) breaks++;
+  }
+  return breaks;
+}

@@ -1,0 +1,223 @@
+import { finished } from 'node:stream/promises';
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
+import type { PetStatus } from '../../schemas/inventory.js';
+import { BULK_WRITE } from '../bulk-write.js';
+import { BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from './pool.js';
+
+/** The staging table: a temporary one, so it belongs to the import's session (and goes with it) and writes no WAL. */
+const CREATE_STAGING = `CREATE TEMP TABLE import_rows (
+  seq bigint NOT NULL, line bigint NOT NULL, item bigint, pet_id bigint NOT NULL, quantity integer NOT NULL, status text NOT NULL)`;
+const COPY_STAGING = 'COPY import_rows (seq, line, item, pet_id, quantity, status) FROM STDIN';
+
+/** How many rows repeat a petId of an earlier row. */
+const REPEATS = `SELECT coalesce(sum(n - 1), 0) AS n FROM (SELECT count(*) AS n FROM import_rows GROUP BY pet_id HAVING count(*) > 1) d`;
+/** The first rows that repeat a petId, in file order, with the row that had it first. */
+const FIRST_REPEATS = `WITH firsts AS (SELECT pet_id, min(seq) AS seq FROM import_rows GROUP BY pet_id HAVING count(*) > 1)
+  SELECT r.line, r.item, r.pet_id AS "petId", f1.line AS "firstLine", f1.item AS "firstItem"
+  FROM firsts f JOIN import_rows r ON r.pet_id = f.pet_id AND r.seq <> f.seq JOIN import_rows f1 ON f1.seq = f.seq
+  ORDER BY r.seq LIMIT $1`;
+/** Keeps the first row of each petId, so that the checks below name each row once. */
+const DROP_REPEATS = `DELETE FROM import_rows r USING (SELECT pet_id, min(seq) AS seq FROM import_rows GROUP BY pet_id HAVING count(*) > 1) f
+  WHERE r.pet_id = f.pet_id AND r.seq <> f.seq`;
+
+/** Rows whose entry exists; with upsert ($1) only those whose status differs. */
+const CONFLICTS_WHERE = 'i.retired_at IS NULL AND (NOT $1 OR i.status <> s.status)';
+const FIRST_CONFLICTS = `SELECT s.line, s.item, s.pet_id AS "petId", i.status AS stored, s.status AS given
+  FROM import_rows s JOIN inventory i ON i.pet_id = s.pet_id WHERE ${CONFLICTS_WHERE} ORDER BY s.seq LIMIT $2`;
+const CONFLICT_COUNT = `SELECT count(*) AS n FROM import_rows s JOIN inventory i ON i.pet_id = s.pet_id WHERE ${CONFLICTS_WHERE}`;
+
+/** Locks the entries the import may write, in petId order as every write does, so it cannot deadlock with a batch of changes. */
+const LOCK_EXISTING = `SELECT count(*) AS n FROM (SELECT 1 FROM inventory i WHERE i.pet_id IN (SELECT pet_id FROM import_rows)
+  ORDER BY i.pet_id FOR UPDATE) l`;
+/** What an upsert will do, once the entries are locked: it decides how the store version tells readers. */
+const WRITES = `SELECT count(*) FILTER (WHERE i.pet_id IS NULL OR i.retired_at IS NOT NULL) AS created,
+    count(*) FILTER (WHERE i.retired_at IS NULL AND i.quantity <> s.quantity) AS updated
+  FROM import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id`;
+/** Each change of quantity, as a PATCH writes it. */
+const HISTORY = `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
+  SELECT i.pet_id, i.quantity, s.quantity, $1, $2, $3, $4, 'correction' FROM import_rows s JOIN inventory i ON i.pet_id = s.pet_id
+  WHERE i.retired_at IS NULL AND i.quantity <> s.quantity ORDER BY i.pet_id`;
+const UPDATE = `UPDATE inventory i SET quantity = s.quantity, version = i.version + 1, updated_at = $1, change_seq = $2
+  FROM import_rows s WHERE i.pet_id = s.pet_id AND i.retired_at IS NULL AND i.quantity <> s.quantity`;
+const REVIVE = `UPDATE inventory i SET quantity = s.quantity, status = s.status, retired_at = NULL, version = i.version + 1,
+    updated_at = $1, change_seq = $2
+  FROM import_rows s WHERE i.pet_id = s.pet_id AND i.retired_at IS NOT NULL`;
+/** In file order: sorting a million rows costs more than the index gains from sorted keys (an export is sorted already). */
+const CREATE = `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
+  SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`;
+/**
+ * A few entries written: they carry WRITING until the store version, bumped last as in every
+ * write, is known, and then that version. Many: readers are told to read the whole list again
+ * (reload_from), which spares an update of every row written.
+ */
+const WRITING = -1;
+const STAMP_WRITTEN = `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
+  UPDATE inventory SET change_seq = s.version FROM s WHERE change_seq = ${WRITING}`;
+const BUMP_FOR_RELOAD = 'UPDATE store_state SET version = version + 1, reload_from = version + 1 WHERE id = 1';
+
+type Query = <R extends QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
+
+/**
+ * The PostgreSQL store's import, on one connection of its own: each batch goes into a temporary
+ * table by COPY, the next batch read while one is copied; then, in one transaction, the entries
+ * in the way are locked, the conflicts looked for, and the rows written. A petId the file repeats
+ * is looked for before an upsert (an update would take one of the rows at random); a creation
+ * finds it by the primary key refusing the insert, and only then looks for every problem. No
+ * request waits on these statements and a million rows take seconds, so they run under
+ * BULK_STATEMENT_TIMEOUT_MS, not the store timeout.
+ */
+export async function importByCopy(pool: Pool, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+  const client = await pool.connect();
+  // A connection dropping between statements fails the next one; unhandled, the event would kill the process.
+  client.on('error', ignore);
+  const query: Query = async <R extends QueryResultRow>(text: string, values: unknown[] = []) =>
+    (await client.query<R>({ text, values, query_timeout: BULK_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_GRACE_MS } as QueryConfig)).rows;
+  try {
+    await query(`SET statement_timeout = ${BULK_STATEMENT_TIMEOUT_MS}`);
+    await query(CREATE_STAGING);
+    const staged = await stage(client, source);
+    plan.onPhase?.('checking');
+    // Temporary tables get no statistics of their own: without these the planner guesses a size.
+    await query('ANALYZE import_rows');
+    const diagnose = async () => {
+      const repeats = await findRepeats(query, plan.conflictsMax);
+      if (repeats.count > 0) await query(DROP_REPEATS);
+      return refusal(repeats, await findConflicts(query, plan), plan.conflictsMax);
+    };
+    // Refused already: the checks only add to the list, so they need no lock.
+    if (source.refused() > 0) return await diagnose();
+    if (plan.upsert && (await countRepeats(query)) > 0) return await diagnose();
+    try {
+      return await inTransaction(query, async () => {
+        const existing = Number((await query<{ n: bigint }>(LOCK_EXISTING))[0]!.n);
+        // A conflict, or a repeat a revival would hide (it takes one of the rows of its petId, and the insert refuses no other).
+        if ((await findConflicts(query, plan)).count > 0) throw new Refused();
+        if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
+        plan.onPhase?.('applying');
+        return write(query, plan, staged);
+      });
+    } catch (err) {
+      // Refused, or a petId twice in the file (or one created meanwhile): rolled back; find every problem to list it.
+      if (!(err instanceof Refused) && (err as { code?: unknown }).code !== UNIQUE_VIOLATION) throw err;
+      const outcome = await diagnose();
+      if (outcome.applied || outcome.conflictRows === 0) throw err;
+      return outcome;
+    }
+  } finally {
+    // The session ends with the connection, and its temporary table and settings with it.
+    client.off('error', ignore);
+    client.release(true);
+  }
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/** The import is refused: the transaction is rolled back, and then every problem looked for. */
+class Refused extends Error {
+  constructor() {
+    super('the import is refused');
+    this.name = 'Refused';
+  }
+}
+
+/** Copies every batch into the staging table, reading the next batch while one is copied; resolves to how many rows. */
+async function stage(client: PoolClient, source: ImportSource): Promise<number> {
+  let staged = 0;
+  let copying: Promise<void> | undefined;
+  try {
+    for await (const rows of source.batches) {
+      await copying;
+      copying = copyBatch(client, rows, staged);
+      // Awaited before the next batch or at the end; until then a failure must not count as unhandled.
+      copying.catch(ignore);
+      staged += rows.length;
+    }
+  } finally {
+    // Settled before the connection is let go, whatever stopped the reading.
+    await copying?.catch(ignore);
+  }
+  await copying;
+  return staged;
+}
+
+async function copyBatch(client: PoolClient, rows: readonly ImportRow[], first: number): Promise<void> {
+  const copy = client.query(copyFrom(COPY_STAGING));
+  // The client's read timeout applies to a COPY too; a batch is milliseconds, but give it the bulk bound.
+  Object.assign(copy, { query_timeout: BULK_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_GRACE_MS });
+  // COPY text format: tab-separated, \N for null; no value here needs escaping (numbers, and statuses from a closed set).
+  copy.end(rows.map((r, i) => `${first + i}\t${r.line}\t${r.index ?? '\\N'}\t${r.item.petId}\t${r.item.quantity}\t${r.item.status}\n`).join(''));
+  await finished(copy);
+}
+
+async function countRepeats(query: Query): Promise<number> {
+  return Number((await query<{ n: string }>(REPEATS))[0]!.n);
+}
+
+async function findRepeats(query: Query, max: number): Promise<{ kept: ImportConflict[]; count: number }> {
+  const count = await countRepeats(query);
+  if (count === 0) return { kept: [], count };
+  type Row = { line: bigint; item: bigint | null; petId: bigint; firstLine: bigint; firstItem: bigint | null };
+  const rows = await query<Row>(FIRST_REPEATS, [max]);
+  return { kept: rows.map((r) => ({ kind: 'duplicate', at: locationOf(r.line, r.item), petId: r.petId, first: locationOf(r.firstLine, r.firstItem) })), count };
+}
+
+async function findConflicts(query: Query, plan: ImportPlan): Promise<{ kept: ImportConflict[]; count: number }> {
+  type Row = { line: bigint; item: bigint | null; petId: bigint; stored: PetStatus; given: PetStatus };
+  const rows = await query<Row>(FIRST_CONFLICTS, [plan.upsert, plan.conflictsMax]);
+  const kept = rows.map(({ line, item, petId, stored, given }): ImportConflict => {
+    const at = locationOf(line, item);
+    return plan.upsert ? { kind: 'status_differs', at, petId, stored, given } : { kind: 'exists', at, petId };
+  });
+  const count = rows.length < plan.conflictsMax ? rows.length : Number((await query<{ n: bigint }>(CONFLICT_COUNT, [plan.upsert]))[0]!.n);
+  return { kept, count };
+}
+
+/**
+ * The write itself, the entries locked and checked: history and changes of quantity, revivals,
+ * creations, then the store version. Without upsert every staged row is a creation (or a revival).
+ */
+async function write(query: Query, plan: ImportPlan, staged: number): Promise<ImportOutcome> {
+  const counts = plan.upsert ? (await query<{ created: bigint; updated: bigint }>(WRITES))[0]! : { created: staged, updated: 0 };
+  const created = Number(counts.created);
+  const updated = Number(counts.updated);
+  const written = created + updated;
+  const bulk = written > BULK_WRITE;
+  // Many: the rows' change_seq is never read (readers reload), so it costs no second pass over them.
+  const seq = bulk ? 0 : WRITING;
+  const at = plan.change.at.toISOString();
+  if (updated > 0) {
+    const { keyId, keyName, requestId } = plan.change;
+    await query(HISTORY, [at, keyId, keyName, requestId]);
+    await query(UPDATE, [at, seq]);
+  }
+  if (created > 0) {
+    await query(REVIVE, [at, seq]);
+    await query(CREATE, [at, seq]);
+  }
+  if (written > 0) await query(bulk ? BUMP_FOR_RELOAD : STAMP_WRITTEN);
+  return { applied: true, created, updated, unchanged: staged - written };
+}
+
+/** BEGIN, then `fn`, then COMMIT; ROLLBACK when it throws. */
+async function inTransaction<T>(query: Query, fn: () => Promise<T>): Promise<T> {
+  await query('BEGIN');
+  let result: T;
+  try {
+    result = await fn();
+  } catch (err) {
+    // The connection is dropped afterwards in any case; a ROLLBACK that fails changes nothing.
+    await query('ROLLBACK').catch(ignore);
+    throw err;
+  }
+  await query('COMMIT');
+  return result;
+}
+
+/** The first conflicts of both kinds in file order, and how many rows were refused. */
+function refusal(repeats: { kept: ImportConflict[]; count: number }, found: { kept: ImportConflict[]; count: number }, max: number): ImportOutcome {
+  return { applied: false, conflicts: firstConflicts(repeats.kept, found.kept, max), conflictRows: repeats.count + found.count };
+}
+
+function ignore(): void {}

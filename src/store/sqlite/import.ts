@@ -1,0 +1,130 @@
+import type Database from 'better-sqlite3';
+import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
+import type { PetStatus } from '../../schemas/inventory.js';
+import { BULK_WRITE } from '../bulk-write.js';
+import type { changeLogWriter } from './change-log.js';
+
+type ConflictRow = [line: bigint, index: bigint | null, petId: bigint, stored: string, given: string];
+
+/**
+ * The SQLite store's import: batches staged in a temporary table on this connection (keyed by
+ * petId, so a petId twice is caught as it is staged, and the table is read in petId order), each
+ * batch one transaction of its own; then the checks and the whole write in one IMMEDIATE
+ * transaction (one writer at a time: what the checks see is what is written). The staging table
+ * lives in SQLite's temporary database, which spills to a file, not in memory.
+ */
+export function sqliteImporter(db: Database.Database, logWrite: ReturnType<typeof changeLogWriter>): (source: ImportSource, plan: ImportPlan) => Promise<ImportOutcome> {
+  db.exec(`CREATE TEMP TABLE IF NOT EXISTS import_rows (
+    pet_id INTEGER PRIMARY KEY, line INTEGER NOT NULL, item INTEGER, quantity INTEGER NOT NULL, status TEXT NOT NULL
+  ) STRICT`);
+  const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
+  const stmt = {
+    clear: db.prepare('DELETE FROM temp.import_rows'),
+    stage: db.prepare('INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
+    stagedAt: safe('SELECT line, item FROM temp.import_rows WHERE pet_id = ?'),
+    staged: db.prepare('SELECT count(*) FROM temp.import_rows').pluck(),
+    // Rows whose entry exists; with upsert only those whose status differs. The first ones in file order, and how many.
+    conflicts: safe(
+      `SELECT s.line, s.item, s.pet_id, i.status, s.status FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
+       WHERE i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status) ORDER BY s.line, s.item LIMIT :limit`,
+    ),
+    conflictCount: db
+      .prepare(
+        `SELECT count(*) FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
+         WHERE i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status)`,
+      )
+      .pluck(),
+    lastHistoryId: db.prepare('SELECT coalesce(max(id), 0) FROM inventory_history').pluck().safeIntegers(true),
+    // Each change of quantity, chained to the pet's previous row, as a PATCH writes it.
+    history: db.prepare(
+      `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
+       SELECT i.pet_id, i.quantity, s.quantity, :at, :keyId, :keyName, :requestId, 'correction', i.last_history_id
+       FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
+       WHERE i.retired_at IS NULL AND i.quantity <> s.quantity ORDER BY s.pet_id`,
+    ),
+    // The rows history just wrote (ids past `after`) carry the new quantities and link the entries to them.
+    update: db.prepare(
+      `UPDATE inventory SET quantity = h.quantity, version = version + 1, updated_at = :at, last_history_id = h.id
+       FROM (SELECT id, pet_id, quantity FROM inventory_history WHERE id > :after) AS h WHERE inventory.pet_id = h.pet_id`,
+    ),
+    revive: db.prepare(
+      `UPDATE inventory SET quantity = s.quantity, status = s.status, retired_at = NULL, version = version + 1, updated_at = :at
+       FROM temp.import_rows s WHERE inventory.pet_id = s.pet_id AND inventory.retired_at IS NOT NULL`,
+    ),
+    create: db.prepare(
+      `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at)
+       SELECT pet_id, quantity, status, :at, :at FROM temp.import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`,
+    ),
+    // What this import wrote carries its time (another write at the same millisecond only makes readers look once more).
+    written: db.prepare('SELECT s.pet_id FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id WHERE i.updated_at = ?').pluck().safeIntegers(true),
+  };
+
+  const stageBatch = db.transaction((rows: readonly ImportRow[], duplicates: Duplicates) => {
+    for (const row of rows) {
+      const { petId, quantity, status } = row.item;
+      if (stmt.stage.run(petId, row.line, row.index ?? null, quantity, status).changes === 1) continue;
+      duplicates.count++;
+      if (duplicates.kept.length < duplicates.max) {
+        const [line, index] = stmt.stagedAt.get(petId) as [bigint, bigint | null];
+        duplicates.kept.push({ kind: 'duplicate', at: locationOf(row.line, row.index), petId, first: locationOf(line, index) });
+      }
+    }
+  });
+
+  /** The entries that stand in the way, under the write lock when the import is to be applied. */
+  const conflicts = (plan: ImportPlan): { kept: ImportConflict[]; count: number } => {
+    const params = { upsert: plan.upsert ? 1 : 0, limit: plan.conflictsMax };
+    const rows = stmt.conflicts.all(params) as ConflictRow[];
+    const kept = rows.map(([line, index, petId, stored, given]): ImportConflict => {
+      const at = locationOf(line, index);
+      return plan.upsert ? { kind: 'status_differs', at, petId, stored: stored as PetStatus, given: given as PetStatus } : { kind: 'exists', at, petId };
+    });
+    return { kept, count: rows.length < plan.conflictsMax ? rows.length : Number(stmt.conflictCount.get({ upsert: params.upsert })) };
+  };
+
+  const apply = db.transaction((plan: ImportPlan, duplicates: Duplicates): ImportOutcome => {
+    const found = conflicts(plan);
+    if (found.count > 0) return refusal(duplicates, found, plan.conflictsMax);
+    plan.onPhase?.('applying');
+    const { at: when, ...who } = plan.change;
+    const at = when.toISOString();
+    const staged = Number(stmt.staged.get());
+    let updated = 0;
+    if (plan.upsert) {
+      const after = stmt.lastHistoryId.get() as bigint;
+      updated = stmt.history.run({ at, ...who }).changes;
+      if (updated > 0) stmt.update.run({ at, after });
+    }
+    const created = stmt.revive.run({ at }).changes + stmt.create.run({ at }).changes;
+    const written = created + updated;
+    if (written > BULK_WRITE) logWrite('bulk');
+    else if (written > 0) logWrite(stmt.written.all(at) as bigint[]);
+    return { applied: true, created, updated, unchanged: staged - written };
+  });
+
+  return async (source, plan) => {
+    stmt.clear.run();
+    try {
+      const duplicates: Duplicates = { kept: [], count: 0, max: plan.conflictsMax };
+      for await (const rows of source.batches) stageBatch(rows, duplicates);
+      plan.onPhase?.('checking');
+      const refused = source.refused();
+      // Refused already: the checks only add to the list, so they need no lock.
+      if (refused > 0 || duplicates.count > 0) return db.transaction(() => refusal(duplicates, conflicts(plan), plan.conflictsMax))();
+      return apply.immediate(plan, duplicates);
+    } finally {
+      stmt.clear.run();
+    }
+  };
+}
+
+interface Duplicates {
+  kept: ImportConflict[];
+  count: number;
+  max: number;
+}
+
+/** The first conflicts of both kinds in file order, and how many rows were refused. */
+function refusal(duplicates: Duplicates, found: { kept: ImportConflict[]; count: number }, max: number): ImportOutcome {
+  return { applied: false, conflicts: firstConflicts(duplicates.kept, found.kept, max), conflictRows: duplicates.count + found.count };
+}
