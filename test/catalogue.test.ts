@@ -75,7 +75,7 @@ for (const backend of BACKENDS) {
         assert.equal((await cli(db.databaseUrl, 'pets', 'export', file('out.csv'))).code, 0);
         assertSameBytes(readFileSync(file('out.csv')), readFileSync(file('counted.csv')), 'after the upsert');
         const history = await cli(db.databaseUrl, 'pets', 'history', '--json', '--', String(counted[3]!.petId));
-        assert.match(history.out, new RegExp(`^\\[\\{"petId":${counted[3]!.petId},"previousQuantity":${items[3]!.quantity},"quantity":${counted[3]!.quantity},.*"keyId":"cli:import","keyName":"import","requestId":"import-[0-9a-f-]{36}","reason":"correction"\\}\\]\\n$`));
+        assert.match(history.out, new RegExp(`^\\{"items":\\[\\{"petId":${counted[3]!.petId},"previousQuantity":${items[3]!.quantity},"quantity":${counted[3]!.quantity},.*"keyId":"cli:import","keyName":"import","requestId":"import-[0-9a-f-]{36}","reason":"correction"\\}\\],"nextCursor":null\\}\\n$`));
 
         // One bad row in the middle, after batches are staged already: nothing at all is applied.
         const lines = readFileSync(file('in.csv'), 'utf8').split('\n');

@@ -61,7 +61,7 @@ for (const backend of BACKENDS) {
         '[{"petId":1,"quantity":9,"status":"available"},{"petId":2,"quantity":3,"status":"pending"},' +
           '{"petId":3,"quantity":7,"status":"available"},{"petId":4,"quantity":1,"status":"sold"}]\n',
       );
-      const history = JSON.parse((await run(url, ['pets', 'history', '1', '--json'])).out) as Record<string, unknown>[];
+      const { items: history } = JSON.parse((await run(url, ['pets', 'history', '1', '--json'])).out) as { items: Record<string, unknown>[] };
       assert.deepEqual(
         history.map(({ previousQuantity, quantity, keyId, keyName, reason }) => ({ previousQuantity, quantity, keyId, keyName, reason })),
         [
@@ -70,8 +70,8 @@ for (const backend of BACKENDS) {
         ],
       );
       assert.match(String(history[0]!.requestId), /^import-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-      assert.equal((await run(url, ['pets', 'history', '2', '--json'])).out, '[]\n', 'unchanged: no history row');
-      assert.equal((await run(url, ['pets', 'history', '3', '--json'])).out, '[]\n', 'revived: a creation, no history row');
+      assert.equal((await run(url, ['pets', 'history', '2', '--json'])).out, '{"items":[],"nextCursor":null}\n', 'unchanged: no history row');
+      assert.equal((await run(url, ['pets', 'history', '3', '--json'])).out, '{"items":[],"nextCursor":null}\n', 'revived: a creation, no history row');
     });
 
     test('--upsert refuses, by line, an entry whose stored status differs, and then imports nothing (decisions 5.8)', async (t) => {

@@ -37,8 +37,8 @@ test('every usage error names the program once, at the start of its one line', a
   const cases: [string[], string][] = [
     [[], 'no command given: use serve, keys, pets (see "petstore-inventory --help")'],
     [['feed'], 'unknown command "feed": use serve, keys, pets (see "petstore-inventory --help")'],
-    [['pets'], 'pets needs a command: use add, list, import, history (see "petstore-inventory pets --help")'],
-    [['pets', 'feed'], 'pets has no command "feed": use add, list, import, history (see "petstore-inventory pets --help")'],
+    [['pets'], 'pets needs a command: use add, list, import, export, remove, history (see "petstore-inventory pets --help")'],
+    [['pets', 'feed'], 'pets has no command "feed": use add, list, import, export, remove, history (see "petstore-inventory pets --help")'],
     [['keys'], 'keys needs a command: use create, list, revoke (see "petstore-inventory keys --help")'],
     [['keys', 'delete'], 'keys has no command "delete": use create, list, revoke (see "petstore-inventory keys --help")'],
     [['--version', 'x'], '--version takes no arguments'],

@@ -39,7 +39,7 @@ for (const backend of BACKENDS) {
       assert.equal((await run(url, 'pets', 'list', '--json')).out, '[]\n');
       const history = await run(url, 'pets', 'history', String(TWO_53_PLUS_1), '--json');
       assert.equal(history.code, 0, history.err);
-      assert.match(history.out, /^\[\{"petId":9007199254740993,"previousQuantity":2,"quantity":3,.*"requestId":"r-1"/);
+      assert.match(history.out, /^\{"items":\[\{"petId":9007199254740993,"previousQuantity":2,"quantity":3,.*"requestId":"r-1"/);
       assert.match((await run(url, 'pets', 'remove', String(TWO_53_PLUS_1))).err, /pet 9007199254740993 has no inventory entry/);
 
       const revived = await run(url, 'pets', 'add', '--pet-id', String(TWO_53_PLUS_1), '--status', 'available', '--quantity', '7');
@@ -49,6 +49,8 @@ for (const backend of BACKENDS) {
 
     test('a bad call exits 2; an unknown pet exits 1', async (t) => {
       const db = await createTestDatabase(backend, t);
+      // A store that exists (pets remove never creates one), without pet 5.
+      assert.equal((await run(db.databaseUrl, 'pets', 'add', '--pet-id', '1', '--status', 'available')).code, 0);
       const cases: [string[], number, RegExp][] = [
         [['5'], 1, /pet 5 has no inventory entry/],
         [['+5'], 2, /pet ID must be an int64/],

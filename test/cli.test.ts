@@ -387,7 +387,8 @@ for (const backend of BACKENDS) {
       const rows = Array.from({ length: 25 }, (_, i) => `${i},x,sold`).join('\n');
       const r = await s.run('pets', 'import', s.file('many.csv', `petId,quantity,status\n${rows}\n`));
       assert.equal(r.code, 1);
-      const lines = r.err.trimEnd().split('\n');
+      // The import opens (and so creates) the store before it reads the file; that line is not a problem.
+      const lines = r.err.trimEnd().split('\n').filter((line) => !line.startsWith('Created a new store at '));
       assert.equal(lines.length, 21);
       assert.match(lines[19]!, /^line 21: quantity must be/);
       assert.match(lines[20]!, /: 25 entries refused \(the first 20 problems are listed above\); nothing was imported$/);
