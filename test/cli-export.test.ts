@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { EXPORT_PAGE } from '../src/cli/export.js';
-import { main } from '../src/cli/main.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
+import { runOn as run } from './cli-run.js';
 
 const ITEMS: InventoryItem[] = [
   { petId: 9223372036854775807n, quantity: 2147483647, status: 'sold' },
@@ -16,12 +16,6 @@ const ITEMS: InventoryItem[] = [
   { petId: 5n, quantity: 1, status: 'available' },
 ];
 
-async function run(databaseUrl: string, ...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { env: { DATABASE_URL: databaseUrl }, stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-export-'));

@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { main } from '../src/cli/main.js';
 import { answerListHistory } from '../src/operations/list-history.js';
 import { openStore } from '../src/store/open.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
 import { change } from './store-helpers.js';
+import { runOn as run } from './cli-run.js';
 
 const INT64_MAX = 9223372036854775807n;
 
-async function run(databaseUrl: string, ...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { env: { DATABASE_URL: databaseUrl }, stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 for (const backend of BACKENDS) {
   describe(`pets history on ${backend}`, { skip: await backendSkip(backend) }, () => {

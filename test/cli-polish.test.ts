@@ -6,23 +6,12 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { main } from '../src/cli/main.js';
 import { BIN, startServerProcess, waitFor } from './process.js';
+import { runCli } from './cli-run.js';
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-interface Run {
-  code: number;
-  out: string;
-  err: string;
-}
 
-async function runCli(env: Record<string, string>, ...argv: string[]): Promise<Run> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { env, stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 /** A temp dir and a DATABASE_URL naming a SQLite file in it that does not exist yet. */
 function tempStore(t: TestContext): { dir: string; file: string; env: Record<string, string> } {

@@ -8,19 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { withStore } from '../src/cli/store-access.js';
-import { main } from '../src/cli/main.js';
 import { hashKey, KEY_PREFIX, SCOPES } from '../src/domain/api-key.js';
 import { adminQuery, BACKENDS, backendSkip, createTestDatabase, type Backend, type TestDatabase } from './backends.js';
 import { itemOf } from './store-helpers.js';
+import { runCli, type Run } from './cli-run.js';
 
 const BIN = fileURLToPath(new URL('../bin/petstore-inventory', import.meta.url));
 const DAY_MS = 86_400_000;
 
-interface Run {
-  code: number;
-  out: string;
-  err: string;
-}
 
 interface Sandbox {
   /** A temp dir for the files a test imports; the database is elsewhere (db). */
@@ -33,13 +28,6 @@ interface Sandbox {
   file(name: string, text: string): string;
 }
 
-/** Runs the CLI in-process with `env` as its whole environment, capturing what it prints. */
-async function runCli(env: Record<string, string>, ...argv: string[]): Promise<Run> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { env, stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 /** A fresh database of the backend and a temp dir for files; process.env is never touched. */
 async function sandbox(t: TestContext, backend: Backend, extraEnv: Record<string, string> = {}): Promise<Sandbox> {
