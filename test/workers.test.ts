@@ -31,8 +31,14 @@ async function seed(env: Record<string, string>, pets: number): Promise<string> 
 /** `serve --workers N`, once every worker listens. */
 async function startWorkers(t: TestContext, env: Record<string, string>, workers: number, args: string[] = []): Promise<ServerProcess> {
   const server = await startServerProcess(t, env, ['--workers', String(workers), ...args]);
-  await waitFor(() => listeningPids(server).length === workers, 30_000);
+  // Both sides: the workers' own lines, and the primary's, which until then takes a worker's death for a failed start, not a crash.
+  await waitFor(() => listeningPids(server).length === workers && primarySawListening(server) === workers, 30_000);
   return server;
+}
+
+/** How many workers the primary has seen listen ("worker listening"). */
+function primarySawListening(server: ServerProcess): number {
+  return logLines(server).filter((l) => l.msg === 'worker listening').length;
 }
 
 function logLines(server: ServerProcess): LogLine[] {
