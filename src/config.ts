@@ -164,12 +164,7 @@ function oneOf<T extends string>(name: string, raw: string | undefined, allowed:
 
 function baseUrl(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
   if (!url || !/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search || url.hash) {
     throw new ConfigError(`${name} must be an absolute http(s) URL ending in /v1, got "${raw}"`);
   }
@@ -243,12 +238,7 @@ function trustProxy(raw: string | undefined): false | number | string {
 
 function redisUrl(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
   // Never echo the value: it may hold a password.
   if (!url || !/^rediss?:$/.test(url.protocol) || !url.hostname) throw new ConfigError('REDIS_URL must be redis://[USER:PASSWORD@]HOST[:PORT][/DB] or rediss://...');
   return raw;
