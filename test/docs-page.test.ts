@@ -1,37 +1,23 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { describe, test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { ERROR_CODES } from '../src/errors.js';
 import { listInventory } from '../src/operations/list-inventory.js';
 import { updateInventory } from '../src/operations/update-inventory.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../src/pipeline/pipeline.js';
 import { BACKENDS, backendSkip } from './backends.js';
+import { ARTIFACTS, browserSkip, launchChromium, recordTraffic } from './browser.js';
 import { assertError, buildTestApp, TRANSPORTS, type TestApp, type Transport } from './helper.js';
 
 /** The docs page at /docs: its answers and headers, then the page itself in headless Chromium on each backend. */
 
-const CHROMIUM = '/usr/bin/chromium';
-// Debian's Chromium, driven by playwright-core: nothing is downloaded, and the browser holds no profile of its own between runs.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
-const IN_CI = process.env.CI === 'true';
-const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
 const PAGE_POLICY_PARTS = ["default-src 'none'", "script-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"];
 
-const browserSkip: string | false = existsSync(CHROMIUM) || IN_CI ? false : `${CHROMIUM} is missing (apt-get install -y chromium)`;
-if (browserSkip) {
-  process.stderr.write(
-    `Browser tests of /docs SKIPPED: ${CHROMIUM} is missing. Install Debian's package: "apt-get install -y chromium" ` +
-      '(never "npx playwright install"); with CI=true they fail instead.\n',
-  );
-}
+const browserSkipReason = browserSkip('/docs');
 
 interface RawResponse {
   status: number;
@@ -165,47 +151,8 @@ test("the page's policy lets it call the document's servers, and only those", as
   assert.equal(connect, "connect-src 'self' https://inventory.example https://staging.inventory.example:8443");
 });
 
-/** Debian's Chromium with a fresh profile, removed when the test ends. */
-async function launchChromium(t: TestContext): Promise<BrowserContext> {
-  if (!existsSync(CHROMIUM)) throw new Error(`CI=true but ${CHROMIUM} is missing: install it with "apt-get install -y chromium"`);
-  const profile = await mkdtemp(join(tmpdir(), 'docs-chromium-'));
-  t.after(() => rm(profile, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1280, height: 900 },
-  });
-  t.after(() => context.close());
-  return context;
-}
-
-/** Every request the browser made, and what became of it. */
-interface Traffic {
-  requests: string[];
-  failed: string[];
-  /** "STATUS URL" of every answer of 400 or more. */
-  refused: string[];
-  consoleErrors: string[];
-}
-
-function recordTraffic(context: BrowserContext, page: Page): Traffic {
-  const traffic: Traffic = { requests: [], failed: [], refused: [], consoleErrors: [] };
-  context.on('request', (request) => traffic.requests.push(request.url()));
-  context.on('requestfailed', (request) => traffic.failed.push(`${request.url()}: ${request.failure()?.errorText}`));
-  context.on('response', (response) => {
-    if (response.status() >= 400) traffic.refused.push(`${response.status()} ${response.url()}`);
-  });
-  // A policy violation (a script, font or call to another host) shows here first.
-  page.on('console', (message) => {
-    if (message.type() === 'error') traffic.consoleErrors.push(message.text());
-  });
-  page.on('pageerror', (err) => traffic.consoleErrors.push(`uncaught: ${err.message}`));
-  return traffic;
-}
-
 for (const backend of BACKENDS) {
-  const skip = (await backendSkip(backend)) || browserSkip;
+  const skip = (await backendSkip(backend)) || browserSkipReason;
   test(`${backend}: the docs page in headless Chromium: both operations, the experimental badge, int64, the error codes, try it`, { skip, timeout: 90_000 }, async (t) => {
     const api = await buildTestApp(t, {
       transport: 'http',
