@@ -16,19 +16,20 @@ export interface BenchOptions {
   startupRounds: number;
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
-  /** Only the catalogue scenario: no start-up, no loads, and bench/results.md left as it is. */
-  catalogueOnly: boolean;
+  /** One scenario alone (no start-up, no loads), and bench/results.md left as it is. */
+  only: 'catalogue' | 'dashboard' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
 
   --quick       1 s per measurement and smaller sizes (100, 1,000, 10,000; a catalogue of
-                20,000 instead of 1,000,000), for CI; targets are shown for orientation only,
-                and bench/results.md is not written
+                20,000 instead of 1,000,000), fewer dashboard runs, for CI; targets are shown
+                for orientation only, and bench/results.md is not written
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
+  --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --backends    which stores to bench (default: sqlite,postgres; postgres is skipped when unreachable)
   --load        load generator (default: wrk when installed, else autocannon)
   -h, --help    show this help
@@ -38,6 +39,7 @@ BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
+const ONLY = ['catalogue', 'dashboard'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {
@@ -60,7 +62,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   });
   const load = values.load === undefined ? undefined : LOAD_TOOLS.find((t) => t === values.load);
   if (values.load !== undefined && !load) throw new Error(`--load must be ${LOAD_TOOLS.join(' or ')}, got "${values.load}"`);
-  if (values.only !== undefined && values.only !== 'catalogue') throw new Error(`--only takes catalogue, got "${values.only}"`);
+  const only = values.only === undefined ? undefined : ONLY.find((o) => o === values.only);
+  if (values.only !== undefined && !only) throw new Error(`--only takes ${ONLY.join(' or ')}, got "${values.only}"`);
   const quick = values.quick;
   return {
     quick,
@@ -72,6 +75,6 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     load,
     startupRounds: quick ? 5 : 11,
     catalogueSize: quick ? 20_000 : 1_000_000,
-    catalogueOnly: values.only === 'catalogue',
+    only,
   };
 }

@@ -14,6 +14,7 @@ import { HELP, parseOptions, type BenchOptions } from './options.js';
 import { REPO_ROOT } from './processes.js';
 import { renderNotes, renderTable, type Section } from './report.js';
 import { catalogueSection } from './catalogue.js';
+import { dashboardSection } from './dashboard.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';
@@ -57,10 +58,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${renderSection(section)}\n\n`);
   };
   try {
-    if (!options.catalogueOnly) show(await startupSection(options.startupRounds));
-    for (const backend of options.backends) {
+    if (!options.only) show(await startupSection(options.startupRounds));
+    for (const backend of options.only === 'dashboard' ? [] : options.backends) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
-      if (!options.catalogueOnly) {
+      if (!options.only) {
         const section: Section = skip
           ? { title: TITLES[backend], rows: [], notes: [`PostgreSQL: skipped (${skip})`] }
           : await new BackendBench(backend, options, load, hasWorkers).run(TITLES[backend]);
@@ -70,13 +71,14 @@ async function main(argv: string[]): Promise<number> {
       const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
       show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
     }
+    if (options.only !== 'catalogue') show(await dashboardSection(options));
   } finally {
     await load.close();
     await cleanUp();
   }
-  if (!options.catalogueOnly) show({ title: 'List cache (in process)', rows: [], notes: listRenderNotes(options.sizes) });
+  if (!options.only) show({ title: 'List cache (in process)', rows: [], notes: listRenderNotes(options.sizes) });
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
-  if (options.quick || options.catalogueOnly) {
+  if (options.quick || options.only) {
     process.stdout.write(`Run in ${seconds} s; bench/results.md left as it is (only a full run of everything writes it).\n`);
   } else {
     await writeFile(RESULTS_FILE, resultsMarkdown([...header, `- Wall time: ${seconds} s`], sections));
