@@ -10,6 +10,10 @@
  * thread sits next to the module that starts it, as writer-thread.ts does in the sources.
  * Types are checked by `npm run typecheck`, not here.
  *
+ * Then the staff dashboard (dashboard/), built by Vite into dist/dashboard/, which the service
+ * serves at /dashboard. Vite and the dashboard's packages are dependencies, not dev ones, so a
+ * production install (`npm ci --omit=dev`) builds it too.
+ *
  * Then the typed client (clients/typescript), whose build is tsc: a dev dependency, so an install
  * without them (`npm ci --omit=dev`, a production server) builds the service and skips the client.
  */
@@ -44,6 +48,9 @@ await build({
     },
   ],
 });
+
+const vite = await import('vite');
+await vite.build({ configFile: new URL('../dashboard/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
 
 let typescript = false;
 try {

@@ -22,6 +22,7 @@ import { serviceDocument } from './openapi/service-document.js';
 import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
 import { standardRules } from './pipeline/rules.js';
+import { callingKeyRoutes } from './routes/calling-key.js';
 import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
@@ -149,6 +150,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   await app.register(docsRoutes(document));
   await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
   await app.register(historyRoutes);
+  await app.register(callingKeyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
   handle = fastLane(

@@ -80,6 +80,33 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('listInventoryIfChanged: the list and its ETag; with that ETag changed: false (a 304) until a change, then the new list', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api, { apiKey: api.keys.read });
+      const first = await client.listInventoryIfChanged();
+      assert.ok(first.changed);
+      assert.deepEqual(first.items, await client.listInventory(), 'the same list as listInventory, bigints included');
+      assert.match(first.etag, /^"[^"]+"$/);
+      assert.deepEqual(await client.listInventoryIfChanged(first.etag), { changed: false, etag: first.etag });
+      await clientFor(api).updateInventory(ABOVE_SAFE, { quantity: 8 });
+      const next = await client.listInventoryIfChanged(first.etag);
+      assert.ok(next.changed);
+      assert.notEqual(next.etag, first.etag);
+      assert.deepEqual(next.items.find((i) => i.petId === ABOVE_SAFE), { petId: ABOVE_SAFE, quantity: 8, status: 'available' });
+      assert.deepEqual(await client.listInventoryIfChanged(next.etag), { changed: false, etag: next.etag });
+      await apiError(clientFor(api, { apiKey: 'inv_live_not-a-key' }).listInventoryIfChanged(next.etag), 401, 'unauthorized');
+    });
+
+    test('getCallingKey describes the key the client calls with: read-only, or with inventory:write', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http' });
+      const records = await api.store.listApiKeys();
+      for (const [key, scopes] of [[api.keys.read, ['inventory:read']], [api.keys.write, ['inventory:write']]] as const) {
+        const record = records.find((r) => r.name === `test ${scopes[0]}`)!;
+        assert.deepEqual(await clientFor(api, { apiKey: key }).getCallingKey(), { id: record.id, name: record.name, scopes, expiresAt: null });
+      }
+      await apiError(clientFor(api, { apiKey: 'inv_live_not-a-key' }).getCallingKey(), 401, 'unauthorized');
+    });
+
     test('getInventoryItem returns the entry with its ETag, for ids beyond 2^53 and at the int64 bounds', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
       const client = clientFor(api);
@@ -323,6 +350,22 @@ describe('typed client (@petstore/inventory-client) without a service', () => {
 
     await client.listHistory(INT64_MIN, { limit: 50, cursor: 'h12' }).catch(() => undefined);
     assert.equal(seen[1]?.url, `${baseUrl}/inventory/-9223372036854775808/history?limit=50&cursor=h12`);
+  });
+
+  test('listInventoryIfChanged sends If-None-Match only when given an ETag; a 304 keeps the ETag, a 200 without one is unexpected_response', async () => {
+    const sent: (string | null)[] = [];
+    let answer = () => new Response(null, { status: 304, headers: { etag: '"s7-br"' } });
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'k',
+      fetch: (request) => (sent.push(request.headers.get('if-none-match')), Promise.resolve(answer())),
+    });
+    assert.deepEqual(await client.listInventoryIfChanged('"s7-br"'), { changed: false, etag: '"s7-br"' });
+    answer = () => new Response(`[{"petId":${ABOVE_SAFE},"quantity":1,"status":"sold"}]`, { headers: { etag: '"s8"' } });
+    assert.deepEqual(await client.listInventoryIfChanged(), { changed: true, items: [{ petId: ABOVE_SAFE, quantity: 1, status: 'sold' }], etag: '"s8"' });
+    assert.deepEqual(sent, ['"s7-br"', null]);
+    answer = () => new Response('[]');
+    await apiError(client.listInventoryIfChanged('"s8"'), 200, 'unexpected_response');
   });
 
   test('a petId that is not a bigint in the int64 range is refused before anything is sent', async () => {

@@ -181,7 +181,18 @@ test('every documented response of both operations is reachable and matches the 
   for (const app of [failing, broken]) {
     for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await app.request({ method: 'GET', url, key: app.keys.read });
   }
-  const seen = new Set([...api.contract.seen, ...strict.contract.seen, ...failing.contract.seen, ...broken.contract.seen]);
+  // The calling key: its statuses come from authentication, which the operation needs alone.
+  const keys = await buildTestApp(t, { config: { RATE_LIMIT_PER_MINUTE: '3' } });
+  await keys.request({ method: 'GET', url: '/v1/key', key: keys.keys.read });
+  await keys.request({ method: 'GET', url: '/v1/key?x=1', key: keys.keys.read });
+  await keys.request({ method: 'GET', url: '/v1/key', key: 'nope' });
+  for (let i = 0; i < 2; i++) await keys.request({ method: 'GET', url: '/v1/key', key: keys.keys.read });
+  const lookupBroken = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'findApiKeyByHash', new Error('boom')) });
+  const lookupDown = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'findApiKeyByHash', new StoreUnavailableError('down')) });
+  for (const app of [lookupBroken, lookupDown]) await app.request({ method: 'GET', url: '/v1/key', key: app.keys.read });
+  const seen = new Set(
+    [api, strict, failing, broken, keys, lookupBroken, lookupDown].flatMap((app) => [...app.contract.seen]),
+  );
   const doc = await documentOf(t);
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const op of Object.values(ops)) {

@@ -87,7 +87,7 @@ export class Authenticator {
     const unusable = keyUnusableReason(record, now);
     if (unusable) return invalidToken(AUTH_MESSAGES[unusable]);
     this.#touch(record.id, now);
-    return { keyId: record.id, keyName: record.name, scopes: record.scopes };
+    return { keyId: record.id, keyName: record.name, scopes: record.scopes, expiresAt: record.expiresAt };
   }
 
   /** The lookup of this hash under way, or a new one. A shared lookup began before the caller asked, so it never makes the caller wait longer than its own would. */

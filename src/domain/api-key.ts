@@ -1,6 +1,7 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
+import { SCOPES } from '../schemas/values.js';
 
-export const SCOPES = ['inventory:read', 'inventory:write'] as const;
+export { SCOPES };
 export type Scope = (typeof SCOPES)[number];
 
 export const ENVIRONMENTS = ['production', 'staging'] as const;
@@ -33,6 +34,8 @@ export interface Principal {
   keyId: string;
   keyName: string;
   scopes: readonly Scope[];
+  /** When the key stops working; null when it never does. A caller is told, so it can ask for a new key in time. */
+  expiresAt: Date | null;
 }
 
 /** Hex SHA-256 of a key; one call, no hash object (every request hashes its key). */

@@ -1,6 +1,7 @@
 import type { TSchema } from 'typebox';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validation.js';
+import { CallingKey, Scope } from '../schemas/calling-key.js';
 import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
 import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
 
@@ -14,6 +15,8 @@ const NAMED_SCHEMAS = new Map<TSchema, string>([
   [ChangeReason, 'ChangeReason'],
   [HistoryItem, 'HistoryItem'],
   [HistoryPage, 'HistoryPage'],
+  [Scope, 'Scope'],
+  [CallingKey, 'CallingKey'],
   [ErrorSchema, 'Error'],
 ]);
 
@@ -46,7 +49,11 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
     },
     servers: servers(options),
     security: [{ bearerAuth: [] }],
-    tags: [{ name: 'inventory', description: 'Stock levels' }, { name: 'meta', description: 'About the service' }],
+    tags: [
+      { name: 'inventory', description: 'Stock levels' },
+      { name: 'keys', description: 'The API key making the call' },
+      { name: 'meta', description: 'About the service' },
+    ],
     paths,
     components: {
       schemas: components,

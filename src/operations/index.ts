@@ -1,3 +1,4 @@
+import { getCallingKey } from './get-calling-key.js';
 import { getInventoryItem } from './get-inventory-item.js';
 import { listInventoryHistory } from './list-history.js';
 import { listInventory } from './list-inventory.js';
@@ -6,4 +7,4 @@ import type { OperationSpec } from './operation.js';
 import { updateInventory } from './update-inventory.js';
 
 /** Every operation of the API; the OpenAPI document is built from this list. */
-export const OPERATIONS: readonly OperationSpec[] = [listInventory, getInventoryItem, updateInventory, listInventoryHistory, getOpenApiDocument];
+export const OPERATIONS: readonly OperationSpec[] = [listInventory, getInventoryItem, updateInventory, listInventoryHistory, getCallingKey, getOpenApiDocument];

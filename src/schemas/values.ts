@@ -12,3 +12,6 @@ export const QUANTITY_MAX = 2147483647;
 
 /** Why a count changed: the spec's own purposes of the update operation (new arrivals, returns, manual adjustments). */
 export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
+
+/** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH). */
+export const SCOPES = ['inventory:read', 'inventory:write'] as const;

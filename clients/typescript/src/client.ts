@@ -4,7 +4,7 @@ import type { paths } from './generated/openapi.js';
 import { parseJson, stringifyJson } from './json.js';
 import { checkPetId } from './pet-id.js';
 import { retryingFetch, retryPolicy, type FetchLike, type RetryOptions } from './retry.js';
-import type { HistoryPage, InventoryItem, InventoryUpdate } from './types.js';
+import type { CallingKey, HistoryPage, InventoryIfChanged, InventoryItem, InventoryUpdate } from './types.js';
 
 export interface InventoryClientOptions {
   /** The API's base URL, /v1 included, e.g. http://localhost:8080/v1. */
@@ -37,9 +37,13 @@ export interface HistoryOptions {
 
 export interface InventoryClient {
   listInventory(): Promise<InventoryItem[]>;
+  /** The list only if it changed since the list `etag` names (If-None-Match): a poll that costs a few bytes while nothing changes. */
+  listInventoryIfChanged(etag?: string): Promise<InventoryIfChanged>;
   getInventoryItem(petId: bigint): Promise<{ item: InventoryItem; etag: string }>;
   updateInventory(petId: bigint, update: InventoryUpdate, options?: UpdateOptions): Promise<{ item: InventoryItem; etag: string; replayed: boolean }>;
   listHistory(petId: bigint, options?: HistoryOptions): Promise<HistoryPage>;
+  /** The API key this client calls with: its id, name, scopes and expiry (never the key). */
+  getCallingKey(): Promise<CallingKey>;
 }
 
 /** What openapi-fetch hands back for a call made with parseAs 'text'. */
@@ -63,6 +67,14 @@ export function createInventoryClient(options: InventoryClientOptions): Inventor
       // parseAs 'text' everywhere: the text is parsed by parseJson, never by JSON.parse (see json.ts).
       const { body } = await settle<InventoryItem[]>(api.GET('/inventory', { parseAs: 'text' }));
       return body;
+    },
+
+    async listInventoryIfChanged(etag) {
+      const answer = await api.GET('/inventory', { params: { header: { 'If-None-Match': etag } }, parseAs: 'text' });
+      // 304 answers only an If-None-Match: the list is still the one `etag` names (its ETag is the current one, which the service sends).
+      if (answer.response.status === 304 && etag !== undefined) return { changed: false, etag: answer.response.headers.get('etag') ?? etag };
+      const { body, response } = await settle<InventoryItem[]>(answer);
+      return { changed: true, items: body, etag: requiredEtag(response) };
     },
 
     async getInventoryItem(petId) {
@@ -89,11 +101,16 @@ export function createInventoryClient(options: InventoryClientOptions): Inventor
       const { body } = await settle<HistoryPage>(api.GET('/inventory/{petId}/history', { params: { path: { petId: checkPetId(petId) }, query }, parseAs: 'text' }));
       return body;
     },
+
+    async getCallingKey() {
+      const { body } = await settle<CallingKey>(api.GET('/key', { parseAs: 'text' }));
+      return body;
+    },
   };
 }
 
 /** The parsed body of a 2xx answer, or the InventoryApiError for any other. */
-async function settle<T>(pending: Promise<TextAnswer>): Promise<{ body: T; response: Response }> {
+async function settle<T>(pending: TextAnswer | Promise<TextAnswer>): Promise<{ body: T; response: Response }> {
   const { data, error, response } = await pending;
   if (!response.ok) throw errorFromAnswer(response, error);
   let body: unknown;
@@ -106,7 +123,7 @@ async function settle<T>(pending: Promise<TextAnswer>): Promise<{ body: T; respo
   return { body: body as T, response };
 }
 
-/** The ETag every entry answer carries; without it a conditional update could not follow. */
+/** The ETag every entry and list answer carries; without it a conditional update or read could not follow. */
 function requiredEtag(response: Response): string {
   const etag = response.headers.get('etag');
   if (etag === null) throw unexpectedAnswer(response, '', 'the answer has no ETag');

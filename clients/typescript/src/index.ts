@@ -4,4 +4,15 @@ export type { HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOpt
 export { InventoryApiError, UNEXPECTED_RESPONSE } from './errors.js';
 export type { InventoryErrorCode } from './errors.js';
 export type { FetchLike, RetryOptions } from './retry.js';
-export type { ChangeReason, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PetStatus, ServiceErrorCode } from './types.js';
+export type {
+  CallingKey,
+  ChangeReason,
+  HistoryItem,
+  HistoryPage,
+  InventoryIfChanged,
+  InventoryItem,
+  InventoryUpdate,
+  PetStatus,
+  Scope,
+  ServiceErrorCode,
+} from './types.js';

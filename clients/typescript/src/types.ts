@@ -12,5 +12,12 @@ export type ChangeReason = components['schemas']['ChangeReason'];
 export type HistoryItem = components['schemas']['HistoryItem'];
 /** One page of history, newest first; nextCursor is null on the last page. */
 export type HistoryPage = components['schemas']['HistoryPage'];
+/** What an API key may do: inventory:read (the GETs), inventory:write (GETs and updates). */
+export type Scope = components['schemas']['Scope'];
+/** The key making the call: id, name, scopes as stored, expiresAt (RFC 3339) or null; never the key itself. */
+export type CallingKey = components['schemas']['CallingKey'];
 /** The service's closed set of error codes. */
 export type ServiceErrorCode = components['schemas']['Error']['code'];
+
+/** listInventoryIfChanged's result: the list and its ETag, or only the ETag while the list is the one that ETag names. */
+export type InventoryIfChanged = { changed: true; items: InventoryItem[]; etag: string } | { changed: false; etag: string };

@@ -79,6 +79,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API key making the call
+         * @description Describes the API key that authenticated this request: its id, name, scopes and expiry (never the key nor its hash). An app reads it once to know whether the key may change stock before its user tries to.
+         *
+         *     Requires the scope `inventory:read`.
+         */
+        get: operations["getCallingKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -161,6 +183,21 @@ export interface components {
             items: components["schemas"]["HistoryItem"][];
             /** @description Pass as cursor for the next (older) page; null on the last page */
             nextCursor: string | null;
+        };
+        /**
+         * @description A permission of an API key: inventory:read (the GET operations) or inventory:write (GET and PATCH)
+         * @enum {string}
+         */
+        Scope: "inventory:read" | "inventory:write";
+        CallingKey: {
+            /** @description The key's id, as in `keys list` and in the change history */
+            id: string;
+            /** @description The name the key was given when it was created */
+            name: string;
+            /** @description The scopes the key holds, as stored; inventory:write allows reading too, so a key without it is read-only */
+            scopes: components["schemas"]["Scope"][];
+            /** @description When the key stops working (RFC 3339, UTC), or null when it does not expire */
+            expiresAt: string | null;
         };
         Error: {
             /**
@@ -793,6 +830,118 @@ export interface operations {
                         code?: "not_found";
                         /** @constant */
                         status?: 404;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getCallingKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calling key */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallingKey"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
                     };
                 };
             };

@@ -1,0 +1,61 @@
+import type { ChangeReason } from '@petstore/inventory-client';
+
+export const REASONS = ['received', 'returned', 'correction'] as const satisfies readonly ChangeReason[];
+export const MAX_QUANTITY = 2147483647;
+
+/** One row being edited. It lives outside the row, so scrolling the row away and back, or a refresh, keeps it. */
+export interface Edit {
+  petId: bigint;
+  /** The quantity of the version being edited, and that version's ETag (null while it is read). */
+  base: number;
+  etag: string | null;
+  /** What the fields hold, as typed. */
+  quantity: string;
+  delta: string;
+  reason: ChangeReason;
+  saving: boolean;
+  /** The Idempotency-Key of the last save tried, and what it was for: the same save again (a retry after a lost answer) reuses it. */
+  attempt: { key: string; of: string } | null;
+  /** Set when the entry changed under the edit: its current quantity and version. */
+  conflict: { theirs: number; etag: string } | null;
+  /** A problem with what was typed, shown beside the fields. */
+  problem: string | null;
+}
+
+export function newEdit(petId: bigint, quantity: number): Edit {
+  return { petId, base: quantity, etag: null, quantity: String(quantity), delta: '', reason: 'correction', saving: false, attempt: null, conflict: null, problem: null };
+}
+
+/** An integer typed by a person: optional sign, digits, nothing else. */
+function parseWhole(text: string): number | null {
+  const trimmed = text.trim().replace(/^\+/, '');
+  return /^-?\d+$/.test(trimmed) ? Number(trimmed) : null;
+}
+
+/** What typing in "Add or remove" does: the quantity becomes base + delta. */
+export function withDelta(edit: Edit, delta: string): Edit {
+  const n = parseWhole(delta);
+  return { ...edit, delta, quantity: n === null ? edit.quantity : String(edit.base + n), problem: null };
+}
+
+/** Typing a quantity replaces any add-or-remove. */
+export function withQuantityText(edit: Edit, quantity: string): Edit {
+  return { ...edit, quantity, delta: '', problem: null };
+}
+
+/** The quantity to save, or why there is none. */
+export function targetQuantity(edit: Edit): { quantity: number } | { problem: string } {
+  const n = parseWhole(edit.quantity);
+  if (n === null) return { problem: 'Enter the new quantity as a whole number.' };
+  if (n < 0) {
+    const delta = parseWhole(edit.delta);
+    return { problem: delta !== null && delta < 0 ? `Cannot remove ${-delta}: only ${edit.base} in stock.` : 'The quantity cannot be below 0.' };
+  }
+  if (n > MAX_QUANTITY) return { problem: `The quantity can be at most ${MAX_QUANTITY.toLocaleString()}.` };
+  return { quantity: n };
+}
+
+/** The add-or-remove typed, when the edit is one. */
+export function deltaOf(edit: Edit): number | null {
+  return edit.delta.trim() === '' ? null : parseWhole(edit.delta);
+}

@@ -1,0 +1,96 @@
+import { useCallback, useMemo, useRef, useState } from 'preact/hooks';
+import { Conflict } from './conflict.js';
+import { Counts } from './counts.js';
+import { HistoryPanel } from './history-panel.js';
+import { filterRows, sortRows, type RowFilter, type SortOrder } from './inventory-model.js';
+import { InventoryTable } from './inventory-table.js';
+import { describeError, formatCount } from './messages.js';
+import { isKeyRefused, type Session } from './session.js';
+import { Toolbar } from './toolbar.js';
+import { useEdits } from './use-edits.js';
+import { useInventory } from './use-inventory.js';
+
+interface Props {
+  session: Session;
+  onSignOut: (why: string | null) => void;
+}
+
+export function InventoryPage({ session, onSignOut }: Props) {
+  const [sort, setSort] = useState<SortOrder>({ column: 'petId', descending: false });
+  const [filter, setFilter] = useState<RowFilter>({ status: null, search: '' });
+  const [historyOf, setHistoryOf] = useState<bigint | null>(null);
+  const [alert, setAlert] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+
+  const onKeyRefused = useCallback(
+    (error: unknown) => {
+      if (isKeyRefused(error)) onSignOut(describeError(error));
+    },
+    [onSignOut],
+  );
+  const inventory = useInventory(session.client, onKeyRefused);
+  const { model } = inventory;
+  // Answers arrive after later renders: they find the row in the newest model.
+  const latestModel = useRef(model);
+  latestModel.current = model;
+
+  const events = useMemo(
+    () => ({
+      onQuantity: (id: string, quantity: number) => {
+        const index = latestModel.current?.indexOf.get(id);
+        if (index !== undefined) inventory.setQuantity(index, quantity);
+      },
+      onSaved: (id: string, from: number, to: number) => {
+        setAlert(null);
+        setStatus(`Saved pet ${id}: ${formatCount(from)} → ${formatCount(to)}`);
+      },
+      onConflict: () => setAlert(null),
+      onError: (error: unknown) => {
+        onKeyRefused(error);
+        setStatus(null);
+        setAlert(describeError(error));
+      },
+    }),
+    [inventory.setQuantity, onKeyRefused],
+  );
+  const editing = useEdits(session.client, events);
+
+  const sorted = useMemo(() => (model ? sortRows(model, sort) : new Uint32Array(0)), [model, sort]);
+  const rows = useMemo(() => (model ? filterRows(model, sorted, filter) : sorted), [model, sorted, filter]);
+  const conflicts = [...editing.edits].filter(([, edit]) => edit.conflict !== null);
+
+  return (
+    <div class="page">
+      <header class="page-header">
+        <h1>Inventory</h1>
+        <p class="who">
+          Signed in as <strong>{session.keyName}</strong>
+          {session.canWrite ? '' : ' (read-only)'}
+        </p>
+        <button type="button" class="secondary" onClick={() => onSignOut('Signed out.')}>
+          Sign out
+        </button>
+      </header>
+      {!session.canWrite && <p class="note">This key is read-only: you can look but not edit.</p>}
+      {model && <Counts counts={model.counts} />}
+      <Toolbar filter={filter} onFilter={setFilter} shown={rows.length} total={model?.size ?? 0} refreshedAt={inventory.refreshedAt} refreshError={inventory.error} />
+      <div role="alert" class="alert">
+        {alert}
+        {conflicts.map(([id, edit]) => (
+          <Conflict key={id} id={id} edit={edit} onChoose={(choice) => editing.resolve(id, choice)} />
+        ))}
+      </div>
+      <div role="status" class="status-message">
+        {status}
+      </div>
+      <div class={historyOf === null ? 'workspace' : 'workspace with-panel'}>
+        {model ? (
+          <InventoryTable model={model} rows={rows} sort={sort} onSort={setSort} canWrite={session.canWrite} editing={editing} onHistory={setHistoryOf} historyOf={historyOf} />
+        ) : (
+          <p class="loading">{inventory.error ? `The inventory could not be loaded: ${describeError(inventory.error)}` : 'Loading the inventory…'}</p>
+        )}
+        {historyOf !== null && <HistoryPanel key={historyOf.toString()} client={session.client} petId={historyOf} onClose={() => setHistoryOf(null)} onError={events.onError} />}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,146 @@
+import type { ChangeReason } from '@petstore/inventory-client';
+import { useEffect, useRef } from 'preact/hooks';
+import { REASONS, withDelta, withQuantityText, type Edit } from './edits.js';
+import { STATUSES, type InventoryModel } from './inventory-model.js';
+import { formatCount } from './messages.js';
+import type { EditActions } from './use-edits.js';
+
+interface Props {
+  /** Place in the shown order, from 0. */
+  position: number;
+  model: InventoryModel;
+  index: number;
+  canWrite: boolean;
+  edit: Edit | undefined;
+  editing: EditActions;
+  showingHistory: boolean;
+  onHistory: (petId: bigint) => void;
+}
+
+export function Row({ position, model, index, canWrite, edit, editing, showingHistory, onHistory }: Props) {
+  const id = model.idText[index]!;
+  const petId = model.ids[index]!;
+  const quantity = model.quantities[index]!;
+  const status = STATUSES[model.statuses[index]!]!;
+
+  // When the editor closes (saved, cancelled), focus returns to the row's Edit button rather than to the page.
+  const editButton = useRef<HTMLButtonElement>(null);
+  const wasEditing = useRef(edit !== undefined);
+  useEffect(() => {
+    const closed = wasEditing.current && edit === undefined;
+    wasEditing.current = edit !== undefined;
+    if (closed && (document.activeElement === null || document.activeElement === document.body)) editButton.current?.focus();
+  }, [edit]);
+
+  const classes = [quantity === 0 ? 'out-of-stock' : '', edit ? 'editing' : '', showingHistory ? 'selected' : ''].filter(Boolean).join(' ');
+  return (
+    <tr class={classes || undefined} aria-rowindex={position + 2} data-pet-id={id}>
+      <td class="pet-id">{id}</td>
+      {edit ? (
+        <Editor id={id} status={status} edit={edit} editing={editing} />
+      ) : (
+        <>
+          <td class="quantity">
+            {formatCount(quantity)}
+            {quantity === 0 && <span class="badge">Out of stock</span>}
+          </td>
+          <td class={`status status-${status}`}>{status}</td>
+          <td class="actions">
+            <div class="cell-actions">
+              {canWrite && (
+                <button ref={editButton} type="button" aria-label={`Edit pet ${id}`} onClick={() => editing.open(petId, quantity)}>
+                  Edit
+                </button>
+              )}
+              <button type="button" class="secondary" aria-label={`History of pet ${id}`} aria-pressed={showingHistory} onClick={() => onHistory(petId)}>
+                History
+              </button>
+            </div>
+          </td>
+        </>
+      )}
+    </tr>
+  );
+}
+
+interface EditorProps {
+  id: string;
+  status: string;
+  edit: Edit;
+  editing: EditActions;
+}
+
+/** The row's cells while it is edited: the new count or an add-or-remove, the reason, Save and Cancel. */
+function Editor({ id, status, edit, editing }: EditorProps) {
+  const quantityField = useRef<HTMLInputElement>(null);
+  // Focus goes to the new count when the editor opens, not each time it scrolls back into view.
+  useEffect(() => {
+    if (!editing.takeFocus(id)) return;
+    quantityField.current?.focus();
+    quantityField.current?.select();
+  }, [id, editing]);
+
+  const ready = edit.etag !== null && !edit.saving && edit.conflict === null;
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key === 'Escape') {
+      event.preventDefault();
+      editing.cancel(id);
+    } else if (event.key === 'Enter' && ready && event.target instanceof HTMLInputElement) {
+      event.preventDefault();
+      editing.save(id);
+    }
+  };
+  const problemId = `problem-${id}`;
+  return (
+    <>
+      <td class="quantity" onKeyDown={onKeyDown}>
+        <input
+          ref={quantityField}
+          type="number"
+          min={0}
+          max={2147483647}
+          step={1}
+          class="quantity-input"
+          aria-label={`Quantity of pet ${id}`}
+          aria-invalid={edit.problem !== null}
+          aria-describedby={edit.problem ? problemId : undefined}
+          value={edit.quantity}
+          onInput={(event) => editing.change(id, (e) => withQuantityText(e, event.currentTarget.value))}
+        />
+        <input
+          type="text"
+          inputmode="numeric"
+          class="delta-input"
+          placeholder="+/−"
+          aria-label={`Add or remove for pet ${id}`}
+          title="Received: +5. Sold: −2."
+          value={edit.delta}
+          onInput={(event) => editing.change(id, (e) => withDelta(e, event.currentTarget.value))}
+        />
+      </td>
+      <td class={`status status-${status}`}>{status}</td>
+      <td class="actions" onKeyDown={onKeyDown}>
+        <div class="cell-actions">
+          <select aria-label={`Reason for pet ${id}`} value={edit.reason} onChange={(event) => editing.change(id, (e) => ({ ...e, reason: event.currentTarget.value as ChangeReason }))}>
+            {REASONS.map((reason) => (
+              <option key={reason} value={reason}>
+                {reason}
+              </option>
+            ))}
+          </select>
+          <button type="button" disabled={!ready} aria-busy={edit.saving || edit.etag === null} onClick={() => editing.save(id)}>
+            Save
+          </button>
+          <button type="button" class="secondary" onClick={() => editing.cancel(id)}>
+            Cancel
+          </button>
+          {edit.problem && (
+            <span id={problemId} class="problem" role="alert">
+              {edit.problem}
+            </span>
+          )}
+        </div>
+      </td>
+    </>
+  );
+}

@@ -1,0 +1,68 @@
+import type { InventoryClient } from '@petstore/inventory-client';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { buildModel, withQuantity, type InventoryModel } from './inventory-model.js';
+
+/** How often the table asks whether the inventory changed; an unchanged inventory costs a 304 with no body. */
+export const REFRESH_INTERVAL_MS = 5000;
+
+export interface Inventory {
+  model: InventoryModel | null;
+  /** When the service last confirmed the table is current (a 200 or a 304). */
+  refreshedAt: Date | null;
+  /** Why the last load or check failed; null once one succeeds. */
+  error: unknown;
+  /** Shows a quantity the page learnt of itself (its own save, a conflict) before the next refresh. */
+  setQuantity: (index: number, quantity: number) => void;
+}
+
+/**
+ * The inventory, loaded once and then kept current: every few seconds a conditional GET
+ * (If-None-Match with the list's ETag). Only a changed list is parsed and rebuilt; a 304 changes
+ * nothing but the time shown. A hidden tab does not ask. A refused key ends the session.
+ */
+export function useInventory(client: InventoryClient, onKeyRefused: (error: unknown) => void): Inventory {
+  const [model, setModel] = useState<InventoryModel | null>(null);
+  const [refreshedAt, setRefreshedAt] = useState<Date | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const etag = useRef<string | undefined>(undefined);
+  const inFlight = useRef(false);
+
+  const check = useCallback(async () => {
+    if (inFlight.current) return;
+    inFlight.current = true;
+    try {
+      const answer = await client.listInventoryIfChanged(etag.current);
+      if (answer.changed) setModel(buildModel(answer.items));
+      etag.current = answer.etag;
+      setRefreshedAt(new Date());
+      setError(null);
+    } catch (err) {
+      setError(err);
+      onKeyRefused(err);
+    } finally {
+      inFlight.current = false;
+    }
+  }, [client, onKeyRefused]);
+
+  useEffect(() => {
+    void check();
+    const timer = setInterval(() => {
+      if (!document.hidden) void check();
+    }, REFRESH_INTERVAL_MS);
+    // Back to a hidden tab: check at once rather than show what may be minutes old.
+    const onVisible = () => {
+      if (!document.hidden) void check();
+    };
+    document.addEventListener('visibilitychange', onVisible);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener('visibilitychange', onVisible);
+    };
+  }, [check]);
+
+  const setQuantity = useCallback((index: number, quantity: number) => {
+    setModel((current) => (current && current.quantities[index] !== quantity ? withQuantity(current, index, quantity) : current));
+  }, []);
+
+  return { model, refreshedAt, error, setQuantity };
+}

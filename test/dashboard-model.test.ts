@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { InventoryItem, PetStatus } from '@petstore/inventory-client';
+import { deltaOf, newEdit, targetQuantity, withDelta, withQuantityText } from '../dashboard/src/edits.js';
+import { newIdempotencyKey } from '../dashboard/src/idempotency.js';
+import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../dashboard/src/inventory-model.js';
+
+/** The dashboard's table logic, outside the browser: its sort and filter against a plain comparator sort of objects. */
+
+function randomItems(n: number, seed: number): InventoryItem[] {
+  let state = seed;
+  const next = () => (state = (state * 1103515245 + 12345) % 2 ** 31);
+  const items: InventoryItem[] = [];
+  let id = -9223372036854775808n;
+  for (let i = 0; i < n; i++) {
+    // Ids ascending, as the API lists them, with gaps that cross 2^53 and the int64 bounds.
+    id += BigInt(next()) * 2n ** 30n + 1n;
+    // Few distinct quantities: many ties, whose order the sort must keep (API order, id ascending).
+    const quantity = i % 7 === 0 ? 0 : next() % 50;
+    items.push({ petId: id, quantity, status: STATUSES[next() % 3] as PetStatus });
+  }
+  items.push({ petId: 9223372036854775807n, quantity: 2147483647, status: 'sold' });
+  return items;
+}
+
+const rank = (status: PetStatus) => STATUSES.indexOf(status);
+
+function referenceSort(items: InventoryItem[], column: SortColumn, descending: boolean): bigint[] {
+  const indexed = items.map((item, i) => ({ item, i }));
+  const value = (x: { item: InventoryItem }) => (column === 'quantity' ? x.item.quantity : rank(x.item.status));
+  indexed.sort((a, b) => {
+    if (column === 'petId') return descending ? b.i - a.i : a.i - b.i;
+    return (descending ? value(b) - value(a) : value(a) - value(b)) || a.i - b.i;
+  });
+  return indexed.map((x) => x.item.petId);
+}
+
+test('sortRows orders by each column both ways, ties in API order, exactly as a comparator sort of the objects', () => {
+  const items = randomItems(5000, 7);
+  const model = buildModel(items);
+  for (const column of ['petId', 'quantity', 'status'] as const) {
+    for (const descending of [false, true]) {
+      const rows = sortRows(model, { column, descending });
+      assert.deepEqual(Array.from(rows, (i) => model.ids[i]), referenceSort(items, column, descending), `${column} ${descending ? 'desc' : 'asc'}`);
+    }
+  }
+});
+
+test('filterRows keeps the sorted order and applies status and id search together', () => {
+  const items = randomItems(3000, 11);
+  const model = buildModel(items);
+  const sorted = sortRows(model, { column: 'quantity', descending: true });
+  const expected = referenceSort(items, 'quantity', true).filter((id) => {
+    const item = items.find((x) => x.petId === id)!;
+    return item.status === 'pending' && id.toString().includes('-9');
+  });
+  assert.deepEqual(Array.from(filterRows(model, sorted, { status: 'pending', search: ' -9 ' }), (i) => model.ids[i]), expected);
+  assert.equal(filterRows(model, sorted, { status: null, search: '' }), sorted, 'no filter: the same rows, not a copy');
+  const exact = filterRows(model, sorted, { status: null, search: '9223372036854775807' });
+  assert.deepEqual(Array.from(exact, (i) => model.idText[i]), ['9223372036854775807'], 'the largest int64, by its digits');
+});
+
+test('buildModel counts statuses and empty entries; withQuantity keeps the counts right', () => {
+  const model = buildModel([
+    { petId: 1n, quantity: 0, status: 'available' },
+    { petId: 9007199254740993n, quantity: 5, status: 'pending' },
+    { petId: 3n, quantity: 2, status: 'pending' },
+  ] as InventoryItem[]);
+  assert.deepEqual(model.counts, { available: 1, pending: 2, sold: 0, total: 3, outOfStock: 1 });
+  assert.equal(model.idText[1], '9007199254740993');
+  const after = withQuantity(model, 0, 4);
+  assert.equal(after.counts.outOfStock, 0);
+  assert.equal(model.quantities[0], 0, 'the old model is untouched');
+  assert.equal(withQuantity(after, 2, 0).counts.outOfStock, 1);
+});
+
+test('an edit turns an add-or-remove into the quantity to save, and refuses what the API would', () => {
+  let edit = newEdit(42n, 10);
+  edit = withDelta(edit, '+5');
+  assert.equal(edit.quantity, '15');
+  assert.equal(deltaOf(edit), 5);
+  assert.deepEqual(targetQuantity(edit), { quantity: 15 });
+  edit = withDelta(edit, '-12');
+  assert.deepEqual(targetQuantity(edit), { problem: 'Cannot remove 12: only 10 in stock.' });
+  edit = withQuantityText(edit, '7');
+  assert.equal(edit.delta, '', 'typing a quantity replaces the add-or-remove');
+  assert.equal(deltaOf(edit), null);
+  assert.ok('problem' in targetQuantity(withQuantityText(edit, '2.5')));
+  assert.ok('problem' in targetQuantity(withQuantityText(edit, '2147483648')));
+  assert.deepEqual(targetQuantity(withQuantityText(edit, '2147483647')), { quantity: 2147483647 });
+});
+
+test('idempotency keys are random version 4 UUIDs', () => {
+  const keys = new Set(Array.from({ length: 1000 }, newIdempotencyKey));
+  assert.equal(keys.size, 1000);
+  for (const key of keys) assert.match(key, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
