@@ -23,6 +23,7 @@ import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
 import { standardRules } from './pipeline/rules.js';
 import { callingKeyRoutes } from './routes/calling-key.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
@@ -50,10 +51,12 @@ export interface AppOptions {
   rules?: (standard: readonly Rule[]) => readonly Rule[];
   /** Where the app reports its metrics (METRICS_PORT set); the app owns them from here on. Without, nothing is measured. */
   metrics?: ServiceMetrics;
+  /** The built dashboard that /dashboard serves (index.html, assets/); default the project's dist/dashboard. */
+  dashboardDirectory?: string;
 }
 
 /** Builds the service as a Fastify instance that never listens; server.ts does. */
-export async function buildApp({ config, store: given, logStream, rules, metrics }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store: given, logStream, rules, metrics, dashboardDirectory }: AppOptions): Promise<FastifyInstance> {
   const store = metrics ? measuredStore(given, metrics) : given;
   let closing = false;
   // Set once the app is built; until then every request goes to Fastify.
@@ -148,6 +151,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   const document = serviceDocument(config);
   await app.register(openApiRoutes(JSON.stringify(document)));
   await app.register(docsRoutes(document));
+  await app.register(dashboardRoutes({ directory: dashboardDirectory }));
   await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
   await app.register(historyRoutes);
   await app.register(callingKeyRoutes);

@@ -62,6 +62,8 @@ export interface TestAppOptions {
   rules?: AppOptions['rules'];
   /** Metrics the app reports to (as with METRICS_PORT set), read with metrics.render(). */
   metrics?: AppOptions['metrics'];
+  /** The built dashboard /dashboard serves (see buildApp); default the project's dist/dashboard. */
+  dashboardDirectory?: string;
 }
 
 /** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
@@ -89,6 +91,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     logStream,
     ...(options.rules ? { rules: options.rules } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.dashboardDirectory ? { dashboardDirectory: options.dashboardDirectory } : {}),
   });
   toClose.push(app);
 

@@ -33,5 +33,5 @@ export interface RequestContext {
 }
 
 /** The operation label of requests that are not an operation of the API. */
-export const OTHER_OPERATIONS = ['health', 'ready', 'not_found', 'method_not_allowed', 'undecodable_url', 'cors_preflight', 'docs', 'other'] as const;
+export const OTHER_OPERATIONS = ['health', 'ready', 'not_found', 'method_not_allowed', 'undecodable_url', 'cors_preflight', 'docs', 'dashboard', 'other'] as const;
 export type OtherOperation = (typeof OTHER_OPERATIONS)[number];

@@ -1,17 +1,14 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
+import { JAVASCRIPT_CONTENT_TYPE } from '../http/content-type.js';
 import { sendAnswer } from '../http/fastify-pipeline.js';
-import type { Answer } from '../operations/answer.js';
-import { ifNoneMatchHits } from '../operations/conditional.js';
-import { headerValue } from '../operations/header-value.js';
+import { HtmlPage } from '../http/html-page.js';
+import { StaticAsset } from '../http/static-asset.js';
 import { getOpenApiDocument } from '../operations/openapi-document.js';
 import { API_PREFIX } from '../openapi/document.js';
-import { JAVASCRIPT_CONTENT_TYPE, scalarBundle, StaticAsset } from './docs-assets.js';
+import { scalarBundle } from './docs-assets.js';
 
 const DOCS_PATH = '/docs';
-/** The page names its assets by content hash, so it must be revalidated each time; a 304 costs a few bytes. */
-const DOCS_PAGE_CACHE_CONTROL = 'no-cache';
 
 interface Server {
   url: string;
@@ -118,17 +115,12 @@ ${tags}  </body>
  */
 export function docsRoutes(openApiDocument: Record<string, unknown>) {
   const document = docsDocument(openApiDocument);
-  const start = new StaticAsset('docs', JAVASCRIPT_CONTENT_TYPE, Buffer.from(startScript(document)));
+  const start = StaticAsset.named('docs', 'js', JAVASCRIPT_CONTENT_TYPE, Buffer.from(startScript(document)));
   const policy = docsContentSecurityPolicy(document);
-  let page: Promise<{ answer: Answer; etags: readonly string[] }> | undefined;
+  let page: Promise<HtmlPage> | undefined;
   // Made at the first request, with Scalar's bundle: only then is the bundle's name known.
-  const pageAnswer = () => {
-    page ??= scalarBundle().then((bundle) => {
-      const html = pageHtml(document.info.title, [bundle, start]);
-      const etag = `"${createHash('sha256').update(html).digest('hex').slice(0, 16)}"`;
-      const headers = { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': policy, 'cache-control': DOCS_PAGE_CACHE_CONTROL, etag };
-      return { answer: { status: 200, headers, body: html }, etags: [etag] };
-    });
+  const docsPage = () => {
+    page ??= scalarBundle().then((bundle) => new HtmlPage(pageHtml(document.info.title, [bundle, start]), policy));
     page.catch(() => (page = undefined));
     return page;
   };
@@ -136,11 +128,7 @@ export function docsRoutes(openApiDocument: Record<string, unknown>) {
   return async (app: FastifyInstance): Promise<void> => {
     const config = { access: 'public', operation: 'docs' } as const;
     for (const url of [DOCS_PATH, `${DOCS_PATH}/`]) {
-      app.get(url, { config }, async (request, reply) => {
-        const { answer, etags } = await pageAnswer();
-        if (!ifNoneMatchHits(headerValue(request, 'if-none-match'), etags)) return sendAnswer(reply, answer);
-        return sendAnswer(reply, { status: 304, headers: { etag: etags[0]!, 'cache-control': DOCS_PAGE_CACHE_CONTROL } });
-      });
+      app.get(url, { config }, async (request, reply) => sendAnswer(reply, (await docsPage()).answer(request)));
     }
     app.get(`${DOCS_PATH}/*`, { config }, async (request, reply) => {
       const name = (request.params as { '*': string })['*'];

@@ -118,8 +118,8 @@ export function caseClass(c: FuzzCase, headBytes: number): string {
   return c.keyKind === 'write' || c.keyKind === 'read' ? 'valid key' : 'no valid key';
 }
 
-/** Paths that need no key, for GET and HEAD. */
-const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/v1/openapi.json']);
+/** Paths that need no key, for GET and HEAD (/ redirects to the dashboard). */
+const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/v1/openapi.json', '/']);
 
 /** Whether a request with no valid key may be answered with something other than 401. */
 export function isPublic(c: FuzzCase): boolean {
