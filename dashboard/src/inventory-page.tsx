@@ -28,7 +28,7 @@ export function InventoryPage({ session, onSignOut }: Props) {
     },
     [onSignOut],
   );
-  const inventory = useInventory(session.client, onKeyRefused);
+  const inventory = useInventory(session, onKeyRefused);
   const { model } = inventory;
   // Answers arrive after later renders: they find the row in the newest model.
   const latestModel = useRef(model);

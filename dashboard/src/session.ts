@@ -12,6 +12,8 @@ export interface Session {
   keyName: string;
   /** The key may change quantities (scope inventory:write); a read-only key may only look. */
   canWrite: boolean;
+  /** The first list, asked for with the key check rather than after it: the table fills a round trip sooner. */
+  firstList: ReturnType<InventoryClient['listInventoryIfChanged']>;
 }
 
 /** The API of the origin that served the page. */
@@ -39,13 +41,16 @@ export function forgetKey(): void {
 /** The key is checked by asking the service what it is; a key it refuses is never stored. */
 export async function signIn(apiKey: string): Promise<Session> {
   const client = createInventoryClient({ baseUrl: baseUrl(), apiKey, retries: 2 });
+  const firstList = client.listInventoryIfChanged();
+  // A refused key fails both; the key check's error is the one shown.
+  firstList.catch(() => {});
   const key = await client.getCallingKey();
   try {
     sessionStorage.setItem(STORAGE_KEY, apiKey);
   } catch {
     // Kept in memory only.
   }
-  return { client, keyName: key.name, canWrite: key.scopes.includes('inventory:write') };
+  return { client, keyName: key.name, canWrite: key.scopes.includes('inventory:write'), firstList };
 }
 
 /** True when the service refused the key itself (unknown, revoked, expired): the user must sign in again. */

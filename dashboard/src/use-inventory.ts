@@ -1,4 +1,4 @@
-import type { InventoryClient } from '@petstore/inventory-client';
+import type { Session } from './session.js';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { buildModel, withQuantity, type InventoryModel } from './inventory-model.js';
 
@@ -20,18 +20,22 @@ export interface Inventory {
  * (If-None-Match with the list's ETag). Only a changed list is parsed and rebuilt; a 304 changes
  * nothing but the time shown. A hidden tab does not ask. A refused key ends the session.
  */
-export function useInventory(client: InventoryClient, onKeyRefused: (error: unknown) => void): Inventory {
+export function useInventory({ client, firstList }: Pick<Session, 'client' | 'firstList'>, onKeyRefused: (error: unknown) => void): Inventory {
   const [model, setModel] = useState<InventoryModel | null>(null);
   const [refreshedAt, setRefreshedAt] = useState<Date | null>(null);
   const [error, setError] = useState<unknown>(null);
   const etag = useRef<string | undefined>(undefined);
   const inFlight = useRef(false);
+  // The list the sign-in already asked for serves the first check.
+  const pending = useRef<Session['firstList'] | null>(firstList);
 
   const check = useCallback(async () => {
     if (inFlight.current) return;
     inFlight.current = true;
     try {
-      const answer = await client.listInventoryIfChanged(etag.current);
+      const first = pending.current;
+      pending.current = null;
+      const answer = await (first ?? client.listInventoryIfChanged(etag.current));
       if (answer.changed) setModel(buildModel(answer.items));
       etag.current = answer.etag;
       setRefreshedAt(new Date());
