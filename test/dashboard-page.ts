@@ -151,9 +151,9 @@ export async function rowCount(page: Page): Promise<number> {
   return Number(await inventoryTable(page).getAttribute('aria-rowcount'));
 }
 
-/** The "Counts by status" list as term → value, e.g. { Available: '12,345', ..., Total: '20,000' }. */
+/** The "Stock counts" list as term → value, e.g. { Available: '12,345', ..., Total: '20,000' }. */
 export async function readCounts(page: Page): Promise<Record<string, string>> {
-  return page.locator('[aria-label="Counts by status"]').evaluate((list: DomElement) => {
+  return page.locator('[aria-label="Stock counts"]').evaluate((list: DomElement) => {
     const counts: Record<string, string> = {};
     let term = '';
     for (const item of Array.from(list.querySelectorAll('dt, dd'))) {

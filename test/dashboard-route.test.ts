@@ -114,6 +114,8 @@ for (const transport of TRANSPORTS) {
           assert.equal(again.status, 304, ifNoneMatch);
           assert.equal(again.headers.etag, etag);
           assert.equal(again.headers['cache-control'], 'no-cache');
+          // A browser applies a 304's headers to its cached page: the JSON policy here would block the page's scripts on reload.
+          assert.equal(again.headers['content-security-policy'], POLICY, 'the 304 keeps the page policy');
           assert.equal(again.body.length, 0);
         }
         assert.equal((await send(api, transport, 'GET', url, { 'if-none-match': '"0000000000000000"' })).status, 200);

@@ -80,6 +80,7 @@ for (const transport of TRANSPORTS) {
         const again = await get(api, transport, url, { 'if-none-match': etag });
         assert.equal(again.status, 304);
         assert.equal(again.headers.etag, etag);
+        assert.equal(again.headers['content-security-policy'], policy, 'the 304 keeps the page policy (a browser applies it to its cached page)');
         assert.equal(again.body.length, 0);
       }
     });
