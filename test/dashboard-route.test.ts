@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
@@ -10,6 +9,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { ServiceMetrics } from '../src/metrics/service-metrics.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../src/pipeline/pipeline.js';
 import { DASHBOARD_NOT_BUILT, DEFAULT_DASHBOARD_DIRECTORY } from '../src/routes/dashboard-files.js';
+import { requestBytes, type BytesResponse } from './bytes-request.js';
 import { assertError, buildTestApp, TRANSPORTS, type TestApp, type Transport } from './helper.js';
 import { startServerProcess, tempDir } from './process.js';
 import { sample } from './prometheus.js';
@@ -63,28 +63,9 @@ async function fixtureBuild(t: TestContext, directory?: string): Promise<string>
   return root;
 }
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, unknown>;
-  body: Buffer;
-}
-
-/** A request answered as bytes (compressed bodies as they came, HTML too): api.request's contract checker reads JSON only. */
-async function send(api: TestApp, transport: Transport, method: string, url: string, headers: Record<string, string> = {}): Promise<RawResponse> {
-  if (transport === 'inject') {
-    const res = await api.app.inject({ method: method as 'GET', url, headers });
-    return { status: res.statusCode, headers: res.headers, body: res.rawPayload };
-  }
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${api.baseUrl}${url}`, { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** A request answered as bytes. */
+function send(api: TestApp, transport: Transport, method: string, url: string, headers: Record<string, string> = {}): Promise<BytesResponse> {
+  return requestBytes(api, transport, method, url, headers);
 }
 
 /** The paths a page loads (src and href attributes under /dashboard/). */

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -11,6 +10,7 @@ import { updateInventory } from '../src/operations/update-inventory.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../src/pipeline/pipeline.js';
 import { BACKENDS, backendSkip } from './backends.js';
 import { ARTIFACTS, browserSkip, launchChromium, recordTraffic } from './browser.js';
+import { requestBytes, type BytesResponse } from './bytes-request.js';
 import { assertError, buildTestApp, TRANSPORTS, type TestApp, type Transport } from './helper.js';
 
 /** The docs page at /docs: its answers and headers, then the page itself in headless Chromium on each backend. */
@@ -19,28 +19,9 @@ const PAGE_POLICY_PARTS = ["default-src 'none'", "script-src 'self'", "base-uri 
 
 const browserSkipReason = browserSkip('/docs');
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, unknown>;
-  body: Buffer;
-}
-
-/** A GET as bytes, compressed bodies left as they came: the contract checker of api.request reads JSON only. */
-async function get(api: TestApp, transport: Transport, url: string, headers: Record<string, string> = {}): Promise<RawResponse> {
-  if (transport === 'inject') {
-    const res = await api.app.inject({ method: 'GET', url, headers });
-    return { status: res.statusCode, headers: res.headers, body: res.rawPayload };
-  }
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${api.baseUrl}${url}`, { headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** A GET as bytes. */
+function get(api: TestApp, transport: Transport, url: string, headers: Record<string, string> = {}): Promise<BytesResponse> {
+  return requestBytes(api, transport, 'GET', url, headers);
 }
 
 /** The paths of the scripts the page loads, in order. */
