@@ -21,14 +21,14 @@ import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { stdout } from 'node:process';
-import { URL } from 'node:url';
+import { fileURLToPath, URL } from 'node:url';
 import { build } from 'esbuild';
 
 const BUNDLED_PACKAGES = /^(typebox|@fastify\/type-provider-typebox)(\/|$)/;
 
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 await build({
-  absWorkingDir: new URL('..', import.meta.url).pathname,
+  absWorkingDir: fileURLToPath(new URL('..', import.meta.url)),
   entryPoints: { cli: 'src/cli/main.ts', 'writer-thread': 'src/store/sqlite/writer-thread.ts' },
   outdir: 'dist',
   bundle: true,
@@ -50,7 +50,7 @@ await build({
 });
 
 const vite = await import('vite');
-await vite.build({ configFile: new URL('../dashboard/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+await vite.build({ configFile: fileURLToPath(new URL('../dashboard/vite.config.ts', import.meta.url)), logLevel: 'warn' });
 
 let typescript = false;
 try {
