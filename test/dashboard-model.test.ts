@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { InventoryItem, PetStatus } from '@petstore/inventory-client';
-import { deltaOf, newEdit, targetQuantity, withDelta, withQuantityText } from '../dashboard/src/edits.js';
+import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../dashboard/src/edits.js';
 import { newIdempotencyKey } from '../dashboard/src/idempotency.js';
 import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../dashboard/src/inventory-model.js';
 
@@ -94,4 +94,22 @@ test('idempotency keys are random version 4 UUIDs', () => {
   const keys = new Set(Array.from({ length: 1000 }, newIdempotencyKey));
   assert.equal(keys.size, 1000);
   for (const key of keys) assert.match(key, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+test('an edit moves onto a newer version: an add-or-remove is worked out again, an untouched count follows, a typed one stays', () => {
+  // The table showed 10; the service has 12 by the time the version is read.
+  assert.equal(rebase(withDelta(newEdit(7n, 10), '+5'), 12, '"v2"').quantity, '17', 'the +5 is added to 12, not 10');
+  assert.equal(rebase(newEdit(7n, 10), 12, '"v2"').quantity, '12');
+  const typed = rebase(withQuantityText(newEdit(7n, 10), '10'), 12, '"v2"');
+  assert.equal(typed.quantity, '10', 'what the user typed, even when it equals the old count');
+  assert.deepEqual([typed.base, typed.etag], [12, '"v2"']);
+});
+
+test('an add-or-remove that is not a whole number is refused, never saved as the old count', () => {
+  for (const text of ['2-', '5x', '+', '1.5']) {
+    assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), text)), { problem: 'Enter what arrived as +5, or what left as -2.' }, text);
+  }
+  // A typographic minus or dash, as keyboards and phones type it, is a minus.
+  assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u22122')), { quantity: 8 });
+  assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u20133')), { quantity: 7 });
 });

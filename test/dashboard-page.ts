@@ -45,7 +45,7 @@ interface DomStorage {
 
 export interface DomWindow {
   document: { activeElement: DomElement | null; scrollingElement: DomElement | null };
-  getComputedStyle(element: DomElement): { overflowY: string; outlineStyle: string; outlineWidth: string };
+  getComputedStyle(element: DomElement): { overflowY: string; outlineStyle: string; outlineWidth: string; outlineColor: string };
   sessionStorage: DomStorage;
   localStorage: DomStorage;
 }
@@ -216,6 +216,8 @@ export interface Focused {
   type: string | null;
   name: string;
   outlineStyle: string;
+  outlineWidth: string;
+  outlineColor: string;
 }
 
 export async function focused(page: Page): Promise<Focused | null> {
@@ -225,7 +227,7 @@ export async function focused(page: Page): Promise<Focused | null> {
     if (!el) return null;
     const label = el.labels && el.labels.length > 0 ? el.labels[0]!.textContent : null;
     const name = el.getAttribute('aria-label') ?? label ?? el.textContent ?? '';
-    return { tag: el.tagName.toLowerCase(), type: el.getAttribute('type'), name: name.replace(/\s+/g, ' ').trim(), outlineStyle: w.getComputedStyle(el).outlineStyle };
+    return { tag: el.tagName.toLowerCase(), type: el.getAttribute('type'), name: name.replace(/\s+/g, ' ').trim(), ...(({ outlineStyle, outlineWidth, outlineColor }) => ({ outlineStyle, outlineWidth, outlineColor }))(w.getComputedStyle(el)) };
   });
 }
 

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { InventoryPage } from './inventory-page.js';
 import { describeError } from './messages.js';
-import { forgetKey, signIn, storedKey, type Session } from './session.js';
+import { forgetKey, isKeyRefused, signIn, storedKey, type Session } from './session.js';
 import { SignIn } from './sign-in.js';
 import { startMeasure } from './timing.js';
 
@@ -15,10 +15,13 @@ export function App() {
     const key = storedKey();
     if (key === null) return;
     startMeasure('dashboard:first-rows');
-    signIn(key).then(setSession, (error: unknown) => {
-      forgetKey();
-      setNotice(describeError(error));
-    }).finally(() => setRestoring(false));
+    signIn(key)
+      .then(setSession, (error: unknown) => {
+        // Only a refused key is forgotten; with the service out of reach, a reload tries it again.
+        if (isKeyRefused(error)) forgetKey();
+        setNotice(describeError(error));
+      })
+      .finally(() => setRestoring(false));
   }, []);
 
   const signOut = (why: string | null) => {

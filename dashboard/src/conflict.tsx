@@ -1,3 +1,4 @@
+import { useEffect, useRef } from 'preact/hooks';
 import { deltaOf, targetQuantity, type Edit } from './edits.js';
 import { formatCount } from './messages.js';
 
@@ -9,6 +10,9 @@ interface Props {
 
 /** Someone else changed the entry while it was being edited: their value, mine, and the choice. */
 export function Conflict({ id, edit, onChoose }: Props) {
+  // The choice is the user's next step: the keyboard goes there (to the choice that changes nothing).
+  const first = useRef<HTMLButtonElement>(null);
+  useEffect(() => first.current?.focus(), []);
   if (!edit.conflict) return null;
   const { theirs } = edit.conflict;
   const target = targetQuantity(edit);
@@ -20,7 +24,7 @@ export function Conflict({ id, edit, onChoose }: Props) {
         <strong>Pet {id} was changed by someone else</strong> while you edited it. It now holds {formatCount(theirs)}; you were about to save {mine}.
       </p>
       <div class="choices">
-        <button type="button" class="secondary" onClick={() => onChoose('theirs')}>
+        <button ref={first} type="button" class="secondary" onClick={() => onChoose('theirs')}>
           Keep their value
         </button>
         <button type="button" onClick={() => onChoose('mine')}>

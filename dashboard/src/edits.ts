@@ -18,33 +18,46 @@ export interface Edit {
   attempt: { key: string; of: string } | null;
   /** Set when the entry changed under the edit: its current quantity and version. */
   conflict: { theirs: number; etag: string } | null;
+  /** The user typed a quantity (not through add-or-remove): a newer version read later keeps it. */
+  typed: boolean;
   /** A problem with what was typed, shown beside the fields. */
   problem: string | null;
 }
 
 export function newEdit(petId: bigint, quantity: number): Edit {
-  return { petId, base: quantity, etag: null, quantity: String(quantity), delta: '', reason: 'correction', saving: false, attempt: null, conflict: null, problem: null };
+  return { petId, base: quantity, etag: null, quantity: String(quantity), delta: '', reason: 'correction', saving: false, attempt: null, conflict: null, typed: false, problem: null };
 }
 
-/** An integer typed by a person: optional sign, digits, nothing else. */
+/**
+ * The edit moved onto a version read from the service: an add-or-remove is worked out again from
+ * its quantity, an untouched quantity becomes it, a typed one stays as typed.
+ */
+export function rebase(edit: Edit, quantity: number, etag: string): Edit {
+  const delta = deltaOf(edit);
+  const target = delta !== null ? String(quantity + delta) : edit.typed ? edit.quantity : String(quantity);
+  return { ...edit, base: quantity, etag, quantity: target };
+}
+
+/** An integer typed by a person: optional sign (a typographic minus or dash too), digits, nothing else. */
 function parseWhole(text: string): number | null {
-  const trimmed = text.trim().replace(/^\+/, '');
+  const trimmed = text.trim().replace(/^[\u2212\u2013]/, '-').replace(/^\+/, '');
   return /^-?\d+$/.test(trimmed) ? Number(trimmed) : null;
 }
 
-/** What typing in "Add or remove" does: the quantity becomes base + delta. */
+/** What typing in "Add or remove" does: the quantity becomes base + delta (until it reads as a number, Save says what is wrong). */
 export function withDelta(edit: Edit, delta: string): Edit {
   const n = parseWhole(delta);
-  return { ...edit, delta, quantity: n === null ? edit.quantity : String(edit.base + n), problem: null };
+  return { ...edit, delta, quantity: n === null ? edit.quantity : String(edit.base + n), typed: false, problem: null };
 }
 
 /** Typing a quantity replaces any add-or-remove. */
 export function withQuantityText(edit: Edit, quantity: string): Edit {
-  return { ...edit, quantity, delta: '', problem: null };
+  return { ...edit, quantity, delta: '', typed: true, problem: null };
 }
 
 /** The quantity to save, or why there is none. */
 export function targetQuantity(edit: Edit): { quantity: number } | { problem: string } {
+  if (edit.delta.trim() !== '' && parseWhole(edit.delta) === null) return { problem: 'Enter what arrived as +5, or what left as -2.' };
   const n = parseWhole(edit.quantity);
   if (n === null) return { problem: 'Enter the new quantity as a whole number.' };
   if (n < 0) {

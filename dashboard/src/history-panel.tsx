@@ -40,7 +40,13 @@ export function HistoryPanel({ client, petId, onClose, onError }: Props) {
   }, []);
 
   return (
-    <section class="history" aria-labelledby="history-heading">
+    <section
+      class="history"
+      aria-labelledby="history-heading"
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') onClose();
+      }}
+    >
       <header>
         <h2 id="history-heading" tabIndex={-1} ref={heading}>
           History of pet {id}

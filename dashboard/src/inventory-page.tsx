@@ -1,4 +1,4 @@
-import { useCallback, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { Conflict } from './conflict.js';
 import { Counts } from './counts.js';
 import { HistoryPanel } from './history-panel.js';
@@ -30,16 +30,10 @@ export function InventoryPage({ session, onSignOut }: Props) {
   );
   const inventory = useInventory(session, onKeyRefused);
   const { model } = inventory;
-  // Answers arrive after later renders: they find the row in the newest model.
-  const latestModel = useRef(model);
-  latestModel.current = model;
 
   const events = useMemo(
     () => ({
-      onQuantity: (id: string, quantity: number) => {
-        const index = latestModel.current?.indexOf.get(id);
-        if (index !== undefined) inventory.setQuantity(index, quantity);
-      },
+      onQuantity: inventory.setQuantity,
       onSaved: (id: string, from: number, to: number) => {
         setAlert(null);
         setStatus(`Saved pet ${id}: ${formatCount(from)} → ${formatCount(to)}`);
@@ -54,6 +48,22 @@ export function InventoryPage({ session, onSignOut }: Props) {
     [inventory.setQuantity, onKeyRefused],
   );
   const editing = useEdits(session.client, events);
+
+  // An entry retired while it was being edited (the CLI's "pets remove") leaves the table: its edit goes, and the user is told.
+  useEffect(() => {
+    if (!model) return;
+    const gone = [...editing.edits.keys()].filter((id) => !model.indexOf.has(id));
+    for (const id of gone) editing.cancel(id);
+    if (gone.length > 0) setAlert(`Pet ${gone.join(', ')} is no longer in the inventory: the edit was dropped.`);
+    // Only a new list can retire an entry: the effect follows the model alone.
+  }, [model]);
+
+  const closeHistory = () => {
+    const id = historyOf;
+    setHistoryOf(null);
+    // Back to the button that opened it, when its row is still rendered.
+    if (id !== null) requestAnimationFrame(() => document.querySelector<HTMLButtonElement>(`button[aria-label="History of pet ${id}"]`)?.focus());
+  };
 
   const sorted = useMemo(() => (model ? sortRows(model, sort) : new Uint32Array(0)), [model, sort]);
   const rows = useMemo(() => (model ? filterRows(model, sorted, filter) : sorted), [model, sorted, filter]);
@@ -89,7 +99,7 @@ export function InventoryPage({ session, onSignOut }: Props) {
         ) : (
           <p class="loading">{inventory.error ? `The inventory could not be loaded: ${describeError(inventory.error)}` : 'Loading the inventory…'}</p>
         )}
-        {historyOf !== null && <HistoryPanel key={historyOf.toString()} client={session.client} petId={historyOf} onClose={() => setHistoryOf(null)} onError={events.onError} />}
+        {historyOf !== null && <HistoryPanel key={historyOf.toString()} client={session.client} petId={historyOf} onClose={closeHistory} onError={events.onError} />}
       </div>
     </div>
   );

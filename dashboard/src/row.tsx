@@ -109,10 +109,10 @@ function Editor({ id, status, edit, editing }: EditorProps) {
         />
         <input
           type="text"
-          inputmode="numeric"
           class="delta-input"
           placeholder="+/−"
           aria-label={`Add or remove for pet ${id}`}
+          aria-invalid={edit.problem !== null && edit.delta.trim() !== ''}
           title="Received: +5. Sold: −2."
           value={edit.delta}
           onInput={(event) => editing.change(id, (e) => withDelta(e, event.currentTarget.value))}
@@ -128,7 +128,8 @@ function Editor({ id, status, edit, editing }: EditorProps) {
               </option>
             ))}
           </select>
-          <button type="button" disabled={!ready} aria-busy={edit.saving || edit.etag === null} onClick={() => editing.save(id)}>
+          {/* aria-disabled, not disabled: a disabled button would drop the keyboard focus to the page while it saves. */}
+          <button type="button" aria-disabled={!ready} aria-busy={edit.saving || edit.etag === null} onClick={() => ready && editing.save(id)}>
             Save
           </button>
           <button type="button" class="secondary" onClick={() => editing.cancel(id)}>

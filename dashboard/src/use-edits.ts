@@ -1,6 +1,6 @@
 import { InventoryApiError, type InventoryClient } from '@petstore/inventory-client';
 import { useCallback, useRef, useState } from 'preact/hooks';
-import { deltaOf, newEdit, targetQuantity, type Edit } from './edits.js';
+import { deltaOf, newEdit, rebase, targetQuantity, type Edit } from './edits.js';
 import { newIdempotencyKey } from './idempotency.js';
 
 export interface EditActions {
@@ -60,7 +60,7 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
       // The version to edit: its ETag for If-Match, and its quantity, which may be newer than the table's.
       client.getInventoryItem(petId).then(
         ({ item, etag }) => {
-          change(id, (edit) => (edit.etag === null ? { ...edit, etag, base: item.quantity, quantity: edit.quantity === String(quantity) ? String(item.quantity) : edit.quantity } : edit));
+          change(id, (edit) => (edit.etag === null ? rebase(edit, item.quantity, etag) : edit));
           if (item.quantity !== quantity) events.onQuantity(id, item.quantity);
         },
         (error: unknown) => {
@@ -120,8 +120,9 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
       if (choice === 'theirs') return put(id, null);
       const { theirs, etag } = edit.conflict;
       const delta = deltaOf(edit);
-      const quantity = choice === 'apply' && delta !== null ? String(theirs + delta) : edit.quantity;
-      put(id, { ...edit, base: theirs, etag, quantity, conflict: null });
+      // "Overwrite" keeps the quantity the user meant; "apply" works their add-or-remove out again from the new value.
+      const rebased = choice === 'apply' && delta !== null ? rebase(edit, theirs, etag) : { ...edit, base: theirs, etag };
+      put(id, { ...rebased, conflict: null });
       void send(id);
     },
     [put, send],

@@ -11,8 +11,8 @@ export interface Inventory {
   refreshedAt: Date | null;
   /** Why the last load or check failed; null once one succeeds. */
   error: unknown;
-  /** Shows a quantity the page learnt of itself (its own save, a conflict) before the next refresh. */
-  setQuantity: (index: number, quantity: number) => void;
+  /** Shows a quantity the service confirmed to the page itself (its own save, a conflict's value) before the next refresh. */
+  setQuantity: (id: string, quantity: number) => void;
 }
 
 /**
@@ -28,6 +28,9 @@ export function useInventory({ client, firstList }: Pick<Session, 'client' | 'fi
   const inFlight = useRef(false);
   // The list the sign-in already asked for serves the first check.
   const pending = useRef<Session['firstList'] | null>(firstList);
+  // Quantities confirmed since a list was asked for: a list read before a save but answered after it
+  // must not show the old count again.
+  const confirmed = useRef(new Map<string, { quantity: number; at: number }>());
 
   const check = useCallback(async () => {
     if (inFlight.current) return;
@@ -35,8 +38,9 @@ export function useInventory({ client, firstList }: Pick<Session, 'client' | 'fi
     try {
       const first = pending.current;
       pending.current = null;
+      const askedAt = performance.now();
       const answer = await (first ?? client.listInventoryIfChanged(etag.current));
-      if (answer.changed) setModel(buildModel(answer.items));
+      if (answer.changed) setModel(withConfirmed(buildModel(answer.items), confirmed.current, askedAt));
       etag.current = answer.etag;
       setRefreshedAt(new Date());
       setError(null);
@@ -64,9 +68,27 @@ export function useInventory({ client, firstList }: Pick<Session, 'client' | 'fi
     };
   }, [check]);
 
-  const setQuantity = useCallback((index: number, quantity: number) => {
-    setModel((current) => (current && current.quantities[index] !== quantity ? withQuantity(current, index, quantity) : current));
+  const setQuantity = useCallback((id: string, quantity: number) => {
+    confirmed.current.set(id, { quantity, at: performance.now() });
+    setModel((current) => {
+      const index = current?.indexOf.get(id);
+      return current && index !== undefined && current.quantities[index] !== quantity ? withQuantity(current, index, quantity) : current;
+    });
   }, []);
 
   return { model, refreshedAt, error, setQuantity };
+}
+
+/** The list with every quantity confirmed after it was asked for laid over it; older confirmations are in it already, and forgotten. */
+function withConfirmed(model: InventoryModel, confirmed: Map<string, { quantity: number; at: number }>, askedAt: number): InventoryModel {
+  let result = model;
+  for (const [id, { quantity, at }] of confirmed) {
+    if (at <= askedAt) {
+      confirmed.delete(id);
+      continue;
+    }
+    const index = result.indexOf.get(id);
+    if (index !== undefined && result.quantities[index] !== quantity) result = withQuantity(result, index, quantity);
+  }
+  return result;
 }
