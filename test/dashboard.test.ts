@@ -67,8 +67,9 @@ const PET = {
   a11y: 700006n,
   policy: 700007n,
   gone: 700008n,
+  lost: 700009n,
 } as const;
-const OWN_QUANTITY: Record<keyof typeof PET, number> = { edit: 5, delta: 10, conflict: 30, twice: 20, history: 9, a11y: 4, policy: 6, gone: 2 };
+const OWN_QUANTITY: Record<keyof typeof PET, number> = { edit: 5, delta: 10, conflict: 30, twice: 20, history: 9, a11y: 4, policy: 6, gone: 2, lost: 8 };
 
 /**
  * Pets 1 to 600 (a few out of stock), the int64 edges, both sides of 2^53 and a few negative ids.
@@ -597,6 +598,41 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     assert.equal(new Set(patches.requests.map((r) => r.headers()['idempotency-key'])).size, 1, 'a second PATCH, if any, is the same save');
     assert.equal(await alertWith(page, 'changed by someone else').count(), 0, 'no conflict with itself');
     assert.equal(await quantityInApi(api, petId), 21);
+  });
+
+  await t.test('a save whose answer is lost is sent again with the same Idempotency-Key and applied once', { timeout }, async (st) => {
+    const petId = PET.lost;
+    const { page } = await signedIn(st, api, api.keys.write);
+    const patches = recordPatches(page, petId);
+    // The first PATCH reaches the service, which applies it; its answer is lost on the way back.
+    let lost = 0;
+    await page.route(
+      (url) => isItemUrl(url.href, petId),
+      async (route) => {
+        if (route.request().method() !== 'PATCH' || lost > 0) return route.continue();
+        lost++;
+        await route.fetch();
+        await route.abort('connectionreset');
+      },
+    );
+    await search(page, String(petId), 1);
+    await openEditor(page, petId);
+    await editor(page, petId).quantity.fill('11');
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 8, 11);
+    assert.equal(lost, 1, 'the first answer was lost');
+    assert.equal(patches.requests.length, 2, 'sent again');
+    const keys = patches.requests.map((r) => r.headers()['idempotency-key']);
+    assert.ok(keys[0] && keys[0] === keys[1], `the same Idempotency-Key: ${keys.join(', ')}`);
+    assert.equal(patches.answers.length, 1);
+    assert.equal(await patches.answers[0]!.headerValue('idempotent-replayed'), 'true', 'the service answered the retry from its record');
+    const history = await historyInApi(api, petId);
+    assert.deepEqual(
+      history.map((h) => [h.previousQuantity, h.quantity]),
+      [[8, 11]],
+      'applied once',
+    );
+    assert.equal(await alertWith(page, 'changed by someone else').count(), 0, 'no conflict with itself');
   });
 
   await t.test('the history panel: newest first, 20 a page, older changes to the end, then closed', { timeout }, async (st) => {
