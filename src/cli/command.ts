@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { tryParsePetId } from '../domain/pet-id.js';
 import { CliError, EXIT_USAGE, PROGRAM, type CliIO } from './io.js';
 
 export interface Command {
@@ -96,4 +97,13 @@ function takesValue(options: NonNullable<ParseArgsConfig['options']>, arg: strin
     if (option.type === 'string' && (name === long || (arg.length === 2 && arg === `-${option.short}`))) return name;
   }
   return undefined;
+}
+
+/** The one pet ID a command (`pets history ID`, `pets remove ID`) takes as its positional, or the usage error. */
+export function petIdArgument(command: string, positionals: readonly string[]): bigint {
+  const [id] = positionals;
+  if (id === undefined || positionals.length > 1) throw new CliError(`${command} takes exactly one pet ID`, EXIT_USAGE);
+  const petId = tryParsePetId(id);
+  if (petId === undefined) throw new CliError(`pet ID must be an int64 without leading zeros or plus sign (got ${JSON.stringify(id)})`, EXIT_USAGE);
+  return petId;
 }

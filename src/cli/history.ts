@@ -1,8 +1,7 @@
 import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/history.js';
-import { tryParsePetId } from '../domain/pet-id.js';
 import { stringifyJson } from '../json.js';
 import type { HistoryEntry } from '../domain/history.js';
-import { parseCommandArgs, printHelp, type Command } from './command.js';
+import { parseCommandArgs, petIdArgument, printHelp, type Command } from './command.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { withExistingStore } from './store-access.js';
 
@@ -32,10 +31,7 @@ export const historyCommand: Command = {
       allowPositionals: true,
     });
     if (values.help) return printHelp(io, HISTORY_HELP);
-    const [id] = positionals;
-    if (id === undefined || positionals.length > 1) throw new CliError('pets history takes exactly one pet ID', EXIT_USAGE);
-    const petId = tryParsePetId(id);
-    if (petId === undefined) throw new CliError(`pet ID must be an int64 without leading zeros or plus sign (got ${JSON.stringify(id)})`, EXIT_USAGE);
+    const petId = petIdArgument('pets history', positionals);
     const limit = values.limit === undefined ? 50 : /^[1-9][0-9]*$/.test(values.limit) ? Number(values.limit) : NaN;
     if (!(limit >= 1 && limit <= LIMIT_MAX)) throw new CliError(`--limit must be a whole number from 1 to ${LIMIT_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
     const before = values.cursor === undefined ? undefined : parseCursor(values.cursor);

@@ -1,7 +1,6 @@
-import { tryParsePetId } from '../domain/pet-id.js';
 import { stringifyJson } from '../json.js';
-import { parseCommandArgs, printHelp, type Command } from './command.js';
-import { CliError, EXIT_USAGE } from './io.js';
+import { parseCommandArgs, petIdArgument, printHelp, type Command } from './command.js';
+import { CliError } from './io.js';
 import { withExistingStore } from './store-access.js';
 
 const REMOVE_HELP = `Usage: petstore-inventory pets remove ID [--force]
@@ -27,10 +26,7 @@ export const removeCommand: Command = {
       allowPositionals: true,
     });
     if (values.help) return printHelp(io, REMOVE_HELP);
-    const [id] = positionals;
-    if (id === undefined || positionals.length > 1) throw new CliError('pets remove takes exactly one pet ID', EXIT_USAGE);
-    const petId = tryParsePetId(id);
-    if (petId === undefined) throw new CliError(`pet ID must be an int64 without leading zeros or plus sign (got ${JSON.stringify(id)})`, EXIT_USAGE);
+    const petId = petIdArgument('pets remove', positionals);
     const outcome = await withExistingStore(io, (store) => store.retireEntry(petId, { force: values.force ?? false, at: new Date() }));
     switch (outcome.kind) {
       case 'not_found':
