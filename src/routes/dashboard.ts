@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import { sendAnswer } from '../http/fastify-pipeline.js';
 import { HtmlPage } from '../http/html-page.js';
-import type { StaticAsset } from '../http/static-asset.js';
+import { loadOnce } from '../http/load-once.js';
 import { DEFAULT_DASHBOARD_DIRECTORY, readDashboard } from './dashboard-files.js';
 
 export const DASHBOARD_PATH = '/dashboard';
@@ -38,13 +38,11 @@ export interface DashboardOptions {
  * /dashboard answers 503 and the next request looks again.
  */
 export function dashboardRoutes({ directory = DEFAULT_DASHBOARD_DIRECTORY }: DashboardOptions = {}) {
-  let files: Promise<{ page: HtmlPage; assets: ReadonlyMap<string, StaticAsset> }> | undefined;
-  const dashboard = () => {
-    files ??= readDashboard(directory).then(({ page, assets }) => ({ page: new HtmlPage(page, DASHBOARD_CONTENT_SECURITY_POLICY), assets }));
-    // A failed read (no build yet) is not kept: the next request tries again.
-    files.catch(() => (files = undefined));
-    return files;
-  };
+  // A failed read (no build yet) is not kept: the next request tries again.
+  const dashboard = loadOnce(async () => {
+    const { page, assets } = await readDashboard(directory);
+    return { page: new HtmlPage(page, DASHBOARD_CONTENT_SECURITY_POLICY), assets };
+  });
 
   return async (app: FastifyInstance): Promise<void> => {
     const config = { access: 'public', operation: 'dashboard' } as const;

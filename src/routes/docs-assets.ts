@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { JAVASCRIPT_CONTENT_TYPE } from '../http/content-type.js';
+import { loadOnce } from '../http/load-once.js';
 import { StaticAsset } from '../http/static-asset.js';
 
 /** Scalar's browser bundle, as its Fastify package ships it (the package's exports name only its plugin, so found beside it). */
@@ -10,14 +11,5 @@ function scalarBundlePath(): string {
   return join(dirname(plugin), 'js', 'standalone.js');
 }
 
-let scalar: Promise<StaticAsset> | undefined;
-
 /** Scalar's bundle (3.5 MB), read and compressed once per process, when the docs page is first asked for. */
-export function scalarBundle(): Promise<StaticAsset> {
-  if (!scalar) {
-    scalar = readFile(scalarBundlePath()).then((body) => StaticAsset.named('scalar', 'js', JAVASCRIPT_CONTENT_TYPE, body));
-    // A failed read is not kept: the next request tries again.
-    scalar.catch(() => (scalar = undefined));
-  }
-  return scalar;
-}
+export const scalarBundle = loadOnce(async () => StaticAsset.named('scalar', 'js', JAVASCRIPT_CONTENT_TYPE, await readFile(scalarBundlePath())));

@@ -3,6 +3,7 @@ import { ApiError } from '../errors.js';
 import { JAVASCRIPT_CONTENT_TYPE } from '../http/content-type.js';
 import { sendAnswer } from '../http/fastify-pipeline.js';
 import { HtmlPage } from '../http/html-page.js';
+import { loadOnce } from '../http/load-once.js';
 import { StaticAsset } from '../http/static-asset.js';
 import { getOpenApiDocument } from '../operations/openapi-document.js';
 import { API_PREFIX } from '../openapi/document.js';
@@ -117,13 +118,8 @@ export function docsRoutes(openApiDocument: Record<string, unknown>) {
   const document = docsDocument(openApiDocument);
   const start = StaticAsset.named('docs', 'js', JAVASCRIPT_CONTENT_TYPE, Buffer.from(startScript(document)));
   const policy = docsContentSecurityPolicy(document);
-  let page: Promise<HtmlPage> | undefined;
   // Made at the first request, with Scalar's bundle: only then is the bundle's name known.
-  const docsPage = () => {
-    page ??= scalarBundle().then((bundle) => new HtmlPage(pageHtml(document.info.title, [bundle, start]), policy));
-    page.catch(() => (page = undefined));
-    return page;
-  };
+  const docsPage = loadOnce(async () => new HtmlPage(pageHtml(document.info.title, [await scalarBundle(), start]), policy));
 
   return async (app: FastifyInstance): Promise<void> => {
     const config = { access: 'public', operation: 'docs' } as const;
