@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { EXPORT_PAGE } from '../src/cli/export.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
+import { tempDir } from './process.js';
 import { openStore } from '../src/store/open.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
 import { runOn as run } from './cli-run.js';
@@ -16,12 +16,6 @@ const ITEMS: InventoryItem[] = [
   { petId: 5n, quantity: 1, status: 'available' },
 ];
 
-
-function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-export-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 async function seeded(t: TestContext, backend: (typeof BACKENDS)[number], items: readonly InventoryItem[]): Promise<string> {
   const db = await createTestDatabase(backend, t);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -9,8 +8,8 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { ServiceMetrics } from '../src/metrics/service-metrics.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../src/pipeline/pipeline.js';
 import { DASHBOARD_NOT_BUILT, DEFAULT_DASHBOARD_DIRECTORY } from '../src/routes/dashboard-files.js';
-import { requestBytes, type BytesResponse } from './bytes-request.js';
-import { assertError, buildTestApp, TRANSPORTS, type TestApp, type Transport } from './helper.js';
+import { requestBytes } from './bytes-request.js';
+import { assertError, buildTestApp, TRANSPORTS, type TestApp } from './helper.js';
 import { startServerProcess, tempDir } from './process.js';
 import { sample } from './prometheus.js';
 
@@ -50,8 +49,7 @@ const PAGE = `<!doctype html>
 
 /** A temporary dashboard build (removed when the test ends): the page and FIXTURE. */
 async function fixtureBuild(t: TestContext, directory?: string): Promise<string> {
-  const root = directory ?? (await mkdtemp(join(tmpdir(), 'dashboard-fixture-')));
-  if (!directory) t.after(() => rm(root, { recursive: true, force: true }));
+  const root = directory ?? tempDir(t);
   await mkdir(root, { recursive: true });
   await writeFile(join(root, 'index.html'), PAGE);
   for (const [name, { body }] of Object.entries(FIXTURE)) {
@@ -61,11 +59,6 @@ async function fixtureBuild(t: TestContext, directory?: string): Promise<string>
   // Beside the build, never served: what a path that climbs out of assets/ would reach.
   await writeFile(join(root, 'secret.txt'), 'not for the browser');
   return root;
-}
-
-/** A request answered as bytes. */
-function send(api: TestApp, transport: Transport, method: string, url: string, headers: Record<string, string> = {}): Promise<BytesResponse> {
-  return requestBytes(api, transport, method, url, headers);
 }
 
 /** The paths a page loads (src and href attributes under /dashboard/). */
@@ -78,7 +71,7 @@ for (const transport of TRANSPORTS) {
     test('GET /dashboard and /dashboard/ need no key: index.html, its policy, no-cache and a strong ETag (304)', async (t) => {
       const api = await buildTestApp(t, { transport, dashboardDirectory: await fixtureBuild(t) });
       for (const url of ['/dashboard', '/dashboard/']) {
-        const res = await send(api, transport, 'GET', url);
+        const res = await requestBytes(api, transport, 'GET', url);
         assert.equal(res.status, 200, url);
         assert.equal(res.body.toString(), PAGE);
         assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
@@ -91,7 +84,7 @@ for (const transport of TRANSPORTS) {
         const etag = String(res.headers.etag);
         assert.match(etag, /^"[0-9a-f]{16}"$/);
         for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`]) {
-          const again = await send(api, transport, 'GET', url, { 'if-none-match': ifNoneMatch });
+          const again = await requestBytes(api, transport, 'GET', url, { 'if-none-match': ifNoneMatch });
           assert.equal(again.status, 304, ifNoneMatch);
           assert.equal(again.headers.etag, etag);
           assert.equal(again.headers['cache-control'], 'no-cache');
@@ -99,8 +92,8 @@ for (const transport of TRANSPORTS) {
           assert.equal(again.headers['content-security-policy'], POLICY, 'the 304 keeps the page policy');
           assert.equal(again.body.length, 0);
         }
-        assert.equal((await send(api, transport, 'GET', url, { 'if-none-match': '"0000000000000000"' })).status, 200);
-        const head = await send(api, transport, 'HEAD', url);
+        assert.equal((await requestBytes(api, transport, 'GET', url, { 'if-none-match': '"0000000000000000"' })).status, 200);
+        const head = await requestBytes(api, transport, 'HEAD', url);
         assert.equal(head.status, 200);
         assert.equal(head.headers.etag, etag);
         assert.equal(head.body.length, 0);
@@ -111,7 +104,7 @@ for (const transport of TRANSPORTS) {
       const api = await buildTestApp(t, { transport, dashboardDirectory: await fixtureBuild(t) });
       for (const [name, { body, contentType, compressible }] of Object.entries(FIXTURE)) {
         const url = `/dashboard/${name}`;
-        const plain = await send(api, transport, 'GET', url);
+        const plain = await requestBytes(api, transport, 'GET', url);
         assert.equal(plain.status, 200, url);
         assert.ok(plain.body.equals(body), `${url}: the file, byte for byte`);
         assert.equal(plain.headers['content-type'], contentType, url);
@@ -119,10 +112,10 @@ for (const transport of TRANSPORTS) {
         assert.equal(plain.headers['content-encoding'], undefined, url);
         assert.equal(plain.headers.vary, compressible ? 'Accept-Encoding' : undefined, url);
         assert.match(String(plain.headers.etag), /^"[0-9a-f]{16}"$/, url);
-        const offered = await send(api, transport, 'GET', url, { 'accept-encoding': 'br, gzip' });
+        const offered = await requestBytes(api, transport, 'GET', url, { 'accept-encoding': 'br, gzip' });
         const compressed = compressible && body.length >= 1024;
         assert.equal(offered.headers['content-encoding'], compressed ? 'br' : undefined, `${url}: compressed only when it helps`);
-        const cached = await send(api, transport, 'GET', url, { 'if-none-match': String(plain.headers.etag) });
+        const cached = await requestBytes(api, transport, 'GET', url, { 'if-none-match': String(plain.headers.etag) });
         assert.equal(cached.status, 304, url);
         assert.equal(cached.headers['cache-control'], IMMUTABLE);
         assert.equal(cached.body.length, 0);
@@ -132,32 +125,32 @@ for (const transport of TRANSPORTS) {
         ['br', brotliDecompressSync],
         ['gzip', gunzipSync],
       ] as const) {
-        const res = await send(api, transport, 'GET', '/dashboard/assets/index-BqX2a_9F.js', { 'accept-encoding': `${encoding}, identity;q=0.5` });
+        const res = await requestBytes(api, transport, 'GET', '/dashboard/assets/index-BqX2a_9F.js', { 'accept-encoding': `${encoding}, identity;q=0.5` });
         assert.equal(res.status, 200);
         assert.equal(res.headers['content-encoding'], encoding);
         assert.ok(decode(res.body).equals(script), `${encoding}: the file, byte for byte`);
         assert.ok(res.body.length < script.length / 3, `${encoding}: ${res.body.length} bytes`);
         const etag = String(res.headers.etag);
         assert.match(etag, new RegExp(`^"[0-9a-f]{16}-${encoding}"$`));
-        const cached = await send(api, transport, 'GET', '/dashboard/assets/index-BqX2a_9F.js', { 'accept-encoding': encoding, 'if-none-match': etag });
+        const cached = await requestBytes(api, transport, 'GET', '/dashboard/assets/index-BqX2a_9F.js', { 'accept-encoding': encoding, 'if-none-match': etag });
         assert.equal(cached.status, 304);
         assert.equal(cached.headers.etag, etag);
       }
       // Every path the page names is served.
-      for (const path of referencedPaths(PAGE)) assert.equal((await send(api, transport, 'GET', path)).status, 200, path);
+      for (const path of referencedPaths(PAGE)) assert.equal((await requestBytes(api, transport, 'GET', path)).status, 200, path);
     });
 
     test('GET / redirects to /dashboard without a key; other methods on these paths need a key, then are 405', async (t) => {
       const api = await buildTestApp(t, { transport, dashboardDirectory: await fixtureBuild(t) });
       for (const method of ['GET', 'HEAD']) {
-        const res = await send(api, transport, method, '/');
+        const res = await requestBytes(api, transport, method, '/');
         assert.equal(res.status, 302, method);
         assert.equal(res.headers.location, '/dashboard');
         assert.equal(res.headers['x-content-type-options'], 'nosniff');
         assert.equal(res.headers['content-security-policy'], JSON_CONTENT_SECURITY_POLICY);
         assert.ok(res.headers['x-request-id']);
       }
-      assert.equal((await send(api, transport, 'GET', '/?from=bookmark')).headers.location, '/dashboard');
+      assert.equal((await requestBytes(api, transport, 'GET', '/?from=bookmark')).headers.location, '/dashboard');
       for (const [method, url] of [
         ['POST', '/'],
         ['PUT', '/dashboard'],
@@ -202,21 +195,20 @@ for (const transport of TRANSPORTS) {
     });
 
     test('without a build, /dashboard is 503 service_unavailable saying to run npm run build; the service runs on, and serves it once built', async (t) => {
-      const missing = join(await mkdtemp(join(tmpdir(), 'dashboard-missing-')), 'dashboard');
-      t.after(() => rm(dirname(missing), { recursive: true, force: true }));
+      const missing = join(tempDir(t), 'dashboard');
       const api = await buildTestApp(t, { transport, dashboardDirectory: missing });
       for (const url of ['/dashboard', '/dashboard/', '/dashboard/assets/index-BqX2a_9F.js']) {
         const res = await api.request({ method: 'GET', url });
         assert.equal(assertError(res, 503, 'service_unavailable').message, DASHBOARD_NOT_BUILT, url);
         assert.match(res.text, /npm run build/);
       }
-      assert.equal((await send(api, transport, 'GET', '/')).status, 302);
+      assert.equal((await requestBytes(api, transport, 'GET', '/')).status, 302);
       assert.equal((await api.request({ method: 'GET', url: '/healthz' })).status, 200);
       assert.equal((await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read })).status, 200);
       // The build lands while the service runs: the next request finds it.
       await fixtureBuild(t, missing);
-      assert.equal((await send(api, transport, 'GET', '/dashboard')).status, 200);
-      assert.equal((await send(api, transport, 'GET', '/dashboard/assets/index-BqX2a_9F.js')).status, 200);
+      assert.equal((await requestBytes(api, transport, 'GET', '/dashboard')).status, 200);
+      assert.equal((await requestBytes(api, transport, 'GET', '/dashboard/assets/index-BqX2a_9F.js')).status, 200);
     });
   });
 }
@@ -224,7 +216,7 @@ for (const transport of TRANSPORTS) {
 test('the metrics count the page, its files and the redirect as the operation "dashboard"', async (t) => {
   const metrics = new ServiceMetrics();
   const api = await buildTestApp(t, { metrics, dashboardDirectory: await fixtureBuild(t) });
-  for (const url of ['/', '/dashboard', '/dashboard/assets/index-Cd3e4F5g.css', '/dashboard/nothing']) await send(api, 'inject', 'GET', url);
+  for (const url of ['/', '/dashboard', '/dashboard/assets/index-Cd3e4F5g.css', '/dashboard/nothing']) await requestBytes(api, 'inject', 'GET', url);
   const text = await metrics.render();
   const requests = (status: string) => sample(text, 'inventory_http_requests_total', { operation: 'dashboard', status });
   assert.deepEqual([requests('200'), requests('302'), requests('404')], [2, 1, 1]);
@@ -249,7 +241,7 @@ if (notBuilt) process.stderr.write(`The test of the built dashboard SKIPPED: ${n
 
 test('the built dashboard (dist/dashboard): its page, every file the page names and every file under assets/ answer 200', { skip: notBuilt }, async (t) => {
   const api = await buildTestApp(t);
-  const page = await send(api, 'inject', 'GET', '/dashboard');
+  const page = await requestBytes(api, 'inject', 'GET', '/dashboard');
   assert.equal(page.status, 200);
   assert.equal(page.headers['content-security-policy'], POLICY);
   const html = page.body.toString();
@@ -259,7 +251,7 @@ test('the built dashboard (dist/dashboard): its page, every file the page names 
   const files = (await readdir(join(BUILT, 'assets'), { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile());
   const onDisk = files.map((entry) => `/dashboard/${join(entry.parentPath, entry.name).slice(BUILT.length)}`);
   for (const path of [...new Set([...paths, ...onDisk])]) {
-    const res = await send(api, 'inject', 'GET', path);
+    const res = await requestBytes(api, 'inject', 'GET', path);
     assert.equal(res.status, 200, path);
     assert.equal(res.headers['cache-control'], IMMUTABLE, path);
   }

@@ -10,19 +10,14 @@ import { updateInventory } from '../src/operations/update-inventory.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../src/pipeline/pipeline.js';
 import { BACKENDS, backendSkip } from './backends.js';
 import { ARTIFACTS, browserSkip, launchChromium, recordTraffic } from './browser.js';
-import { requestBytes, type BytesResponse } from './bytes-request.js';
-import { assertError, buildTestApp, TRANSPORTS, type TestApp, type Transport } from './helper.js';
+import { requestBytes } from './bytes-request.js';
+import { assertError, buildTestApp, TRANSPORTS } from './helper.js';
 
 /** The docs page at /docs: its answers and headers, then the page itself in headless Chromium on each backend. */
 
 const PAGE_POLICY_PARTS = ["default-src 'none'", "script-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"];
 
 const browserSkipReason = browserSkip('/docs');
-
-/** A GET as bytes. */
-function get(api: TestApp, transport: Transport, url: string, headers: Record<string, string> = {}): Promise<BytesResponse> {
-  return requestBytes(api, transport, 'GET', url, headers);
-}
 
 /** The paths of the scripts the page loads, in order. */
 function scriptPaths(html: string): string[] {
@@ -40,7 +35,7 @@ for (const transport of TRANSPORTS) {
     test('GET /docs and /docs/ need no key: 200 HTML with a policy of its own, revalidated by ETag (304)', async (t) => {
       const api = await buildTestApp(t, { transport });
       for (const url of ['/docs', '/docs/']) {
-        const res = await get(api, transport, url);
+        const res = await requestBytes(api, transport, 'GET', url);
         assert.equal(res.status, 200, url);
         assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
         assert.equal(res.headers['cache-control'], 'no-cache');
@@ -58,7 +53,7 @@ for (const transport of TRANSPORTS) {
         assert.ok(res.headers['x-request-id']);
         const etag = String(res.headers.etag);
         assert.match(etag, /^"[0-9a-f]{16}"$/);
-        const again = await get(api, transport, url, { 'if-none-match': etag });
+        const again = await requestBytes(api, transport, 'GET', url, { 'if-none-match': etag });
         assert.equal(again.status, 304);
         assert.equal(again.headers.etag, etag);
         assert.equal(again.headers['content-security-policy'], policy, 'the 304 keeps the page policy (a browser applies it to its cached page)');
@@ -68,14 +63,14 @@ for (const transport of TRANSPORTS) {
 
     test('the assets: content-hashed names, immutable for a year, br or gzip by Accept-Encoding, 304 on If-None-Match', async (t) => {
       const api = await buildTestApp(t, { transport });
-      const [scalar, start] = scriptPaths((await get(api, transport, '/docs')).body.toString());
+      const [scalar, start] = scriptPaths((await requestBytes(api, transport, 'GET', '/docs')).body.toString());
       const bundle = await scalarBundleFile();
       for (const [encoding, decode] of [
         ['br', brotliDecompressSync],
         ['gzip', gunzipSync],
         ['identity', (b: Buffer) => b],
       ] as const) {
-        const res = await get(api, transport, scalar!, { 'accept-encoding': encoding === 'identity' ? 'identity' : `${encoding}, identity;q=0.5` });
+        const res = await requestBytes(api, transport, 'GET', scalar!, { 'accept-encoding': encoding === 'identity' ? 'identity' : `${encoding}, identity;q=0.5` });
         assert.equal(res.status, 200, encoding);
         assert.equal(res.headers['content-type'], 'text/javascript; charset=utf-8');
         assert.equal(res.headers['cache-control'], 'public, max-age=31536000, immutable');
@@ -86,14 +81,14 @@ for (const transport of TRANSPORTS) {
         const etag = String(res.headers.etag);
         assert.match(etag, encoding === 'identity' ? /^"[0-9a-f]{16}"$/ : new RegExp(`^"[0-9a-f]{16}-${encoding}"$`));
         assert.ok(scalar!.includes(etag.slice(1, 17)), 'the name holds the content hash');
-        const cached = await get(api, transport, scalar!, { 'accept-encoding': encoding, 'if-none-match': etag });
+        const cached = await requestBytes(api, transport, 'GET', scalar!, { 'accept-encoding': encoding, 'if-none-match': etag });
         assert.equal(cached.status, 304, encoding);
         assert.equal(cached.headers.etag, etag);
         assert.equal(cached.headers['cache-control'], 'public, max-age=31536000, immutable');
         assert.equal(cached.body.length, 0);
       }
       // The start script: small, so never compressed; it names no host and starts Scalar with nothing that calls out.
-      const res = await get(api, transport, start!, { 'accept-encoding': 'br, gzip' });
+      const res = await requestBytes(api, transport, 'GET', start!, { 'accept-encoding': 'br, gzip' });
       assert.equal(res.status, 200);
       assert.equal(res.headers['content-encoding'], undefined);
       assert.equal(res.headers['cache-control'], 'public, max-age=31536000, immutable');
@@ -106,7 +101,7 @@ for (const transport of TRANSPORTS) {
 
     test('anything else under /docs is 404 with the Error body, without a key; other methods and /v1 still need one', async (t) => {
       const api = await buildTestApp(t, { transport });
-      const [scalar] = scriptPaths((await get(api, transport, '/docs')).body.toString());
+      const [scalar] = scriptPaths((await requestBytes(api, transport, 'GET', '/docs')).body.toString());
       const stale = scalar!.replace(/-[0-9a-f]{16}\.js$/, '-0000000000000000.js');
       for (const url of ['/docs/nothing.js', '/docs/assets/', stale, '/docs/assets/scalar.js', '/docs/assets/docs.js?x=1']) {
         const res = await api.request({ method: 'GET', url });
@@ -128,7 +123,7 @@ for (const transport of TRANSPORTS) {
 
 test("the page's policy lets it call the document's servers, and only those", async (t) => {
   const api = await buildTestApp(t, { config: { PUBLIC_BASE_URL: 'https://inventory.example/v1', STAGING_BASE_URL: 'https://staging.inventory.example:8443/v1' } });
-  const res = await get(api, 'inject', '/docs');
+  const res = await requestBytes(api, 'inject', 'GET', '/docs');
   const connect = String(res.headers['content-security-policy']).split('; ').find((part) => part.startsWith('connect-src '));
   assert.equal(connect, "connect-src 'self' https://inventory.example https://staging.inventory.example:8443");
 });
