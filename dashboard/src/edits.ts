@@ -1,7 +1,7 @@
 import type { ChangeReason } from '@petstore/inventory-client';
+import { MAX_QUANTITY } from './inventory-model.js';
 
 export const REASONS = ['received', 'returned', 'correction'] as const satisfies readonly ChangeReason[];
-export const MAX_QUANTITY = 2147483647;
 
 /** One row being edited. It lives outside the row, so scrolling the row away and back, or a refresh, keeps it. */
 export interface Edit {

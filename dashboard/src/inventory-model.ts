@@ -19,6 +19,8 @@ export interface InventoryModel {
 }
 
 export const STATUSES = ['available', 'pending', 'sold'] as const satisfies readonly PetStatus[];
+/** The largest quantity the API takes (an int32). */
+export const MAX_QUANTITY = 2147483647;
 
 export interface StatusCounts {
   available: number;
@@ -75,7 +77,6 @@ export function withQuantity(model: InventoryModel, index: number, quantity: num
 // quantity (< 2^31) and up to 2 million rows, so Float64Array's numeric sort orders by value, then
 // by API order (id ascending), with no comparator. Past 2 million rows the comparator sort is used.
 const INDEX_BITS = 2 ** 21;
-const MAX_QUANTITY = 2147483647;
 
 /** Row indexes in the order asked for. Ties keep the API's order (id ascending) in both directions. */
 export function sortRows(model: InventoryModel, order: SortOrder): Uint32Array {

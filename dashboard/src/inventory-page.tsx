@@ -65,8 +65,11 @@ export function InventoryPage({ session, onSignOut }: Props) {
     if (id !== null) requestAnimationFrame(() => document.querySelector<HTMLButtonElement>(`button[aria-label="History of pet ${id}"]`)?.focus());
   };
 
-  const sorted = useMemo(() => (model ? sortRows(model, sort) : new Uint32Array(0)), [model, sort]);
-  const rows = useMemo(() => (model ? filterRows(model, sorted, filter) : sorted), [model, sorted, filter]);
+  // A save changes one quantity (a new quantities array, the rest shared): only a sort by quantity
+  // must run again, and the filter only when the order did. A new list changes every array.
+  const sortedBy = sort.column === 'quantity' ? model?.quantities : model?.statuses;
+  const sorted = useMemo(() => (model ? sortRows(model, sort) : new Uint32Array(0)), [model?.ids, sortedBy, sort]);
+  const rows = useMemo(() => (model ? filterRows(model, sorted, filter) : sorted), [model?.idText, sorted, filter]);
   const conflicts = [...editing.edits].filter(([, edit]) => edit.conflict !== null);
 
   return (

@@ -1,7 +1,7 @@
 import type { ChangeReason } from '@petstore/inventory-client';
 import { useEffect, useRef } from 'preact/hooks';
 import { REASONS, withDelta, withQuantityText, type Edit } from './edits.js';
-import { STATUSES, type InventoryModel } from './inventory-model.js';
+import { MAX_QUANTITY, STATUSES, type InventoryModel } from './inventory-model.js';
 import { formatCount } from './messages.js';
 import type { EditActions } from './use-edits.js';
 
@@ -78,7 +78,7 @@ function Editor({ id, status, edit, editing }: EditorProps) {
     if (!editing.takeFocus(id)) return;
     quantityField.current?.focus();
     quantityField.current?.select();
-  }, [id, editing]);
+  }, [id, editing.takeFocus]);
 
   const ready = edit.etag !== null && !edit.saving && edit.conflict === null;
   const onKeyDown = (event: KeyboardEvent) => {
@@ -98,7 +98,7 @@ function Editor({ id, status, edit, editing }: EditorProps) {
           ref={quantityField}
           type="number"
           min={0}
-          max={2147483647}
+          max={MAX_QUANTITY}
           step={1}
           class="quantity-input"
           aria-label={`Quantity of pet ${id}`}

@@ -12,7 +12,7 @@ export interface EditActions {
   /** After a conflict: keep their value (end the edit), save mine over it, or apply my add-or-remove to it. */
   resolve(id: string, choice: 'theirs' | 'mine' | 'apply'): void;
   /** True once after open(id): the editor then takes the focus. */
-  takeFocus(id: string): boolean;
+  takeFocus: (id: string) => boolean;
 }
 
 export interface EditEvents {
