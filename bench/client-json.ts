@@ -8,7 +8,8 @@
  * Prints the median of several runs of each; asserts nothing.
  */
 import { performance } from 'node:perf_hooks';
-import { NATIVE_JSON_SOURCE, parseJsonLossless, parseJsonNative } from '../clients/typescript/src/json.js';
+import { NATIVE_JSON_SOURCE, parseJsonNative } from '../clients/typescript/src/json-native.js';
+import { parseJsonLossless } from '../clients/typescript/src/json.js';
 
 const ENTRIES = Number(process.argv[2] ?? 100_000);
 const RUNS = 11;

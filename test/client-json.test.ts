@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { NATIVE_JSON_SOURCE, parseJson, parseJsonLossless, parseJsonNative } from '../clients/typescript/src/json.js';
+import { NATIVE_JSON_SOURCE, parseJsonNative } from '../clients/typescript/src/json-native.js';
+import { parseJson, parseJsonLossless } from '../clients/typescript/src/json.js';
 
 /**
  * The typed client's two JSON parsers: lossless-json, and JSON.parse with the numbers' source text
