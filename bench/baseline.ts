@@ -23,7 +23,7 @@ let listBody: Buffer | undefined;
 async function loadItems(databaseUrl: string): Promise<InventoryItem[]> {
   const store = await openStore(databaseUrl);
   try {
-    return await store.listInventory();
+    return await store.entries.listInventory();
   } finally {
     await store.close();
   }

@@ -70,7 +70,7 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
 /** GET /v1/inventory of the whole catalogue in each coding: size, first time, then cached; and the server's peak RSS. */
 async function listDownloads(databaseUrl: string, entries: string): Promise<Row[]> {
   const store = await openStore(databaseUrl);
-  const { key } = await issueApiKey(store, { name: 'bench', environment: 'production', scopes: ['inventory:read'], expiresAt: null }).finally(() => store.close());
+  const { key } = await issueApiKey(store.keys, { name: 'bench', environment: 'production', scopes: ['inventory:read'], expiresAt: null }).finally(() => store.close());
   const server = await startServer('service', { databaseUrl, key, pinned: false });
   try {
     const rows: Row[] = [];

@@ -21,8 +21,8 @@ export function benchItems(size: number, from = 0): InventoryItem[] {
 export async function seedDatabase(databaseUrl: string, size: number): Promise<string> {
   const store = await openStore(databaseUrl);
   try {
-    await store.addItems(benchItems(size));
-    const { key } = await issueApiKey(store, { name: 'bench', environment: 'production', scopes: ['inventory:write'], expiresAt: null });
+    await store.changes.addItems(benchItems(size));
+    const { key } = await issueApiKey(store.keys, { name: 'bench', environment: 'production', scopes: ['inventory:write'], expiresAt: null });
     return key;
   } finally {
     await store.close();

@@ -29,11 +29,11 @@ import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { openApiRoutes } from './routes/openapi.js';
-import type { InventoryStore } from './store/store.js';
+import type { Store } from './store/store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    store: InventoryStore;
+    store: Store;
     /** Requests answered by the fast lane rather than Fastify's routes. */
     fastLane: FastLaneStats;
     /** The server's connections: the cap, one request at a time per connection, the body timeout, the drain. */
@@ -44,7 +44,7 @@ declare module 'fastify' {
 export interface AppOptions {
   config: Config;
   /** The app owns the store from here on and closes it when it closes. */
-  store: InventoryStore;
+  store: Store;
   /** Where JSON logs go (default stdout); tests pass a stream to read them. */
   logStream?: Writable;
   /** The request rules, given the standard ones in their order (default: those); both lanes apply what this returns. */
@@ -108,7 +108,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     routerOptions: { maxParamLength: 1000 },
   });
 
-  const authenticator = new Authenticator(store, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
+  const authenticator = new Authenticator(store.keys, config.environment, (err) => app.log.warn({ err }, 'could not record key use'));
   const throttle = new FailureThrottle(config.authFailuresPerMinute);
   const loopDelay = config.maxEventLoopDelayMs > 0 ? new EventLoopDelay(config.maxEventLoopDelayMs) : undefined;
   const rateLimiter =
@@ -122,14 +122,14 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     logRequests: ['info', 'debug', 'trace'].includes(config.logLevel),
     ...(metrics && { observer: metrics }),
   });
-  const listCache = new ListCache(store, { timeoutMs: config.storeTimeoutMs, observer: metrics?.listCache });
+  const listCache = new ListCache(store.entries, { timeoutMs: config.storeTimeoutMs, observer: metrics?.listCache });
   metrics?.countEntriesWith(() => listCache.entries());
 
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);
-  const purge = scheduleHousekeeping(store, config, app.log);
+  const purge = scheduleHousekeeping(store.maintenance, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
   });
@@ -158,7 +158,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   registerMethodNotAllowed(app, methodsByPath);
 
   handle = fastLane(
-    { pipeline, listCache, store, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey },
+    { pipeline, listCache, changes: store.changes, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey },
     app.fastLane,
     fastifyHandler!,
   );

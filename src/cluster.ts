@@ -40,7 +40,7 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
   let firstPetId: bigint | undefined;
   try {
     firstKey = await prepareStore(store, config, options.demo);
-    if (firstKey) firstPetId = (await store.listInventory())[0]?.petId;
+    if (firstKey) firstPetId = (await store.entries.listInventory())[0]?.petId;
   } finally {
     await store.close();
   }

@@ -1,16 +1,16 @@
 import type { Config } from './config.js';
 import { generateApiKey } from './domain/api-key.js';
 import { DEMO_PETS } from './domain/demo-pets.js';
-import { DuplicatePetError, type InventoryStore } from './store/store.js';
+import { DuplicatePetError, type Store } from './store/store.js';
 
 /**
  * What a server does to a store before it serves: adds DEMO_PETS when asked and the store has no
  * entries, and on a store with no API keys creates the first-run key, which it returns.
  */
-export async function prepareStore(store: InventoryStore, config: Config, demo: boolean): Promise<string | undefined> {
-  if (demo && (await store.listInventory()).length === 0) {
+export async function prepareStore(store: Pick<Store, 'entries' | 'changes' | 'keys'>, config: Config, demo: boolean): Promise<string | undefined> {
+  if (demo && (await store.entries.listInventory()).length === 0) {
     try {
-      await store.addItems(DEMO_PETS);
+      await store.changes.addItems(DEMO_PETS);
     } catch (err) {
       // Another instance starting at the same moment added them first.
       if (!(err instanceof DuplicatePetError)) throw err;
@@ -18,7 +18,7 @@ export async function prepareStore(store: InventoryStore, config: Config, demo: 
   }
   // Atomic: of several instances starting on an empty store, exactly one creates (and prints) the key.
   const issued = generateApiKey({ name: 'first-run', environment: config.environment, scopes: ['inventory:write'], expiresAt: null });
-  return (await store.insertFirstApiKey(issued.record)) ? issued.key : undefined;
+  return (await store.keys.insertFirstApiKey(issued.record)) ? issued.key : undefined;
 }
 
 /** Where the banner's curl lines point, and the pet its PATCH names (undefined: the store has none yet). */

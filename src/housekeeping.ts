@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import type { InventoryStore } from './store/store.js';
+import type { Maintenance } from './store/store.js';
 
 /** How often each instance deletes expired idempotency records and, with a retention, old history. */
 export const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
@@ -33,7 +33,7 @@ export interface Housekeeping {
  * idempotent.
  */
 export function scheduleHousekeeping(
-  store: Pick<InventoryStore, 'purgeIdempotencyRecords' | 'purgeHistory'>,
+  maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>,
   settings: Pick<Config, 'historyRetentionDays'>,
   log: HousekeepingLog,
   intervalMs = HOUSEKEEPING_INTERVAL_MS,
@@ -46,10 +46,10 @@ export function scheduleHousekeeping(
   };
   const run = async () => {
     const now = new Date();
-    const records = await store.purgeIdempotencyRecords(now).catch(failed('idempotency records'));
+    const records = await maintenance.purgeIdempotencyRecords(now).catch(failed('idempotency records'));
     let rows: number | void = 0;
     if (settings.historyRetentionDays > 0 && !stopped) {
-      rows = await store.purgeHistory(new Date(now.getTime() - settings.historyRetentionDays * DAY_MS)).catch(failed('history'));
+      rows = await maintenance.purgeHistory(new Date(now.getTime() - settings.historyRetentionDays * DAY_MS)).catch(failed('history'));
     }
     if (records || rows) log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0 }, 'housekeeping deleted old rows');
   };

@@ -27,7 +27,7 @@ export async function startServer(config: Config, options: ServeOptions): Promis
     if (!options.worker) firstKey = await prepareStore(store, config, options.demo);
     app = await buildApp({ config, store, ...(metrics && { metrics }) });
     // What an acknowledged write rests on, for the operator to see.
-    app.log.info({ backend: store.backend, durability: await store.durability() }, 'store opened');
+    app.log.info({ backend: store.backend, durability: await store.maintenance.durability() }, 'store opened');
   } catch (err) {
     await store.close();
     throw err;
@@ -45,7 +45,7 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   if (firstKey) {
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    options.print(firstRunBanner(firstKey, { host: config.host, port, firstPetId: (await store.listInventory())[0]?.petId }));
+    options.print(firstRunBanner(firstKey, { host: config.host, port, firstPetId: (await store.entries.listInventory())[0]?.petId }));
   }
   return app;
 }

@@ -107,7 +107,7 @@ for (const backend of BACKENDS) {
         test('a retired entry (pets remove) is 404 not_found to PATCH and GET, leaves the list, and its history still answers (decisions 5.7)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           assert.equal((await patch(api, '1', { quantity: 11, reason: 'correction' })).status, 200);
-          assert.equal((await api.store.retireEntry(1n, { force: true, at: new Date() })).kind, 'retired');
+          assert.equal((await api.store.changes.retireEntry(1n, { force: true, at: new Date() })).kind, 'retired');
 
           for (const res of [
             await patch(api, '1', { quantity: 5 }),
@@ -274,8 +274,8 @@ for (const backend of BACKENDS) {
         test('401 for a revoked key, at once on this instance (decisions 2.6)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS });
           const key = await makeKey(api.store, 'production', ['inventory:read']);
-          const record = (await api.store.findApiKeyByHash(hashKey(key)))!;
-          await api.store.revokeApiKey(record.id, new Date());
+          const record = (await api.store.keys.findApiKeyByHash(hashKey(key)))!;
+          await api.store.keys.revokeApiKey(record.id, new Date());
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key });
           assert.equal(assertError(res, 401, 'unauthorized').message, AUTH_MESSAGES.revoked);
         });

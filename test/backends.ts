@@ -4,15 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import pg from 'pg';
-import { POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
-import { SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
-import type { PostgresStoreOptions } from '../src/store/postgres/pool.js';
-import { openPostgresStore } from '../src/store/postgres/store.js';
+import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
+import { MIGRATIONS as SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
+import type { PostgresStoreOptions } from '../src/store/postgres/connection.js';
+import { openStore as openPostgresStore } from '../src/store/postgres/open.js';
 import { Connection } from '../src/store/sqlite/connection.js';
-import { openSqliteStore } from '../src/store/sqlite/store.js';
-import type { InventoryStore } from '../src/store/store.js';
+import { openStore as openSqliteStore } from '../src/store/sqlite/open.js';
+import type { Store } from '../src/store/store.js';
 
-export type Backend = InventoryStore['backend'];
+export type Backend = Store['backend'];
 export const ALL_BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 
 /** The backends this run covers: TEST_BACKENDS=sqlite,postgres (comma-separated), default all. */
@@ -93,14 +93,16 @@ export interface TestDatabase {
   /** A DATABASE_URL naming this database, for a server or CLI in another process. */
   readonly databaseUrl: string;
   /** Opens one more store on this database; every store is closed when the test ends. */
-  open(postgres?: PostgresOverrides): Promise<InventoryStore>;
+  open(postgres?: PostgresOverrides): Promise<Store>;
   /** The versions in schema_migrations, one entry per row, ascending. */
   migrationVersions(): Promise<number[]>;
+  /** Runs SQL on this database outside any store and returns the rows of its last statement: for states no code path writes today. */
+  sql<R extends Record<string, unknown>>(text: string): Promise<R[]>;
 }
 
 /** Creates a fresh database for the test and removes it (after closing its stores) when the test ends. */
 export async function createTestDatabase(backend: Backend, t: TestContext): Promise<TestDatabase> {
-  const stores: InventoryStore[] = [];
+  const stores: Store[] = [];
   const database = backend === 'sqlite' ? await sqliteDatabase() : await postgresDatabase();
   t.after(async () => {
     await Promise.all(stores.map((s) => s.close()));
@@ -116,19 +118,21 @@ export async function createTestDatabase(backend: Backend, t: TestContext): Prom
       return store;
     },
     migrationVersions: () => database.migrationVersions(),
+    sql: (text) => database.sql(text),
   };
 }
 
 /** A store on a fresh database, closed and removed when the test ends. */
-export async function openTestStore(backend: Backend, t: TestContext): Promise<InventoryStore> {
+export async function openTestStore(backend: Backend, t: TestContext): Promise<Store> {
   return (await createTestDatabase(backend, t)).open();
 }
 
 interface Location {
   location: string;
   databaseUrl: string;
-  open(overrides?: PostgresOverrides): Promise<InventoryStore>;
+  open(overrides?: PostgresOverrides): Promise<Store>;
   migrationVersions(): Promise<number[]>;
+  sql<R extends Record<string, unknown>>(text: string): Promise<R[]>;
   remove(): Promise<void>;
 }
 
@@ -144,6 +148,17 @@ async function sqliteDatabase(): Promise<Location> {
       const db = new Connection(filename, { readonly: true });
       try {
         return db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[];
+      } finally {
+        db.close();
+      }
+    },
+    async sql<R>(text: string) {
+      const db = new Connection(filename);
+      try {
+        const statements = statementsOf(text);
+        for (const statement of statements.slice(0, -1)) db.exec(statement);
+        const last = db.prepare(statements.at(-1)!);
+        return (last.reader ? last.all() : (last.run(), [])) as R[];
       } finally {
         db.close();
       }
@@ -171,6 +186,19 @@ async function postgresDatabase(): Promise<Location> {
       const rows = await adminQuery<{ version: number }>(`SELECT version FROM ${quoted}.schema_migrations ORDER BY version`);
       return rows.map((r) => r.version);
     },
+    async sql<R extends pg.QueryResultRow>(text: string) {
+      const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+      client.on('error', () => {});
+      await client.connect();
+      try {
+        await client.query(`SET search_path = ${quoted}`);
+        let rows: R[] = [];
+        for (const statement of statementsOf(text)) rows = (await client.query<R>(statement)).rows;
+        return rows;
+      } finally {
+        await client.end();
+      }
+    },
     async remove() {
       await adminQuery(`DROP SCHEMA IF EXISTS ${quoted} CASCADE`);
     },
@@ -187,6 +215,11 @@ export async function adminQuery<R extends pg.QueryResultRow>(sql: string): Prom
   } finally {
     await client.end();
   }
+}
+
+/** The statements of a script of the tests' own (no semicolon inside a literal). */
+function statementsOf(text: string): string[] {
+  return text.split(';').map((t) => t.trim()).filter(Boolean);
 }
 
 /** The URL as safe to print: the password, if any, removed. */

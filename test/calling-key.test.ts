@@ -10,7 +10,7 @@ import { assertError, buildTestApp, failingOn, TRANSPORTS, type TestApp } from '
 
 /** The stored record of one of the test app's two keys. */
 async function recordOf(api: TestApp, scope: 'read' | 'write') {
-  const record = (await api.store.listApiKeys()).find((r) => r.name === `test inventory:${scope}`);
+  const record = (await api.store.keys.listApiKeys()).find((r) => r.name === `test inventory:${scope}`);
   assert.ok(record, `the ${scope} key's record`);
   return record;
 }
@@ -38,7 +38,7 @@ for (const backend of BACKENDS) {
       test('a key with both scopes lists both; an expiring key gives its expiry in RFC 3339; HEAD answers without a body', async (t) => {
         const api = await buildTestApp(t, { backend, transport });
         const expiresAt = new Date(Date.now() + 86_400_000);
-        const both = await issueApiKey(api.store, { name: 'till 2', environment: api.config.environment, scopes: ['inventory:read', 'inventory:write'], expiresAt });
+        const both = await issueApiKey(api.store.keys, { name: 'till 2', environment: api.config.environment, scopes: ['inventory:read', 'inventory:write'], expiresAt });
         const res = await api.request({ method: 'GET', url: '/v1/key', key: both.key });
         assert.equal(res.status, 200);
         assert.deepEqual(res.json<CallingKey>(), { id: both.record.id, name: 'till 2', scopes: ['inventory:read', 'inventory:write'], expiresAt: expiresAt.toISOString() });
@@ -53,9 +53,9 @@ for (const backend of BACKENDS) {
         assertError(missing, 401, 'unauthorized');
         assert.equal(missing.headers['www-authenticate'], 'Bearer realm="inventory"');
         assert.equal(missing.headers['cache-control'], 'no-store');
-        const expired = await issueApiKey(api.store, { name: 'old', environment: api.config.environment, scopes: ['inventory:read'], expiresAt: new Date(Date.now() - 1000) });
-        const revoked = await issueApiKey(api.store, { name: 'gone', environment: api.config.environment, scopes: ['inventory:read'], expiresAt: null });
-        await api.store.revokeApiKey(revoked.record.id, new Date());
+        const expired = await issueApiKey(api.store.keys, { name: 'old', environment: api.config.environment, scopes: ['inventory:read'], expiresAt: new Date(Date.now() - 1000) });
+        const revoked = await issueApiKey(api.store.keys, { name: 'gone', environment: api.config.environment, scopes: ['inventory:read'], expiresAt: null });
+        await api.store.keys.revokeApiKey(revoked.record.id, new Date());
         for (const key of [`${api.keys.read}x`, expired.key, revoked.key]) {
           const res = await api.request({ method: 'GET', url: '/v1/key', key });
           assertError(res, 401, 'unauthorized');

@@ -21,7 +21,7 @@ async function seeded(t: TestContext, backend: (typeof BACKENDS)[number], items:
   const db = await createTestDatabase(backend, t);
   const store = await openStore(db.databaseUrl);
   try {
-    await store.addItems(items);
+    await store.changes.addItems(items);
   } finally {
     await store.close();
   }

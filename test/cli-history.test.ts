@@ -17,8 +17,8 @@ for (const backend of BACKENDS) {
       const empty = await run(db.databaseUrl, 'pets', 'history', String(INT64_MAX));
       assert.deepEqual([empty.code, empty.out], [0, `No changes of pet ${INT64_MAX} yet.\n`]);
       const store = await openStore(db.databaseUrl);
-      await store.applyChange(change(INT64_MAX, 4, { keyName: 'warehouse', keyId: 'key_w', requestId: 'r-1', reason: 'received', at: new Date('2026-01-02T03:04:05.000Z') }));
-      await store.applyChange(change(INT64_MAX, 3, { keyName: 'till', keyId: 'key_t', requestId: 'r-2' }));
+      await store.changes.applyChange(change(INT64_MAX, 4, { keyName: 'warehouse', keyId: 'key_w', requestId: 'r-1', reason: 'received', at: new Date('2026-01-02T03:04:05.000Z') }));
+      await store.changes.applyChange(change(INT64_MAX, 3, { keyName: 'till', keyId: 'key_t', requestId: 'r-2' }));
       await store.close();
 
       const table = await run(db.databaseUrl, 'pets', 'history', String(INT64_MAX));
@@ -39,16 +39,16 @@ for (const backend of BACKENDS) {
     test('--json prints what the API answers, page by page: same items, same nextCursor, and --cursor takes it', async (t) => {
       const db = await createTestDatabase(backend, t);
       const store = await db.open();
-      await store.addItems([{ petId: -5n, quantity: 0, status: 'available' }, { petId: 6n, quantity: 0, status: 'sold' }]);
+      await store.changes.addItems([{ petId: -5n, quantity: 0, status: 'available' }, { petId: 6n, quantity: 0, status: 'sold' }]);
       for (let quantity = 1; quantity <= 5; quantity++) {
-        await store.applyChange(change(-5n, quantity, { reason: quantity % 2 ? 'received' : null, requestId: `r-${quantity}` }));
-        await store.applyChange(change(6n, quantity));
+        await store.changes.applyChange(change(-5n, quantity, { reason: quantity % 2 ? 'received' : null, requestId: `r-${quantity}` }));
+        await store.changes.applyChange(change(6n, quantity));
       }
       let cursor: string | undefined;
       const seen: number[] = [];
       do {
         const query = { limit: '2', ...(cursor !== undefined && { cursor }) };
-        const api = await answerListHistory(store, { petId: -5n, query });
+        const api = await answerListHistory(store.history, { petId: -5n, query });
         const cli = await run(db.databaseUrl, 'pets', 'history', '-5', '--json', '--limit', '2', ...(cursor === undefined ? [] : ['--cursor', cursor]));
         assert.deepEqual(cli, { code: 0, out: `${String(api.body)}\n`, err: '' }, `page after ${cursor}`);
         const page = JSON.parse(cli.out) as { items: { quantity: number }[]; nextCursor: string | null };
@@ -66,7 +66,7 @@ for (const backend of BACKENDS) {
         const r = await run(db.databaseUrl, 'pets', 'history', '-5', '--cursor', bad);
         assert.deepEqual([r.code, r.out], [2, ''], bad);
         assert.match(r.err, /^petstore-inventory: --cursor must be the nextCursor of a page, unchanged \(got ".*"\)\n$/, bad);
-        await assert.rejects(answerListHistory(store, { petId: -5n, query: { cursor: bad } }), { code: 'invalid_parameter' }, `the API refuses ${bad} too`);
+        await assert.rejects(answerListHistory(store.history, { petId: -5n, query: { cursor: bad } }), { code: 'invalid_parameter' }, `the API refuses ${bad} too`);
       }
     });
 

@@ -20,13 +20,13 @@ async function stocked(t: TestContext, backend: (typeof BACKENDS)[number]): Prom
   const db = await createTestDatabase(backend, t);
   const store = await openStore(db.databaseUrl);
   try {
-    await store.addItems([
+    await store.changes.addItems([
       { petId: 1n, quantity: 4, status: 'available' },
       { petId: 2n, quantity: 3, status: 'pending' },
       { petId: 3n, quantity: 0, status: 'sold' },
     ]);
-    await store.applyChange(change(1n, 5, { keyName: 'till', keyId: 'key_t', requestId: 'r-1' }));
-    await store.retireEntry(3n, { force: false, at: new Date() });
+    await store.changes.applyChange(change(1n, 5, { keyName: 'till', keyId: 'key_t', requestId: 'r-1' }));
+    await store.changes.retireEntry(3n, { force: false, at: new Date() });
   } finally {
     await store.close();
   }

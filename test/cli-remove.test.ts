@@ -16,7 +16,7 @@ for (const backend of BACKENDS) {
       assert.equal((await run(url, 'pets', 'add', '--pet-id', String(TWO_53_PLUS_1), '--status', 'sold', '--quantity', '2')).code, 0);
       assert.equal((await run(url, 'pets', 'add', '--pet-id', '1', '--status', 'available')).code, 0);
       const store = await openStore(url);
-      await store.applyChange(change(TWO_53_PLUS_1, 3, { keyName: 'till', keyId: 'key_t', requestId: 'r-1' }));
+      await store.changes.applyChange(change(TWO_53_PLUS_1, 3, { keyName: 'till', keyId: 'key_t', requestId: 'r-1' }));
       await store.close();
 
       const refused = await run(url, 'pets', 'remove', String(TWO_53_PLUS_1));

@@ -53,7 +53,7 @@ for (const backend of BACKENDS) {
     const [exact, updated] = stdout.trim().split('\n');
     assert.equal(exact, 'true', 'the petId read back is the bigint asked for');
     assert.match(updated ?? '', /^7 "[^"]+" false$/, 'quantity 4 + 3, a new ETag, not a replay');
-    const entries = await api.store.listInventory();
+    const entries = await api.store.entries.listInventory();
     assert.deepEqual(entries.map((e) => [e.petId, e.quantity]), [[PET - 1n, 1], [PET, 7]], 'the neighbour is untouched');
   });
 }

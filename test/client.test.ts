@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { createInventoryClient, InventoryApiError, type InventoryClientOptions, type InventoryItem } from '@petstore/inventory-client';
 import { DOCUMENT_PATH, generate, OUTPUT_PATH } from '../clients/typescript/scripts/generate.mjs';
 import { StoreUnavailableError } from '../src/errors.js';
-import type { InventoryStore } from '../src/store/store.js';
+import type { Store } from '../src/store/store.js';
 import { BACKENDS, backendSkip } from './backends.js';
 import { buildTestApp, type TestApp } from './helper.js';
 
@@ -48,22 +48,20 @@ async function apiError(promise: Promise<unknown>, status: number, code: string)
 }
 
 /** The real store, except that the first `failures` applyChange calls fail as an unreachable store (the service answers 503). */
-function storeFailingFirst(failures: number): { wrap: (store: InventoryStore) => InventoryStore; calls: () => number } {
+function storeFailingFirst(failures: number): { wrap: (store: Store) => Store; calls: () => number } {
   let calls = 0;
-  const wrap = (store: InventoryStore): InventoryStore =>
-    new Proxy(store, {
-      get(target, prop) {
-        if (prop === 'applyChange') {
-          return async (...args: Parameters<InventoryStore['applyChange']>) => {
-            calls++;
-            if (calls <= failures) throw new StoreUnavailableError('store unreachable (test)');
-            return target.applyChange(...args);
-          };
-        }
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+  const wrap = (store: Store): Store => ({
+    ...store,
+    close: () => store.close(),
+    changes: {
+      ...store.changes,
+      async applyChange(change) {
+        calls++;
+        if (calls <= failures) throw new StoreUnavailableError('store unreachable (test)');
+        return store.changes.applyChange(change);
       },
-    });
+    },
+  });
   return { wrap, calls: () => calls };
 }
 
@@ -99,7 +97,7 @@ for (const backend of BACKENDS) {
 
     test('getCallingKey describes the key the client calls with: read-only, or with inventory:write', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http' });
-      const records = await api.store.listApiKeys();
+      const records = await api.store.keys.listApiKeys();
       for (const [key, scopes] of [[api.keys.read, ['inventory:read']], [api.keys.write, ['inventory:write']]] as const) {
         const record = records.find((r) => r.name === `test ${scopes[0]}`)!;
         assert.deepEqual(await clientFor(api, { apiKey: key }).getCallingKey(), { id: record.id, name: record.name, scopes, expiresAt: null });

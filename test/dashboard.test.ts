@@ -490,7 +490,7 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
       await held;
       await route.continue();
     });
-    const retired = await api.store.retireEntry(petId, { force: true, at: new Date() });
+    const retired = await api.store.changes.retireEntry(petId, { force: true, at: new Date() });
     assert.equal(retired.kind, 'retired');
     try {
       await button(page, 'Save').click();
@@ -501,7 +501,7 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
       release();
       await page.unroute(`${api.baseUrl}/v1/inventory`);
       // Back for the tests after this one, which count every entry.
-      await api.store.addItems([{ petId, quantity: OWN_QUANTITY.gone, status: 'available' }]);
+      await api.store.changes.addItems([{ petId, quantity: OWN_QUANTITY.gone, status: 'available' }]);
     }
   });
 
@@ -639,7 +639,7 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     const petId = PET.history;
     const reasons = (n: number) => CHANGE_REASONS[n % CHANGE_REASONS.length]!;
     for (let n = 1; n <= 45; n++) await changeInApi(api, petId, n, reasons(n));
-    const writer = (await api.store.listApiKeys()).find((k) => k.scopes.includes('inventory:write'))!;
+    const writer = (await api.store.keys.listApiKeys()).find((k) => k.scopes.includes('inventory:write'))!;
     const { page } = await signedIn(st, api, api.keys.write);
     const asked: URL[] = [];
     page.on('request', (r) => {
@@ -828,7 +828,7 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     const items: InventoryItem[] = Array.from({ length: 99_999 }, (_, i) => ({ petId: BigInt(i + 1), quantity: (i * 7919) % 1000, status: PET_STATUSES[i % 3]! }));
     items.push({ petId: INT64_MAX, quantity: 1, status: 'available' });
     const seeded = performance.now();
-    const outcome = await big.store.importItems(importSource(items, { batch: 10_000 }), importPlan());
+    const outcome = await big.store.changes.importItems(importSource(items, { batch: 10_000 }), importPlan());
     assert.ok(outcome.applied);
     st.diagnostic(`seeded 100,000 entries in ${(performance.now() - seeded).toFixed(0)} ms`);
 

@@ -9,7 +9,7 @@ import { loadConfig, type Config, type ConfigVariable } from '../src/config.js';
 import type { Environment, Scope } from '../src/domain/api-key.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
-import type { InventoryStore } from '../src/store/store.js';
+import type { Store } from '../src/store/store.js';
 import { openTestStore, type Backend } from './backends.js';
 import { ContractChecker, type OpenApiDoc } from './contract.js';
 
@@ -35,7 +35,7 @@ export interface TestResponse {
 
 export interface TestApp {
   app: FastifyInstance;
-  store: InventoryStore;
+  store: Store;
   config: Config;
   /** Keys made for the test: write (inventory:write) and read (inventory:read). */
   keys: { write: string; read: string };
@@ -57,7 +57,7 @@ export interface TestAppOptions {
   config?: Partial<Record<ConfigVariable, string>>;
   items?: readonly InventoryItem[];
   /** Swap the store the app gets, e.g. to make one call fail. */
-  wrapStore?: (store: InventoryStore) => InventoryStore;
+  wrapStore?: (store: Store) => Store;
   /** The request rules, given the standard ones (see buildApp). */
   rules?: AppOptions['rules'];
   /** Metrics the app reports to (as with METRICS_PORT set), read with metrics.render(). */
@@ -79,7 +79,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   });
   const store = options.databaseUrl ? await openStore(options.databaseUrl) : await openTestStore(options.backend ?? 'sqlite', t);
   toClose.push(store);
-  if (options.items?.length) await store.addItems(options.items);
+  if (options.items?.length) await store.changes.addItems(options.items);
   const write = await makeKey(store, config.environment, ['inventory:write']);
   const read = await makeKey(store, config.environment, ['inventory:read']);
   const logStream = new PassThrough();
@@ -128,8 +128,8 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   };
 }
 
-export async function makeKey(store: InventoryStore, environment: Environment, scopes: Scope[], expiresAt: Date | null = null): Promise<string> {
-  return (await issueApiKey(store, { name: `test ${scopes.join(' ')}`, environment, scopes, expiresAt })).key;
+export async function makeKey(store: Store, environment: Environment, scopes: Scope[], expiresAt: Date | null = null): Promise<string> {
+  return (await issueApiKey(store.keys, { name: `test ${scopes.join(' ')}`, environment, scopes, expiresAt })).key;
 }
 
 type Send = (method: string, url: string, headers: Record<string, string>, body: string | undefined) => Promise<TestResponse>;
@@ -176,13 +176,14 @@ export function assertError(res: TestResponse, status: number, code: string): { 
   return body;
 }
 
-/** The real store, except that `method` rejects with `error`: for the paths only a broken store reaches. */
-export function failingOn(store: InventoryStore, method: keyof InventoryStore, error: Error): InventoryStore {
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === method) return async () => Promise.reject(error);
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+/** Each port of a store, and each member of each port. */
+type PortName = Exclude<keyof Store, 'backend' | 'close'>;
+type PortMember = { [P in PortName]: keyof Store[P] }[PortName];
+const PORT_NAMES: readonly PortName[] = ['entries', 'changes', 'keys', 'history', 'maintenance'];
+
+/** The real store, except that `member` (of whichever port has it) rejects with `error`: for the paths only a broken store reaches. */
+export function failingOn(store: Store, member: PortMember, error: Error): Store {
+  const port = PORT_NAMES.find((name) => member in store[name]);
+  if (!port) throw new Error(`no port of the store has ${member}`);
+  return { ...store, close: () => store.close(), [port]: { ...store[port], [member]: async () => Promise.reject(error) } };
 }

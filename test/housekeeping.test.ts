@@ -19,21 +19,21 @@ function recordingLog(): HousekeepingLog & { lines: { level: 'warn' | 'info'; fi
 
 test('housekeeping deletes expired idempotency records, and history past HISTORY_RETENTION_DAYS only when it is set', async (t) => {
   const store = await openTestStore('sqlite', t);
-  await store.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
+  await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
   const now = Date.now();
-  for (const daysAgo of [40, 35, 31, 29, 1]) await store.applyChange(change(1n, daysAgo, { at: new Date(now - daysAgo * DAY_MS) }));
-  await store.applyChange(change(1n, 0, { idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(now - 1000), recordsPerKey: 10 } }));
-  const history = async () => (await store.listHistory(1n, { limit: 10 }))!.map((r) => r.quantity);
+  for (const daysAgo of [40, 35, 31, 29, 1]) await store.changes.applyChange(change(1n, daysAgo, { at: new Date(now - daysAgo * DAY_MS) }));
+  await store.changes.applyChange(change(1n, 0, { idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(now - 1000), recordsPerKey: 10 } }));
+  const history = async () => (await store.history.listHistory(1n, { limit: 10 }))!.map((r) => r.quantity);
 
   const log = recordingLog();
-  const keepAll = scheduleHousekeeping(store, { historyRetentionDays: 0 }, log);
+  const keepAll = scheduleHousekeeping(store.maintenance, { historyRetentionDays: 0 }, log);
   t.after(() => keepAll.stop());
   await keepAll.runNow();
   assert.deepEqual(await history(), [0, 1, 29, 31, 35, 40], 'HISTORY_RETENTION_DAYS=0 keeps every row');
   assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0 }, message: 'housekeeping deleted old rows' }]);
 
   // On its timer, as a server runs it.
-  const thirtyDays = scheduleHousekeeping(store, { historyRetentionDays: 30 }, log, 20);
+  const thirtyDays = scheduleHousekeeping(store.maintenance, { historyRetentionDays: 30 }, log, 20);
   t.after(() => thirtyDays.stop());
   for (let waited = 0; (await history()).length > 3; waited += 20) {
     assert.ok(waited < 3000, 'pruned within 3 s on a 20 ms timer');
@@ -45,10 +45,10 @@ test('housekeeping deletes expired idempotency records, and history past HISTORY
 
 test('the first run comes soon after start, not an interval later: an instance restarted often still cleans up', async (t) => {
   const store = await openTestStore('sqlite', t);
-  await store.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
-  await store.applyChange(change(1n, 0, { idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(Date.now() - 1000), recordsPerKey: 10 } }));
+  await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
+  await store.changes.applyChange(change(1n, 0, { idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(Date.now() - 1000), recordsPerKey: 10 } }));
   const log = recordingLog();
-  const hourly = scheduleHousekeeping(store, { historyRetentionDays: 0 }, log, 3_600_000, 50);
+  const hourly = scheduleHousekeeping(store.maintenance, { historyRetentionDays: 0 }, log, 3_600_000, 50);
   t.after(() => hourly.stop());
   for (let waited = 0; log.lines.length === 0; waited += 20) {
     assert.ok(waited < 3000, 'a first run within 3 s, with the first run due within 50 ms');

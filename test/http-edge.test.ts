@@ -143,7 +143,7 @@ describe('a body that stalls gets 408 within about REQUEST_TIMEOUT_MS, and its c
       assertRawError(answers[0], 408, 'request_timeout');
       assert.equal(answers[0]?.headers.connection, 'close');
       assert.ok(elapsed < 1200, `closed after ${elapsed} ms (limit 400 ms; Node alone held it for its 60 s)`);
-      assert.equal((await api.store.getEntry(1n))?.item.quantity, 1, 'nothing applied');
+      assert.equal((await api.store.entries.getEntry(1n))?.item.quantity, 1, 'nothing applied');
     });
   }
 
@@ -202,7 +202,7 @@ for (const backend of BACKENDS) {
       assertRawError(answers[0], 413, 'payload_too_large');
       assert.equal(answers[0]?.headers.connection, 'close');
       await new Promise((done) => setTimeout(done, 200));
-      assert.equal((await api.store.getEntry(1n))?.item.quantity, 1, 'no PATCH behind the 413 was applied');
+      assert.equal((await api.store.entries.getEntry(1n))?.item.quantity, 1, 'no PATCH behind the 413 was applied');
     });
   });
 }

@@ -43,7 +43,7 @@ for (const backend of BACKENDS) {
         assert.equal((await patch(api, lane, 1, 3, 'k'.repeat(255))).status, 200);
         const refused = assertError(await patch(api, lane, 2, 4, 'k'.repeat(256)), 400, 'invalid_parameter');
         assert.match(refused.message, /Idempotency-Key must be 1 to 255/);
-        assert.equal((await api.store.getEntry(2n))?.item.quantity, 0);
+        assert.equal((await api.store.entries.getEntry(2n))?.item.quantity, 0);
       });
 
       test(`${lane}: past IDEMPOTENCY_RECORDS_PER_KEY live records a new key is 429 rate_limited with Retry-After; replays go on`, async (t) => {
@@ -57,7 +57,7 @@ for (const backend of BACKENDS) {
         const retryAfter = Number(res.headers['retry-after']);
         // Until sale-1's record expires: 24 h less the moments this test took (generous against a slow machine).
         assert.ok(Number.isInteger(retryAfter) && retryAfter <= IDEMPOTENCY_TTL_MS / 1000 && retryAfter > IDEMPOTENCY_TTL_MS / 1000 - 120, `Retry-After ${retryAfter}`);
-        assert.equal((await api.store.getEntry(3n))?.item.quantity, 0, 'nothing changed');
+        assert.equal((await api.store.entries.getEntry(3n))?.item.quantity, 0, 'nothing changed');
 
         const replay = await patch(api, lane, 1, 1, 'sale-1');
         assert.equal(replay.status, 200);

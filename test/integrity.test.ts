@@ -149,7 +149,7 @@ for (const backend of BACKENDS) {
       test('error outcomes are replayed as well: 404 stays 404 for that key', async (t) => {
         const api = await buildTestApp(t, { backend, items: PETS });
         assertError(await patch(api, '3', { quantity: 1 }, { 'idempotency-key': 'k' }), 404, 'not_found');
-        await api.store.addItems([{ petId: 3n, quantity: 0, status: 'sold' }]);
+        await api.store.changes.addItems([{ petId: 3n, quantity: 0, status: 'sold' }]);
         const retry = await patch(api, '3', { quantity: 1 }, { 'idempotency-key': 'k' });
         assertError(retry, 404, 'not_found');
         assert.equal(retry.headers['idempotent-replayed'], 'true');

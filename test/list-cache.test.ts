@@ -72,11 +72,11 @@ for (const backend of BACKENDS) {
       assert.match((await list(api)).text, /"petId":2,"quantity":1,/);
       const other = await openStore(db.databaseUrl);
       t.after(() => other.close());
-      await other.applyChange(change(2n, 77));
+      await other.changes.applyChange(change(2n, 77));
       assert.match((await list(api)).text, /"petId":2,"quantity":77,/);
-      await other.addItems([{ petId: 0n, quantity: 5, status: 'sold' }]);
+      await other.changes.addItems([{ petId: 0n, quantity: 5, status: 'sold' }]);
       assert.match((await list(api)).text, /^\[\{"petId":0,"quantity":5,"status":"sold"\},\{"petId":1,/);
-      await other.retireEntry(1n, { force: true, at: new Date() });
+      await other.changes.retireEntry(1n, { force: true, at: new Date() });
       assert.equal((await list(api)).text, '[{"petId":0,"quantity":5,"status":"sold"},{"petId":2,"quantity":77,"status":"available"},{"petId":3,"quantity":2,"status":"available"}]');
     });
 
@@ -86,10 +86,10 @@ for (const backend of BACKENDS) {
       await list(api);
       const other = await openStore(db.databaseUrl);
       t.after(() => other.close());
-      await other.retireEntry(2n, { force: true, at: new Date() });
+      await other.changes.retireEntry(2n, { force: true, at: new Date() });
       // More than the stores name one by one: the cache gets, and rebuilds from, the whole list.
       const bulk = Array.from({ length: 10_001 }, (_, i): InventoryItem => ({ petId: BigInt(1000 + i), quantity: 1, status: 'pending' }));
-      await other.addItems(bulk);
+      await other.changes.addItems(bulk);
       const text = (await list(api)).text;
       assert.ok(text.startsWith('[{"petId":1,"quantity":0,"status":"available"},{"petId":3,"quantity":2,"status":"available"},{"petId":1000,'), text.slice(0, 200));
       assert.equal((JSON.parse(text) as unknown[]).length, 2 + bulk.length);

@@ -24,7 +24,7 @@ function overSocket(baseUrl: string, method: string, path: string, headers: Reco
 }
 
 async function keyIds(api: TestApp): Promise<string[]> {
-  return (await api.store.listApiKeys()).map((k) => k.id);
+  return (await api.store.keys.listApiKeys()).map((k) => k.id);
 }
 
 for (const backend of BACKENDS) {

@@ -52,10 +52,10 @@ describe('operator logs', () => {
         ],
         requestId,
       );
-      assert.equal(lines[1]!.keyId, (await api.store.listApiKeys()).find((k) => k.scopes.includes('inventory:write'))!.id);
+      assert.equal(lines[1]!.keyId, (await api.store.keys.listApiKeys()).find((k) => k.scopes.includes('inventory:write'))!.id);
     }
     assert.equal(api.logs().filter((l) => Number(l.level) >= ERROR).length, 0);
-    assert.equal((await api.store.getEntry(1n))?.item.quantity, 1, 'nothing applied');
+    assert.equal((await api.store.entries.getEntry(1n))?.item.quantity, 1, 'nothing applied');
   });
 
   test('a store outage: each 503 is one warn line with the cause and no stack, in both lanes', async (t) => {
@@ -92,7 +92,7 @@ describe('operator logs', () => {
 
   test('the completion line carries the key id once authenticated, never the key; every line of a request its requestId', async (t) => {
     const api = await buildTestApp(t, { transport: 'http', items: PETS });
-    const [readKey] = (await api.store.listApiKeys()).filter((k) => k.scopes.includes('inventory:read') && !k.scopes.includes('inventory:write'));
+    const [readKey] = (await api.store.keys.listApiKeys()).filter((k) => k.scopes.includes('inventory:read') && !k.scopes.includes('inventory:write'));
     for (let i = 0; i < 2; i++) await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': `keyed-${i}` } });
     await api.request({ method: 'GET', url: '/v1/inventory', key: `${api.keys.read}x`, headers: { 'x-request-id': 'nokey' } });
     for (const requestId of ['keyed-0', 'keyed-1']) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
+import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
 import { adminQuery, backendSkip, createTestDatabase } from './backends.js';
 import { change } from './store-helpers.js';
 
@@ -30,9 +30,9 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
 
     const store = await db.open();
     const idempotency = (key: string, fingerprint: string) => ({ key, fingerprint, expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 });
-    const retry = await store.applyChange(change(1n, 5, { keyId: 'key_a', idempotency: idempotency('sale-1', 'fp-1') }));
+    const retry = await store.changes.applyChange(change(1n, 5, { keyId: 'key_a', idempotency: idempotency('sale-1', 'fp-1') }));
     assert.deepEqual(retry, { kind: 'updated', entry: { item: { petId: 1n, quantity: 5, status: 'available' }, version: 2 }, replayed: true });
-    assert.equal((await store.applyChange(change(1n, 6, { keyId: 'key_a', idempotency: idempotency('sale-3', 'fp-3') }))).kind, 'idempotency_records_full');
+    assert.equal((await store.changes.applyChange(change(1n, 6, { keyId: 'key_a', idempotency: idempotency('sale-3', 'fp-3') }))).kind, 'idempotency_records_full');
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
 
     const sha = (k: string) => createHash('sha256').update(k).digest('hex');
@@ -59,9 +59,9 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     `);
 
     const store = await db.open();
-    assert.deepEqual((await store.listInventory()).map((i) => i.petId), [1n, 2n]);
-    assert.equal((await store.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
-    assert.deepEqual(await store.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
+    assert.deepEqual((await store.entries.listInventory()).map((i) => i.petId), [1n, 2n]);
+    assert.equal((await store.changes.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
+    assert.deepEqual(await store.entries.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });
 });

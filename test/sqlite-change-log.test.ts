@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BULK_WRITE } from '../src/store/bulk-write.js';
+import { BULK_WRITE } from '../src/store/store.js';
 import { CHANGE_LOG_KEPT, changeLogReader, changeLogWriter } from '../src/store/sqlite/change-log.js';
 import { openSqliteConnection } from '../src/store/sqlite/connection.js';
 import { migrate } from '../src/store/sqlite/migrations.js';

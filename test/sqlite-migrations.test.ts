@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Connection } from '../src/store/sqlite/connection.js';
-import { SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
-import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { MIGRATIONS as SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
+import { openStore as openSqliteStore } from '../src/store/sqlite/open.js';
 import { tempDir } from './process.js';
 import { change } from './store-helpers.js';
 
@@ -29,21 +29,21 @@ test('a store of schema version 2 is migrated with its history chained per pet a
 
   const store = openSqliteStore(filename);
   t.after(() => store.close());
-  const quantities = async (pet: bigint, before?: bigint) => (await store.listHistory(pet, { limit: 10, ...(before === undefined ? {} : { before }) }))!.map((r) => r.quantity);
+  const quantities = async (pet: bigint, before?: bigint) => (await store.history.listHistory(pet, { limit: 10, ...(before === undefined ? {} : { before }) }))!.map((r) => r.quantity);
   assert.deepEqual(await quantities(1n), [3, 2, 1]);
   assert.deepEqual(await quantities(2n), [20, 10]);
   assert.deepEqual(await quantities(3n), []);
-  const page = (await store.listHistory(1n, { limit: 1 }))!;
+  const page = (await store.history.listHistory(1n, { limit: 1 }))!;
   assert.deepEqual(await quantities(1n, page[0]!.id), [2, 1]);
 
   // A reader that cached the list at an older version reads it all again; one at the current version reads nothing.
-  assert.equal((await store.changesSince(2)).items.length, 3);
-  assert.deepEqual(await store.changesSince(4), { version: 4, items: [], removed: [], complete: false });
+  assert.equal((await store.entries.changesSince(2)).items.length, 3);
+  assert.deepEqual(await store.entries.changesSince(4), { version: 4, items: [], removed: [], complete: false });
 
   // New changes chain onto the migrated rows and are logged for readers.
-  await store.applyChange(change(1n, 4));
+  await store.changes.applyChange(change(1n, 4));
   assert.deepEqual(await quantities(1n), [4, 3, 2, 1]);
-  assert.deepEqual((await store.changesSince(4)).items, [{ petId: 1n, quantity: 4, status: 'available' }]);
+  assert.deepEqual((await store.entries.changesSince(4)).items, [{ petId: 1n, quantity: 4, status: 'available' }]);
 });
 
 test('a store of schema version 3 is migrated with its idempotency records hashed, counted and still replayed', async (t) => {
@@ -67,10 +67,10 @@ test('a store of schema version 3 is migrated with its idempotency records hashe
 
   const store = openSqliteStore(filename);
   t.after(() => store.close());
-  const retry = await store.applyChange(change(1n, 5, { keyId: 'key_a', idempotency: { key: 'sale-1', fingerprint: 'fp-1', expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 } }));
+  const retry = await store.changes.applyChange(change(1n, 5, { keyId: 'key_a', idempotency: { key: 'sale-1', fingerprint: 'fp-1', expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 } }));
   assert.deepEqual(retry, { kind: 'updated', entry: { item: { petId: 1n, quantity: 5, status: 'available' }, version: 2 }, replayed: true });
   // The migrated count holds the cap: key_a already has its two records.
-  const refused = await store.applyChange(change(1n, 6, { keyId: 'key_a', idempotency: { key: 'sale-3', fingerprint: 'fp-3', expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 } }));
+  const refused = await store.changes.applyChange(change(1n, 6, { keyId: 'key_a', idempotency: { key: 'sale-3', fingerprint: 'fp-3', expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 } }));
   assert.equal(refused.kind, 'idempotency_records_full');
   await store.close();
 
@@ -100,7 +100,7 @@ test('a store of schema version 4 is migrated with every entry still stocked, an
 
   const store = openSqliteStore(filename);
   t.after(() => store.close());
-  assert.deepEqual((await store.listInventory()).map((i) => i.petId), [1n, 2n]);
-  assert.equal((await store.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
-  assert.deepEqual(await store.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
+  assert.deepEqual((await store.entries.listInventory()).map((i) => i.petId), [1n, 2n]);
+  assert.equal((await store.changes.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
+  assert.deepEqual(await store.entries.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
 });

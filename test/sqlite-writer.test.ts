@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.js';
-import { openSqliteStore } from '../src/store/sqlite/store.js';
+import { openStore as openSqliteStore } from '../src/store/sqlite/open.js';
 import { threadWriter } from '../src/store/sqlite/writer.js';
 import { tempDir } from './process.js';
 import { change } from './store-helpers.js';
@@ -10,7 +10,7 @@ import { change } from './store-helpers.js';
 test('once the writer thread has stopped, it reports why, and every batch is refused as unavailable (503), not lost', async (t) => {
   const filename = join(tempDir(t), 'w.db');
   const store = openSqliteStore(filename);
-  await store.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
+  await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
   await store.close();
 
   const writer = threadWriter(filename);

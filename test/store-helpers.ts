@@ -1,11 +1,11 @@
 import { importChange, type ImportPlan, type ImportRow, type ImportSource } from '../src/domain/import.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import type { ChangeResult, QuantityChange } from '../src/domain/inventory.js';
-import type { InventoryStore } from '../src/store/store.js';
+import type { Store } from '../src/store/store.js';
 
 /** The entry's item without its version, or undefined: what most assertions compare. */
-export async function itemOf(store: Pick<InventoryStore, 'getEntry'>, petId: bigint): Promise<InventoryItem | undefined> {
-  return (await store.getEntry(petId))?.item;
+export async function itemOf(store: Pick<Store, 'entries'>, petId: bigint): Promise<InventoryItem | undefined> {
+  return (await store.entries.getEntry(petId))?.item;
 }
 
 /** A change as a test key would make it; `extra` overrides any field. */
@@ -14,8 +14,8 @@ export function change(petId: bigint, quantity: number, extra: Partial<QuantityC
 }
 
 /** An unconditional change; the updated item, or undefined when petId has no entry. */
-export async function setQuantity(store: InventoryStore, petId: bigint, quantity: number): Promise<InventoryItem | undefined> {
-  const result: ChangeResult = await store.applyChange(change(petId, quantity));
+export async function setQuantity(store: Store, petId: bigint, quantity: number): Promise<InventoryItem | undefined> {
+  const result: ChangeResult = await store.changes.applyChange(change(petId, quantity));
   if (result.kind === 'updated') return result.entry.item;
   if (result.kind === 'not_found') return undefined;
   throw new Error(`unexpected outcome ${result.kind}`);

@@ -1,6 +1,6 @@
 import { hashKey, KEY_PREFIX, keyUnusableReason, type ApiKeyRecord, type Environment, type Principal } from '../domain/api-key.js';
 import { ApiError } from '../errors.js';
-import type { InventoryStore } from '../store/store.js';
+import type { ApiKeys } from '../store/store.js';
 
 /** A revocation made on another instance is honoured within this time, well inside the 5 s the service promises. */
 export const KEY_CACHE_TTL_MS = 2000;
@@ -21,7 +21,7 @@ export const AUTH_MESSAGES = {
     `The API key belongs to another environment; this service accepts ${accepted} keys (${KEY_PREFIX[accepted]}...).`,
 } as const;
 
-type Deps = Pick<InventoryStore, 'findApiKeyByHash' | 'touchApiKey'>;
+type Deps = Pick<ApiKeys, 'findApiKeyByHash' | 'touchApiKey'>;
 
 /**
  * Turns an Authorization header into a Principal, or the 401 to answer (with WWW-Authenticate,
@@ -29,7 +29,7 @@ type Deps = Pick<InventoryStore, 'findApiKeyByHash' | 'touchApiKey'>;
  * KEY_CACHE_TTL_MS, so a flood of bad keys does not each reach the store.
  */
 export class Authenticator {
-  readonly #store: Deps;
+  readonly #keys: Deps;
   readonly #environment: Environment;
   readonly #onTouchError: (err: unknown) => void;
   readonly #cache = new Map<string, { record: ApiKeyRecord | undefined; until: number }>();
@@ -37,8 +37,8 @@ export class Authenticator {
   /** Lookups under way, by key hash: the requests of one new key share one, so a slow store gets one query, not one per request. */
   readonly #lookups = new Map<string, Promise<ApiKeyRecord | undefined>>();
 
-  constructor(store: Deps, environment: Environment, onTouchError: (err: unknown) => void) {
-    this.#store = store;
+  constructor(keys: Deps, environment: Environment, onTouchError: (err: unknown) => void) {
+    this.#keys = keys;
     this.#environment = environment;
     this.#onTouchError = onTouchError;
   }
@@ -101,7 +101,7 @@ export class Authenticator {
   }
 
   async #lookup(keyHash: string, nowMs: number): Promise<ApiKeyRecord | undefined> {
-    const record = await this.#store.findApiKeyByHash(keyHash);
+    const record = await this.#keys.findApiKeyByHash(keyHash);
     if (this.#cache.size >= KEY_CACHE_MAX) this.#cache.clear();
     // Unknown hashes are cached too, so a flood of bad keys does not each reach the store.
     this.#cache.set(keyHash, { record, until: nowMs + KEY_CACHE_TTL_MS });
@@ -112,7 +112,7 @@ export class Authenticator {
     const last = this.#touchedAt.get(keyId) ?? 0;
     if (now.getTime() - last < TOUCH_INTERVAL_MS) return;
     this.#touchedAt.set(keyId, now.getTime());
-    this.#store.touchApiKey(keyId, now).catch(this.#onTouchError);
+    this.#keys.touchApiKey(keyId, now).catch(this.#onTouchError);
   }
 }
 

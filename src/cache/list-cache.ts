@@ -1,4 +1,4 @@
-import type { InventoryStore } from '../store/store.js';
+import type { Entries } from '../store/store.js';
 import { CONTENT_ENCODINGS, EncodedBody, type ContentEncoding } from './encoded-body.js';
 import { FreshRead } from './fresh-read.js';
 import { ListBody } from './list-body.js';
@@ -40,15 +40,15 @@ export interface ListCacheObserver {
 }
 
 export class ListCache {
-  readonly #store: Pick<InventoryStore, 'changesSince'>;
+  readonly #entries: Pick<Entries, 'changesSince'>;
   readonly #observer: ListCacheObserver | undefined;
   readonly #fresh: FreshRead<ListSnapshot>;
   readonly #body = new ListBody();
   #snapshot: ListSnapshot | undefined;
 
   /** `timeoutMs`: the longest a GET waits for its read (STORE_TIMEOUT_MS), a read in flight before it included. */
-  constructor(store: Pick<InventoryStore, 'changesSince'>, options: { timeoutMs?: number; observer?: ListCacheObserver } = {}) {
-    this.#store = store;
+  constructor(entries: Pick<Entries, 'changesSince'>, options: { timeoutMs?: number; observer?: ListCacheObserver } = {}) {
+    this.#entries = entries;
     this.#observer = options.observer;
     this.#fresh = new FreshRead(() => this.#catchUp(), { gather: true, timeoutMs: options.timeoutMs });
   }
@@ -67,7 +67,7 @@ export class ListCache {
   /** Never runs twice at once (FreshRead), so the body and snapshot change one catch-up at a time. */
   async #catchUp(): Promise<ListSnapshot> {
     const known = this.#snapshot;
-    const changes = await this.#store.changesSince(known?.version ?? -1);
+    const changes = await this.#entries.changesSince(known?.version ?? -1);
     const unchanged = known !== undefined && changes.version === known.version;
     this.#observer?.read(!unchanged);
     if (unchanged) return known;

@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
-import type { InventoryStore } from '../store/store.js';
+import type { Entries } from '../store/store.js';
 import { parseCommandArgs, printHelp, type Command } from './command.js';
 import { EXPORT_WRITERS } from './export-format.js';
 import { IMPORT_FORMATS, importFormatFromPath, type ImportFormat } from './import/format.js';
@@ -41,7 +41,7 @@ export const exportCommand: Command = {
     const [file] = positionals;
     const format = exportFormat(file, values.format);
     const started = performance.now();
-    const count = await withExistingStore(io, (store) => (file === undefined ? exportTo(store, format, stdoutOf(io)) : exportToFile(store, format, file)));
+    const count = await withExistingStore(io, ({ entries }) => (file === undefined ? exportTo(entries, format, stdoutOf(io)) : exportToFile(entries, format, file)));
     const seconds = (performance.now() - started) / 1000;
     const summary = `exported ${count.toLocaleString('en-US')} ${count === 1 ? 'entry' : 'entries'}${file === undefined ? '' : ` to ${file}`} in ${formatRate(count, seconds, 'entries')}\n`;
     // On standard output the entries are the output: the summary goes beside them.
@@ -60,10 +60,10 @@ function exportFormat(file: string | undefined, option: string | undefined): Imp
 }
 
 /** Writes the export to `file`; a file left half written by a failure is removed. */
-async function exportToFile(store: InventoryStore, format: ImportFormat, file: string): Promise<number> {
+async function exportToFile(entries: Pick<Entries, 'listInventoryPage'>, format: ImportFormat, file: string): Promise<number> {
   const out = createWriteStream(file);
   try {
-    const count = await exportTo(store, format, out);
+    const count = await exportTo(entries, format, out);
     out.end();
     await once(out, 'finish');
     return count;
@@ -76,7 +76,7 @@ async function exportToFile(store: InventoryStore, format: ImportFormat, file: s
 }
 
 /** Writes every entry page by page, waiting whenever `out` has enough buffered; resolves to how many. */
-export async function exportTo(store: InventoryStore, format: ImportFormat, out: NodeJS.WritableStream): Promise<number> {
+export async function exportTo(entries: Pick<Entries, 'listInventoryPage'>, format: ImportFormat, out: NodeJS.WritableStream): Promise<number> {
   const writer = EXPORT_WRITERS[format];
   let failure: Error | undefined;
   const onError = (err: Error) => (failure ??= err);
@@ -90,7 +90,7 @@ export async function exportTo(store: InventoryStore, format: ImportFormat, out:
     let count = 0;
     let after: bigint | undefined;
     for (;;) {
-      const page = await store.listInventoryPage(after, EXPORT_PAGE);
+      const page = await entries.listInventoryPage(after, EXPORT_PAGE);
       if (page.length > 0) await write(writer.page(page, count === 0));
       count += page.length;
       if (page.length < EXPORT_PAGE) break;

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, loadConfig, type Config } from '../config.js';
 import { openStore, parseDatabaseUrl } from '../store/open.js';
-import type { InventoryStore } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { CliError, type CliIO } from './io.js';
 
 /** Where a command writes; stderr, when given, hears of a store file the command created. */
@@ -12,7 +12,7 @@ type StoreIO = Pick<CliIO, 'env'> & Partial<Pick<CliIO, 'stderr'>>;
  * runs `fn` with it and the config, and closes the store whatever happens. For commands that
  * write: a SQLite file that does not exist yet is created, and stderr says where.
  */
-export async function withStore<T>(io: StoreIO, fn: (store: InventoryStore, config: Config) => Promise<T>): Promise<T> {
+export async function withStore<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
   return use(io, fn, 'create');
 }
 
@@ -20,7 +20,7 @@ export async function withStore<T>(io: StoreIO, fn: (store: InventoryStore, conf
  * withStore for commands that only read (or change what must already be there): a SQLite file
  * that does not exist is not created, and the command fails naming the path it looked at.
  */
-export async function withExistingStore<T>(io: StoreIO, fn: (store: InventoryStore, config: Config) => Promise<T>): Promise<T> {
+export async function withExistingStore<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
   return use(io, fn, 'existing');
 }
 
@@ -29,7 +29,7 @@ export async function createStoreIfMissing(databaseUrl: string, io: Pick<CliIO, 
   if (missingStoreFile(databaseUrl) !== undefined) await (await openCliStore(databaseUrl, io, 'create')).close();
 }
 
-async function use<T>(io: StoreIO, fn: (store: InventoryStore, config: Config) => Promise<T>, mode: 'create' | 'existing'): Promise<T> {
+async function use<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>, mode: 'create' | 'existing'): Promise<T> {
   const config = loadConfig(io.env);
   const store = await openCliStore(config.databaseUrl, io, mode);
   try {
@@ -39,7 +39,7 @@ async function use<T>(io: StoreIO, fn: (store: InventoryStore, config: Config) =
   }
 }
 
-async function openCliStore(databaseUrl: string, io: Partial<Pick<CliIO, 'stderr'>>, mode: 'create' | 'existing'): Promise<InventoryStore> {
+async function openCliStore(databaseUrl: string, io: Partial<Pick<CliIO, 'stderr'>>, mode: 'create' | 'existing'): Promise<Store> {
   const missing = missingStoreFile(databaseUrl);
   if (missing !== undefined && mode === 'existing') throw new CliError(noStoreMessage(missing, databaseUrl));
   const store = await openStore(databaseUrl);

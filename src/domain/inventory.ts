@@ -62,9 +62,10 @@ export type ChangeResult =
   | { kind: 'idempotency_records_full'; retryAt: Date };
 
 /**
- * What a change does to the entry it finds, the rule every backend applies inside its
- * transaction: no entry is not_found (before any precondition, RFC 9110 13.2.1), a condition
- * that fails is precondition_failed, anything else applies.
+ * The If-Match judgement: what a change does to the entry it finds, inside its transaction. No
+ * entry is not_found (before any precondition, RFC 9110 13.2.1), a condition that fails is
+ * precondition_failed, anything else applies. SQLite calls it; PostgreSQL judges a whole batch in
+ * one statement, and the store contract suite sends the same cases through both and this function.
  */
 export function judgeChange(
   current: InventoryEntry | undefined,
@@ -75,6 +76,21 @@ export function judgeChange(
     return { kind: 'precondition_failed', entry: current };
   }
   return { kind: 'apply', current };
+}
+
+/** Where a new count comes from: a request (PATCH, the dashboard), or a stocktake (pets import --upsert). */
+export type CountOrigin = 'request' | 'stocktake';
+
+/**
+ * The no-op rule: whether setting `quantity` on an entry that holds `current` is written as a
+ * change (a history row and a new version). A request's always is, even to the count the entry
+ * holds (decisions 5.4): the client asked for that count, and the new version tells it so. A
+ * stocktake's only when the count differs (decisions 5.8): it restates every count, and one that
+ * holds changed nothing. Both imports apply it in SQL over the staged rows; the store contract
+ * suite holds every backend to this function.
+ */
+export function writesChange(origin: CountOrigin, current: number, quantity: number): boolean {
+  return origin === 'request' || current !== quantity;
 }
 
 /** The strong ETag of an entry at `version` (RFC 9110 8.8.3). */

@@ -9,12 +9,12 @@ import type { OperationSpec } from '../operations/operation.js';
 import { answerUpdateInventory, updateInventory, type UpdateOptions } from '../operations/update-inventory.js';
 import type { RequestContext } from '../pipeline/context.js';
 import { UNDECIDED, type RequestPipeline } from '../pipeline/pipeline.js';
-import type { InventoryStore } from '../store/store.js';
+import type { Changes } from '../store/store.js';
 
 export interface FastLaneOptions extends UpdateOptions {
   pipeline: RequestPipeline;
   listCache: ListCache;
-  store: Pick<InventoryStore, 'applyChange'>;
+  changes: Pick<Changes, 'applyChange'>;
   bodyLimit: number;
 }
 
@@ -63,7 +63,7 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
       answer: async (ctx, params, text) => {
         const petId = parsePetId(params.petId!);
         const body = checkUpdate(parseJsonBody(ctx.headers, text ?? ''));
-        return answerUpdateInventory(options.store, { petId, body, headers: ctx.headers, principal: ctx.principal!, requestId: ctx.requestId }, options);
+        return answerUpdateInventory(options.changes, { petId, body, headers: ctx.headers, principal: ctx.principal!, requestId: ctx.requestId }, options);
       },
     },
   ];

@@ -4,7 +4,7 @@ import { OPERATIONS } from '../operations/index.js';
 import { OTHER_OPERATIONS } from '../pipeline/context.js';
 import type { RequestObserver } from '../pipeline/pipeline.js';
 import { BATCH_MAX, batchChannel } from '../store/group-commit.js';
-import type { InventoryStore } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { CellCounter, CellHistogram, type CounterCell, type HistogramCell } from './cells.js';
 
 /** Seconds: the fast lane answers in well under a millisecond, a frozen store in seconds. */
@@ -147,7 +147,7 @@ export class ServiceMetrics implements RequestObserver {
   };
 
   /** The cell of one store operation's calls, for measuredStore. */
-  storeCall(operation: string, backend: InventoryStore['backend']): HistogramCell {
+  storeCall(operation: string, backend: Store['backend']): HistogramCell {
     return this.#storeDurations.cell({ operation, backend });
   }
 

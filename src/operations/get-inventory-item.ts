@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from 'typebox';
 import { etagOf, itemJson } from '../domain/inventory.js';
 import { InventoryItem } from '../schemas/inventory.js';
-import type { InventoryStore } from '../store/store.js';
+import type { Entries } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { ifNoneMatchHits } from './conditional.js';
 import { headerValue } from './header-value.js';
@@ -33,10 +33,10 @@ export const getInventoryItem = {
 
 /** GET /v1/inventory/{petId}: the entry with its ETag, or 304 while If-None-Match names its version. */
 export async function answerGetInventoryItem(
-  store: Pick<InventoryStore, 'getEntry'>,
+  entries: Pick<Entries, 'getEntry'>,
   request: { petId: bigint; headers: IncomingHttpHeaders },
 ): Promise<Answer> {
-  const entry = await store.getEntry(request.petId);
+  const entry = await entries.getEntry(request.petId);
   if (!entry) throw notFound(request.petId);
   const etag = etagOf(entry.version);
   if (ifNoneMatchHits(headerValue(request, 'if-none-match'), [etag])) return { status: 304, headers: { etag } };

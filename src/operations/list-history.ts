@@ -3,7 +3,7 @@ import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/histor
 import { ApiError } from '../errors.js';
 import { stringifyJson } from '../json.js';
 import { HistoryPage } from '../schemas/inventory.js';
-import type { InventoryStore } from '../store/store.js';
+import type { History } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { PET_ID_PARAM } from './item-parts.js';
 import { notFound } from './not-found.js';
@@ -51,13 +51,13 @@ function parseCursor(cursor: string | undefined): bigint | undefined {
 
 /** GET /v1/inventory/{petId}/history: one page of changes, newest first, and the cursor of the next one. */
 export async function answerListHistory(
-  store: Pick<InventoryStore, 'listHistory'>,
+  history: Pick<History, 'listHistory'>,
   request: { petId: bigint; query: Static<typeof HistoryQuery> },
 ): Promise<Answer> {
   const limit = request.query.limit === undefined ? HISTORY_LIMIT_DEFAULT : Number(request.query.limit);
   const before = parseCursor(request.query.cursor);
   // One row more than asked tells whether another page follows.
-  const rows = await store.listHistory(request.petId, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
+  const rows = await history.listHistory(request.petId, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
   if (!rows) throw notFound(request.petId);
   const page = historyPageOf(rows, limit);
   const body: Static<typeof HistoryPage> = { items: page.rows.map(historyItem), nextCursor: page.nextCursor };

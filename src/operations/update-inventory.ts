@@ -4,7 +4,7 @@ import type { Principal } from '../domain/api-key.js';
 import { etagOf, itemJson } from '../domain/inventory.js';
 import { ApiError } from '../errors.js';
 import { InventoryItem, InventoryUpdate, PetId, petIdDescription } from '../schemas/inventory.js';
-import type { InventoryStore } from '../store/store.js';
+import type { Changes } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { JSON_MEDIA_TYPES } from './body.js';
 import { parseIfMatch } from './conditional.js';
@@ -89,7 +89,7 @@ export const REPLAYED_HEADER = { 'idempotent-replayed': 'true' } as const;
  * then the store. Every refusal is thrown as an ApiError carrying its response headers.
  */
 export async function answerUpdateInventory(
-  store: Pick<InventoryStore, 'applyChange'>,
+  changes: Pick<Changes, 'applyChange'>,
   request: UpdateRequest,
   options: UpdateOptions,
 ): Promise<Answer> {
@@ -100,7 +100,7 @@ export async function answerUpdateInventory(
   }
   const idempotencyKey = parseIdempotencyKey(headerValue(request, 'idempotency-key'));
   const at = new Date();
-  const result = await store.applyChange({
+  const result = await changes.applyChange({
     petId,
     quantity: body.quantity,
     condition,

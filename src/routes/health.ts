@@ -14,7 +14,7 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     // From the first moment of a shutdown: the load balancer stops sending new clients while this instance still answers.
     if (app.connections.draining) throw new ApiError('service_unavailable', 'The service is shutting down; use another instance.', { 'retry-after': '1' });
     try {
-      await app.store.ping();
+      await app.store.maintenance.ping();
     } catch (err) {
       // One line, no stack: an outage fails every probe.
       request.log.warn({ cause: err instanceof Error ? err.message : String(err) }, 'store not reachable');

@@ -8,6 +8,6 @@ export async function historyRoutes(app: FastifyInstance): Promise<void> {
   app.withTypeProvider<TypeBoxTypeProvider>().route({
     ...routeOptions(listInventoryHistory),
     onRequest: parsePetIdParam,
-    handler: async (request, reply) => sendAnswer(reply, await answerListHistory(app.store, { petId: request.petId, query: request.query })),
+    handler: async (request, reply) => sendAnswer(reply, await answerListHistory(app.store.history, { petId: request.petId, query: request.query })),
   });
 }

@@ -25,7 +25,7 @@ export function inventoryRoutes(options: UpdateOptions & { listCache: ListCache 
     api.route({
       ...routeOptions(getInventoryItem),
       onRequest: parsePetIdParam,
-      handler: async (request, reply) => sendAnswer(reply, await answerGetInventoryItem(app.store, { petId: request.petId, headers: request.headers })),
+      handler: async (request, reply) => sendAnswer(reply, await answerGetInventoryItem(app.store.entries, { petId: request.petId, headers: request.headers })),
     });
 
     api.route({
@@ -33,7 +33,7 @@ export function inventoryRoutes(options: UpdateOptions & { listCache: ListCache 
       onRequest: parsePetIdParam,
       handler: async (request, reply) => {
         const update = { petId: request.petId, body: request.body, headers: request.headers, principal: principalOf(request), requestId: request.id };
-        return sendAnswer(reply, await answerUpdateInventory(app.store, update, updateOptions));
+        return sendAnswer(reply, await answerUpdateInventory(app.store.changes, update, updateOptions));
       },
     });
   };

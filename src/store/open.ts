@@ -1,18 +1,18 @@
 import { resolve } from 'node:path';
-import type { InventoryStore } from './store.js';
+import type { Store } from './store.js';
 
 /**
  * The store that DATABASE_URL names: an embedded SQLite file by default, PostgreSQL for several
  * instances on one database. Only the chosen backend's driver is loaded.
  */
-export async function openStore(databaseUrl: string, options: { timeoutMs?: number } = {}): Promise<InventoryStore> {
+export async function openStore(databaseUrl: string, options: { timeoutMs?: number } = {}): Promise<Store> {
   const target = parseDatabaseUrl(databaseUrl);
   switch (target.backend) {
     case 'sqlite':
-      return (await import('./sqlite/store.js')).openSqliteStore(target.filename, { timeoutMs: options.timeoutMs });
+      return (await import('./sqlite/open.js')).openStore(target.filename, { timeoutMs: options.timeoutMs });
     case 'postgres':
       // timeoutMs: STORE_TIMEOUT_MS, the longest a request waits on the database.
-      return (await import('./postgres/store.js')).openPostgresStore(target.url, { schema: target.schema, timeoutMs: options.timeoutMs });
+      return (await import('./postgres/open.js')).openStore(target.url, { schema: target.schema, timeoutMs: options.timeoutMs });
   }
 }
 

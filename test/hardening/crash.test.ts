@@ -106,7 +106,7 @@ function headersOf(key: string, sent: Sent): Record<string, string> {
 
 /** Checks the round's acknowledged writes against the store; returns how many were checked. */
 async function verify(service: Service, ledger: Ledger, round: number): Promise<number> {
-  const stored = new Map((await service.store.listInventory()).map((item) => [Number(item.petId), item.quantity]));
+  const stored = new Map((await service.store.entries.listInventory()).map((item) => [Number(item.petId), item.quantity]));
   for (const [petId, values] of ledger.sent) {
     const quantity = stored.get(petId)!;
     const acked = ledger.lastAcked.get(petId);
@@ -116,7 +116,7 @@ async function verify(service: Service, ledger: Ledger, round: number): Promise<
   }
   const byPet = new Map<number, Set<string>>();
   for (const petId of new Set(ledger.acked.map((s) => s.petId))) {
-    const rows = await service.store.listHistory(BigInt(petId), { limit: 100_000 });
+    const rows = await service.store.history.listHistory(BigInt(petId), { limit: 100_000 });
     byPet.set(petId, new Set((rows ?? []).map((r) => `${r.quantity}/${r.requestId}`)));
   }
   for (const sent of ledger.acked) {
@@ -139,7 +139,7 @@ async function retryKeyed(service: Service, ledger: Ledger, round: number, retri
       if (acked) assert.equal(answer.headers['idempotent-replayed'], 'true', `round ${round}: an acknowledged keyed request is replayed`);
       if (answer.headers['idempotent-replayed'] === 'true') retries.replayed++;
       else retries.appliedNow++;
-      const rows = (await service.store.listHistory(BigInt(sent.petId), { limit: 100_000 })) ?? [];
+      const rows = (await service.store.history.listHistory(BigInt(sent.petId), { limit: 100_000 })) ?? [];
       assert.equal(rows.filter((r) => r.quantity === sent.quantity).length, 1, `round ${round}: ${JSON.stringify(sent)} applied exactly once`);
     }
   } finally {

@@ -31,7 +31,7 @@ for (const backend of BACKENDS) {
       const statuses = new Map<string, number>();
       const classes = new Map<string, number>();
       const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
-      let version = await service.store.readVersion();
+      let version = await service.store.entries.readVersion();
       let cases = 0;
 
       await assertProperty(
@@ -44,7 +44,7 @@ for (const backend of BACKENDS) {
           // A refused request is not known to be HEAD: its answer has a body. Bytes behind a request: what
           // follows its answer is read too (for a while: they may be the start of a request, still incomplete).
           const answer = await rawExchange(service.server.port, bytes, { headOnly: c.method === 'HEAD' && !refusal, waitMs: 10_000, thenWaitMs: behind ? 1000 : undefined });
-          const after = await service.store.readVersion();
+          const after = await service.store.entries.readVersion();
           const describeCase = () => `${show(c, bytes)}\n=> ${answer.status || answer.missing} ${JSON.stringify(answer.headers)} ${answer.body.toString('latin1').slice(0, 300)}`;
           count(statuses, String(answer.status || answer.missing));
           count(classes, caseClass(c, headBytes));
@@ -70,7 +70,7 @@ for (const backend of BACKENDS) {
           }
           assert.notEqual(answer.status, 431, `431 for a head under the limit:\n${describeCase()}`);
           if (behind) {
-            await assertBytesBehind(answer, async () => version === (await service.store.readVersion()), describeCase);
+            await assertBytesBehind(answer, async () => version === (await service.store.entries.readVersion()), describeCase);
             count(classes, `bytes behind the request, then: ${answer.after?.length ? 'a 400' : answer.headers.connection === 'close' ? 'closed' : 'nothing yet'}`);
           }
           const validKey = c.keyKind === 'write' || c.keyKind === 'read';

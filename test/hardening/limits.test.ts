@@ -184,8 +184,8 @@ describe('per-key rate limit shared through Redis', () => {
       const { prefix } = await redisPrefix(t);
       const db = await createTestDatabase('postgres', t);
       const store = await db.open();
-      await store.addItems(PETS);
-      const { key } = await issueApiKey(store, { name: 'limits', environment: 'production', scopes: ['inventory:read'], expiresAt: null });
+      await store.changes.addItems(PETS);
+      const { key } = await issueApiKey(store.keys, { name: 'limits', environment: 'production', scopes: ['inventory:read'], expiresAt: null });
       const env = { DATABASE_URL: db.databaseUrl, RATE_LIMIT_PER_MINUTE: String(limit), REDIS_URL, REDIS_KEY_PREFIX: prefix };
       const servers = await Promise.all([startServerProcess(t, env), startServerProcess(t, env)]);
       const send = async (server: ServerProcess) => {
@@ -267,7 +267,7 @@ describe('event-loop overload (MAX_EVENT_LOOP_DELAY_MS)', () => {
       assert.equal(res.headers['retry-after'], '1');
     }
     assert.equal(answers[4]!.status, 200, '/healthz: alive');
-    assert.equal((await api.store.getEntry(1n))?.item.quantity, 5, 'a shed PATCH changed nothing');
+    assert.equal((await api.store.entries.getEntry(1n))?.item.quantity, 5, 'a shed PATCH changed nothing');
     // Once the loop is free again, requests are served.
     assert.equal((await served(api)).status, 200);
     assert.equal((await api.request({ method: 'GET', url: '/readyz' })).status, 200);

@@ -66,7 +66,7 @@ describe('PostgreSQL frozen (packets held, not refused)', { skip: await backendS
   test('every kind of request is answered within the store timeout; after the thaw the service recovers and no acknowledged write is lost', async (t) => {
     const db = await createTestDatabase('postgres', t);
     const store = await db.open();
-    await store.addItems([
+    await store.changes.addItems([
       ...Array.from({ length: PETS }, (_, i) => ({ petId: BigInt(i + 1), quantity: 0, status: 'available' as const })),
       ...Array.from({ length: IDEM_PETS }, (_, i) => ({ petId: BigInt(IDEM_PET_BASE + i), quantity: 0, status: 'available' as const })),
     ]);

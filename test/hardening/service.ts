@@ -3,7 +3,7 @@ import type { TestContext } from 'node:test';
 import { issueApiKey } from '../../src/auth/issue-key.js';
 import type { Scope } from '../../src/domain/api-key.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
-import type { InventoryStore } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
 import { createTestDatabase, type Backend, type TestDatabase } from '../backends.js';
 import { sleep, spawnServer, startServerProcess, type ServerProcess } from '../process.js';
 
@@ -22,7 +22,7 @@ export interface Service {
   server: ServerProcess;
   db: TestDatabase;
   /** The same database, opened by the test: to check what the server stored, without going through it. */
-  store: InventoryStore;
+  store: Store;
   keys: KeySet;
   /** Restarts the server process on the same database (after a kill, say); `server` is the new one. */
   restart(): Promise<ServerProcess>;
@@ -41,11 +41,11 @@ export async function startService(
 ): Promise<Service> {
   const db = await createTestDatabase(backend, t);
   const store = await db.open();
-  await store.addItems(options.items);
+  await store.changes.addItems(options.items);
   const issue = async (scopes: Scope[], environment: 'production' | 'staging' = 'production', expiresAt: Date | null = null) =>
-    issueApiKey(store, { name: `hardening ${scopes.join(' ')}`, environment, scopes, expiresAt });
+    issueApiKey(store.keys, { name: `hardening ${scopes.join(' ')}`, environment, scopes, expiresAt });
   const revoked = await issue(['inventory:write']);
-  await store.revokeApiKey(revoked.record.id, new Date());
+  await store.keys.revokeApiKey(revoked.record.id, new Date());
   const keys: KeySet = {
     write: (await issue(['inventory:write'])).key,
     read: (await issue(['inventory:read'])).key,

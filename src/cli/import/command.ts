@@ -70,8 +70,8 @@ export const importCommand: Command = {
     }));
     let outcome: ImportOutcome;
     try {
-      outcome = await withStore(io, (store) =>
-        store.importItems(source, {
+      outcome = await withStore(io, ({ changes }) =>
+        changes.importItems(source, {
           upsert: values.upsert ?? false,
           change: importChange(new Date()),
           conflictsMax: MAX_IMPORT_ERRORS,

@@ -1,14 +1,8 @@
 import type { QueryResult, QueryResultRow } from 'pg';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap } from '../../domain/idempotency.js';
 import { idempotencySlot, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
-import { idempotencyKeyHash } from '../housekeeping.js';
-import { decodeOutcome, encodeOutcome } from '../outcome.js';
-
-/** A named statement: each connection prepares it once. */
-export interface Statement {
-  name: string;
-  text: string;
-}
+import type { Statement } from './connection.js';
 
 export type Query = <R extends QueryResultRow>(statement: Statement, values: unknown[]) => Promise<QueryResult<R>>;
 
@@ -125,17 +119,15 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
     const recordOf = (c: Keyed) => found.get(idempotencySlot(c.keyId, hashOf.get(c)!));
 
     const earlier = new Map<QuantityChange, ChangeResult>();
-    for (const c of keyed) {
-      const result = earlierResult(c, recordOf(c));
-      if (result) earlier.set(c, result);
-    }
+    const verdicts = new Map(keyed.map((c) => [c, judgeIdempotency(recordOf(c), c.idempotency.fingerprint)]));
+    for (const [c, verdict] of verdicts) if (verdict.kind === 'answer') earlier.set(c, verdict.result);
     for (const keyId of apiKeys) {
       const ofKey = keyed.filter((c) => c.keyId === keyId);
-      // Only a key without any record takes a new row; an expired record is reused in place.
-      const fresh = ofKey.filter((c) => !recordOf(c));
+      // Only a key without any record takes a new row; a record that exists is written over in place.
+      const fresh = ofKey.filter((c) => verdicts.get(c)!.kind === 'new');
       const reused = ofKey.filter((c) => recordOf(c)).map((c) => hashOf.get(c)!);
-      const refusal = await refusePastCap(query, keyId, fresh, held.get(keyId) ?? 0, reused);
-      for (const c of refusal?.changes ?? []) earlier.set(c, { kind: 'idempotency_records_full', retryAt: refusal!.retryAt });
+      const refused = await refusePastCap(query, keyId, fresh, held.get(keyId) ?? 0, reused);
+      for (const c of refused?.changes ?? []) earlier.set(c, refused!.result);
     }
 
     const toApply = changes.filter((c) => !earlier.has(c));
@@ -148,8 +140,8 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
 }
 
 /**
- * The changes of one API key (the last ones) that would take its records past its cap, and when
- * its oldest live record expires; undefined when all fit. Expired records past the cap are
+ * The changes of one API key (the last ones) that would take its records past its cap (domain
+ * recordsOverCap), and their refusal; undefined when all fit. Expired records past the cap are
  * deleted first, as many as needed, so only live records refuse.
  */
 async function refusePastCap(
@@ -158,26 +150,16 @@ async function refusePastCap(
   fresh: readonly Keyed[],
   held: number,
   reused: readonly string[],
-): Promise<{ changes: readonly Keyed[]; retryAt: Date } | undefined> {
+): Promise<{ changes: readonly Keyed[]; result: ChangeResult } | undefined> {
   const first = fresh[0];
   if (!first) return undefined;
   const now = first.at.toISOString();
-  let over = held + fresh.length - first.idempotency.recordsPerKey;
-  if (over <= 0) return undefined;
+  let over = recordsOverCap(held, fresh.length, first.idempotency.recordsPerKey);
+  if (over === 0) return undefined;
   over -= (await query(RECLAIM_EXPIRED, [keyId, now, reused, over])).rowCount ?? 0;
   if (over <= 0) return undefined;
-  const oldest = (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, now])).rows[0]?.oldest ?? null;
-  return { changes: fresh.slice(Math.max(0, fresh.length - over)), retryAt: oldest ?? first.at };
-}
-
-/** The answer a key's record already holds: a replay, or a refusal for another request; undefined when the change is to be applied. */
-function earlierResult(change: Keyed, record: RecordRow | undefined): ChangeResult | undefined {
-  // No record, or an expired one: the key is free again.
-  if (!record || record.expired) return undefined;
-  if (record.fingerprint !== change.idempotency.fingerprint) return { kind: 'idempotency_key_reused' };
-  // A record is written with its outcome, in the transaction that applied the change.
-  if (record.outcome === null) throw new Error('an idempotency record without its outcome');
-  return { ...decodeOutcome(record.outcome), replayed: true };
+  const oldest = (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, now])).rows[0]?.oldest ?? undefined;
+  return { changes: fresh.slice(Math.max(0, fresh.length - over)), result: recordsFull(oldest, first.at) };
 }
 
 function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outcomeOf: (c: Keyed) => Applied): unknown[] {

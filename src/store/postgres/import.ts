@@ -3,8 +3,8 @@ import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
-import { BULK_WRITE } from '../bulk-write.js';
-import { BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from './pool.js';
+import { BULK_WRITE } from '../store.js';
+import { BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from './connection.js';
 
 /** The staging table: a temporary one, so it belongs to the import's session (and goes with it) and writes no WAL. */
 const CREATE_STAGING = `CREATE TEMP TABLE import_rows (
@@ -68,7 +68,7 @@ type Query = <R extends QueryResultRow>(text: string, values?: unknown[]) => Pro
  * request waits on these statements and a million rows take seconds, so they run under
  * BULK_STATEMENT_TIMEOUT_MS, not the store timeout.
  */
-export async function importByCopy(pool: Pool, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+export async function importItems(pool: Pool, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
   const client = await pool.connect();
   // A connection dropping between statements fails the next one; unhandled, the event would kill the process.
   client.on('error', ignore);

@@ -1,8 +1,18 @@
+import { escapeIdentifier, type Pool } from 'pg';
+import { inTransaction, MIGRATION_LOCK_KEY } from './connection.js';
+
+/** A schema version. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
 /**
  * PostgreSQL schema versions, applied in order at start under an advisory lock; an applied
  * version is never edited, a change is a new version. Same tables and columns as SQLite's.
  */
-export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'inventory and api keys',
@@ -134,3 +144,25 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
     `,
   },
 ];
+
+/** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */
+export async function migrate(pool: Pool, schema: string | undefined): Promise<void> {
+  await inTransaction(pool, async (client) => {
+    // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [
+      MIGRATION_LOCK_KEY,
+      schema ?? null,
+    ]);
+    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(schema)}`);
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)',
+    );
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => r.version));
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name]);
+    }
+  });
+}

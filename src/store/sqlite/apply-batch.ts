@@ -1,10 +1,9 @@
 import type Database from 'better-sqlite3';
-import { judgeChange, type ChangeOutcome, type ChangeResult, type InventoryEntry, type QuantityChange } from '../../domain/inventory.js';
-import type { PetStatus } from '../../schemas/inventory.js';
-import { idempotencyKeyHash } from '../housekeeping.js';
-import { decodeOutcome, encodeOutcome } from '../outcome.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap } from '../../domain/idempotency.js';
+import { judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { changeLogWriter } from './change-log.js';
 import { isTransient } from './connection.js';
+import { entryReader } from './entries.js';
 
 /** A change that failed, kept apart from the batch's other results. */
 export interface ChangeFailure {
@@ -12,11 +11,6 @@ export interface ChangeFailure {
 }
 
 export type BatchResult = ChangeResult | ChangeFailure;
-
-/** Writes a batch of changes in one IMMEDIATE transaction (one fsync); each result in the order given. */
-export type ApplyBatch = (batch: readonly QuantityChange[]) => BatchResult[];
-
-type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigint];
 
 /**
  * The write side of the SQLite store's group commit: one IMMEDIATE transaction per batch. Per
@@ -26,7 +20,19 @@ type EntryRow = [petId: bigint, quantity: bigint, status: string, version: bigin
  * for every PATCH: no RETURNING (the new version is the one read + 1, under the write lock), no
  * index on history (rows are chained per pet), no savepoints unless a change fails.
  */
-export function changeApplier(db: Database.Database): ApplyBatch {
+export function applyBatch(db: Database.Database, changes: readonly QuantityChange[]): BatchResult[] {
+  let apply = appliers.get(db);
+  if (!apply) appliers.set(db, (apply = applierOn(db)));
+  return apply(changes);
+}
+
+/** Writes a batch of changes in one IMMEDIATE transaction (one fsync); each result in the order given. */
+type Applier = (changes: readonly QuantityChange[]) => BatchResult[];
+
+/** Made at a connection's first batch (its statements), then reused by every batch on it. */
+const appliers = new WeakMap<Database.Database, Applier>();
+
+function applierOn(db: Database.Database): Applier {
   const stmt = {
     // Reads the previous quantity and the pet's newest history row itself.
     insertHistory: db.prepare(
@@ -35,14 +41,14 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     ),
     update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
     // Expired records too: reusing one takes no new row, so it never counts against the cap.
-    findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at > ? AS live FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
+    findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at <= ? AS expired FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
     saveIdempotency: db.prepare(
       `INSERT INTO idempotency_records (api_key_id, key_hash, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (api_key_id, key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
          created_at = excluded.created_at, expires_at = excluded.expires_at`,
     ),
   };
-  const recordsFull = recordsFullCheck(db);
+  const overCap = overCapCheck(db);
 
   const entry = entryReader(db);
   const logWrite = changeLogWriter(db);
@@ -52,12 +58,10 @@ export function changeApplier(db: Database.Database): ApplyBatch {
     const idem = change.idempotency;
     const keyHash = idem && idempotencyKeyHash(idem.key);
     if (idem) {
-      const found = stmt.findIdempotency.get(at, change.keyId, keyHash) as { fingerprint: string; outcome: string | null; live: number } | undefined;
-      if (found?.live) {
-        if (found.fingerprint !== idem.fingerprint) return { kind: 'idempotency_key_reused' };
-        if (found.outcome !== null) return { ...decodeOutcome(found.outcome), replayed: true };
-      }
-      const full = found ? undefined : recordsFull(change.keyId, idem.recordsPerKey, change.at);
+      const found = stmt.findIdempotency.get(at, change.keyId, keyHash) as { fingerprint: string; outcome: string | null; expired: number } | undefined;
+      const verdict = judgeIdempotency(found && { ...found, expired: found.expired === 1 }, idem.fingerprint);
+      if (verdict.kind === 'answer') return verdict.result;
+      const full = verdict.kind === 'new' ? overCap(change.keyId, idem.recordsPerKey, change.at) : undefined;
       if (full) return full;
     }
     const verdict = judgeChange(entry(change.petId), change.condition);
@@ -107,13 +111,12 @@ export function changeApplier(db: Database.Database): ApplyBatch {
 }
 
 /**
- * Whether an API key already holds `cap` live records, so that a new one is refused: read from
- * its count (idempotency_counts, kept by triggers), so a PATCH never counts rows. A count at the
- * cap may include expired records: as many of those as needed are deleted first (the oldest),
- * and only live records refuse. Runs in the batch's transaction, under SQLite's one write lock,
- * so the count is exact across processes.
+ * Whether one more record takes an API key past its cap (domain recordsOverCap), read from its
+ * count (idempotency_counts, kept by triggers), so a PATCH never counts rows. Expired records are
+ * deleted first, as many as needed (the oldest), and only live ones refuse. Runs in the batch's
+ * transaction, under SQLite's one write lock, so the count is exact across processes.
  */
-function recordsFullCheck(db: Database.Database): (keyId: string, cap: number, now: Date) => ChangeResult | undefined {
+function overCapCheck(db: Database.Database): (keyId: string, cap: number, now: Date) => ChangeResult | undefined {
   const count = db.prepare('SELECT records FROM idempotency_counts WHERE api_key_id = ?').pluck();
   const reclaim = db.prepare(
     `DELETE FROM idempotency_records WHERE rowid IN
@@ -121,22 +124,12 @@ function recordsFullCheck(db: Database.Database): (keyId: string, cap: number, n
   );
   const oldestLive = db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck();
   return (keyId, cap, now) => {
-    const held = Number(count.get(keyId) ?? 0);
-    if (held < cap) return undefined;
+    const over = recordsOverCap(Number(count.get(keyId) ?? 0), 1, cap);
+    if (over === 0) return undefined;
     const at = now.toISOString();
-    if (held - reclaim.run(keyId, at, held - cap + 1).changes < cap) return undefined;
+    if (reclaim.run(keyId, at, over).changes >= over) return undefined;
     const oldest = oldestLive.get(keyId, at) as string | null;
-    return { kind: 'idempotency_records_full', retryAt: oldest === null ? now : new Date(oldest) };
-  };
-}
-
-/** One entry with its version, by petId (none when retired): the read both the store and the batch applier use. */
-export function entryReader(db: Database.Database): (petId: bigint) => InventoryEntry | undefined {
-  // A retired entry is no entry: reads and changes of quantity pass it by.
-  const get = db.prepare('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ? AND retired_at IS NULL').raw(true).safeIntegers(true);
-  return (petId) => {
-    const row = get.get(petId) as EntryRow | undefined;
-    return row && { item: { petId: row[0], quantity: Number(row[1]), status: row[2] as PetStatus }, version: Number(row[3]) };
+    return recordsFull(oldest === null ? undefined : new Date(oldest), now);
   };
 }
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { BULK_WRITE } from '../bulk-write.js';
+import { BULK_WRITE } from '../store.js';
 
 /**
  * The SQLite store's change log (table inventory_changes): one row per committed write of entries,

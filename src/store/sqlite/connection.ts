@@ -1,9 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../../errors.js';
 
 /** How long a writer waits for another connection's lock before the request fails with 503. */
 export const BUSY_TIMEOUT_MS = 5000;
+/** How long a housekeeping write on the event loop's connection waits for the write lock (see briefly). */
+export const MAINTENANCE_BUSY_TIMEOUT_MS = 100;
 
 /** Every connection and statement this thread made, kept reachable until the thread exits (see Connection). */
 const keptUntilExit: object[] = [];
@@ -66,4 +69,38 @@ export function durabilityOf(db: Database.Database): Record<string, string> {
 export function isTransient(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL)/.test(code);
+}
+
+/** A transient failure as StoreUnavailableError (503); anything else as it is. */
+export function asUnavailable<E>(err: E): E | StoreUnavailableError {
+  return isTransient(err) ? new StoreUnavailableError('the SQLite store is busy or unavailable', { cause: err }) : err;
+}
+
+/** Runs a synchronous driver call on a connection of the store. */
+export type Run = <T>(fn: () => T) => T;
+
+/** How the ports run their calls on `db`: refused once it is closed, "cannot reach the store now" as StoreUnavailableError. */
+export function runOn(db: Database.Database): Run {
+  return (fn) => {
+    if (!db.open) throw new StoreUnavailableError('the SQLite store is closed');
+    try {
+      return fn();
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  };
+}
+
+/**
+ * A housekeeping write on the event loop's connection, waiting at most MAINTENANCE_BUSY_TIMEOUT_MS
+ * for the writer thread's lock: the wait blocks the loop, and these writes can fail (logged) and
+ * happen again later.
+ */
+export function briefly<T>(db: Database.Database, write: () => T): T {
+  db.exec(`PRAGMA busy_timeout = ${MAINTENANCE_BUSY_TIMEOUT_MS}`);
+  try {
+    return write();
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
 }

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
-import { BULK_WRITE } from '../bulk-write.js';
-import type { changeLogWriter } from './change-log.js';
+import { BULK_WRITE } from '../store.js';
+import { changeLogWriter } from './change-log.js';
 
 type ConflictRow = [line: bigint, index: bigint | null, petId: bigint, stored: string, given: string];
 
@@ -13,7 +13,19 @@ type ConflictRow = [line: bigint, index: bigint | null, petId: bigint, stored: s
  * transaction (one writer at a time: what the checks see is what is written). The staging table
  * lives in SQLite's temporary database, which spills to a file, not in memory.
  */
-export function sqliteImporter(db: Database.Database, logWrite: ReturnType<typeof changeLogWriter>): (source: ImportSource, plan: ImportPlan) => Promise<ImportOutcome> {
+export function importItems(db: Database.Database, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+  let importer = importers.get(db);
+  if (!importer) importers.set(db, (importer = importerOn(db)));
+  return importer(source, plan);
+}
+
+type Importer = (source: ImportSource, plan: ImportPlan) => Promise<ImportOutcome>;
+
+/** Made at a connection's first import (its staging table and statements), then reused by every import on it. */
+const importers = new WeakMap<Database.Database, Importer>();
+
+function importerOn(db: Database.Database): Importer {
+  const logWrite = changeLogWriter(db);
   db.exec(`CREATE TEMP TABLE IF NOT EXISTS import_rows (
     pet_id INTEGER PRIMARY KEY, line INTEGER NOT NULL, item INTEGER, quantity INTEGER NOT NULL, status TEXT NOT NULL
   ) STRICT`);

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import { idempotencyKeyHash } from '../housekeeping.js';
+import { idempotencyKeyHash } from '../../domain/idempotency.js';
 
 /** A schema version; `functions` are what its SQL calls that SQLite lacks, registered on the connection first. */
-export interface SqliteMigration {
+export interface Migration {
   version: number;
   name: string;
   sql: string;
@@ -13,7 +13,7 @@ export interface SqliteMigration {
  * SQLite schema versions, applied in order at start; an applied version is never edited,
  * a change is a new version.
  */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'inventory and api keys',
@@ -171,7 +171,7 @@ export function migrate(db: Database.Database): void {
   db.transaction(() => {
     const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const m of SQLITE_MIGRATIONS) {
+    for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
       for (const [name, fn] of Object.entries(m.functions ?? {})) db.function(name, { deterministic: true }, fn);
       db.exec(m.sql);

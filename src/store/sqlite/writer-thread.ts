@@ -5,13 +5,12 @@
  * the thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { changeApplier, failure, type BatchResult } from './apply-batch.js';
+import { applyBatch, failure, type BatchResult } from './apply-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
 import { decodeBatch, encodeResults, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 const port = parentPort!;
 const db = openSqliteConnection((workerData as { filename: string }).filename);
-const apply = changeApplier(db);
 
 port.on('message', (request: WriterRequest) => {
   if ('close' in request) {
@@ -25,7 +24,7 @@ port.on('message', (request: WriterRequest) => {
   }
   let results: BatchResult[];
   try {
-    results = apply(decodeBatch(request.batch));
+    results = applyBatch(db, decodeBatch(request.batch));
   } catch (err) {
     // The whole transaction failed (busy past the timeout, disk error): every change with it.
     port.postMessage({ failed: failure(err) } satisfies WriterReply);

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { QuantityChange } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { changeApplier, errorOf, type BatchResult } from './apply-batch.js';
+import { applyBatch, errorOf, type BatchResult } from './apply-batch.js';
 import { durabilityOf } from './connection.js';
 import { decodeResults, encodeBatch, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
@@ -20,9 +20,8 @@ export interface ChangeWriter {
 
 /** On the main connection, the commit blocking the event loop: for a private :memory: database, which no other thread can open. */
 export function inThreadWriter(db: Database.Database): ChangeWriter {
-  const apply = changeApplier(db);
   return {
-    apply: async (changes) => apply(changes),
+    apply: async (changes) => applyBatch(db, changes),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},

@@ -1,7 +1,6 @@
-import { Pool, escapeIdentifier, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
+import { Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
-import { POSTGRES_MIGRATIONS } from './migrations.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
 export const POOL_MAX = 10;
@@ -44,17 +43,11 @@ const INT8_AS_BIGINT: CustomTypesConfig = {
     oid === types.builtins.INT8 ? (text: string) => BigInt(text) : types.getTypeParser(oid, format),
 };
 
-/** A pool on the database at `url` with the store's session settings, its migrations applied (once, however many processes open at the same moment). */
-export async function openPool(url: string, options: PostgresStoreOptions): Promise<Pool> {
+/** A pool on the database at `url` with the store's session settings; connections open as they are needed. */
+export function openPool(url: string, options: PostgresStoreOptions): Pool {
   const pool = new Pool(poolConfig(url, options));
   // An idle connection that drops is already out of the pool and the next query reconnects; unhandled, this event would kill the process.
   pool.on('error', ignore);
-  try {
-    await migrate(pool, options.schema);
-  } catch (err) {
-    await pool.end();
-    throw asUnavailable(err);
-  }
   return pool;
 }
 
@@ -82,27 +75,6 @@ function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
     options: settings.join(' '),
     types: INT8_AS_BIGINT,
   };
-}
-
-async function migrate(pool: Pool, schema: string | undefined): Promise<void> {
-  await inTransaction(pool, async (client) => {
-    // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
-    await client.query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [
-      MIGRATION_LOCK_KEY,
-      schema ?? null,
-    ]);
-    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(schema)}`);
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)',
-    );
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
-    const applied = new Set(rows.map((r) => r.version));
-    for (const m of POSTGRES_MIGRATIONS) {
-      if (applied.has(m.version)) continue;
-      await client.query(m.sql);
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name]);
-    }
-  });
 }
 
 /**
@@ -149,6 +121,43 @@ export async function queryOnPool<R extends QueryResultRow>(pool: Pool, statemen
     client.off('error', ignore);
     client.release(failure !== undefined && isTransient(failure));
   }
+}
+
+/** A named statement: each connection prepares it once and reuses the plan. */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+/** The store's pool as its ports use it, every call refused once the store is closed. */
+export interface Pooled {
+  readonly pool: Pool;
+  /** One statement, answered (or given up) within the store timeout of this call, waiting for a connection included. */
+  readonly query: <R extends QueryResultRow>(statement: Statement, values?: unknown[]) => Promise<QueryResult<R>>;
+  /** Runs one driver call (a transaction, say), turning "cannot reach the store now" into StoreUnavailableError. */
+  readonly run: <T>(fn: () => Promise<T>) => Promise<T>;
+}
+
+/** The pool's calls, with the store timeout `timeoutMs` (STORE_TIMEOUT_MS); end() closes the pool and refuses every call after. */
+export function pooled(pool: Pool, timeoutMs: number): Pooled & { end(): Promise<void> } {
+  let ended = false;
+  const run = async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (ended) throw new StoreUnavailableError('the PostgreSQL store is closed');
+    try {
+      return await fn();
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  };
+  return {
+    pool,
+    run,
+    query: (statement, values = []) => run(() => queryOnPool(pool, { ...statement, values }, clock() + timeoutMs)),
+    end() {
+      ended = true;
+      return pool.end();
+    },
+  };
 }
 
 /** A statement as the driver takes it: text, and a name to prepare it once per connection. */

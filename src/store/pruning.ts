@@ -1,19 +1,12 @@
-import { hash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /**
- * What both backends share about the storage one API key can cause: how an Idempotency-Key is
- * kept (its SHA-256 only), and how expired idempotency records and old history rows are deleted
- * (in short batches, each its own transaction, so no write waits long behind them).
+ * How both backends prune what they need not keep (expired idempotency records, old history): in
+ * short batches, each its own transaction, so no write waits long behind them.
  */
 
-/** Hex SHA-256 of an Idempotency-Key: what the store keeps instead of the key (a client may put anything in it). */
-export function idempotencyKeyHash(key: string): string {
-  return hash('sha256', key, 'hex');
-}
-
-/** Rows one housekeeping transaction deletes at most: a few milliseconds of the write lock. */
-export const HOUSEKEEPING_BATCH = 1000;
+/** Rows one pruning transaction deletes at most: a few milliseconds of the write lock. */
+export const PRUNE_BATCH = 1000;
 
 /**
  * Runs `step` (one short transaction) until it reports that nothing is left, letting other work
@@ -41,5 +34,5 @@ export function oldPrefix<I, A>(head: readonly (readonly [id: I, at: A])[], isOl
   const young = head.findIndex(([, at]) => !isOld(at));
   const run = young === -1 ? head.length : young;
   if (run === 0) return { more: false };
-  return { last: head[run - 1]![0], more: young === -1 && head.length === HOUSEKEEPING_BATCH };
+  return { last: head[run - 1]![0], more: young === -1 && head.length === PRUNE_BATCH };
 }

@@ -1,0 +1,81 @@
+import { hash } from 'node:crypto';
+import type { PetStatus } from '../schemas/inventory.js';
+import type { ChangeOutcome, ChangeResult } from './inventory.js';
+
+/**
+ * The rules of an Idempotency-Key that every backend follows inside the transaction of a change
+ * (decisions 5.6 and 7.2). A backend only finds the records and the counts; what they mean is
+ * decided here, once.
+ */
+
+/** Hex SHA-256 of an Idempotency-Key: what the store keeps instead of the key (a client may put anything in it). */
+export function idempotencyKeyHash(key: string): string {
+  return hash('sha256', key, 'hex');
+}
+
+/** The record of one API key's Idempotency-Key, as a backend finds it. */
+export interface IdempotencyRecord {
+  /** What the first request was (see requestFingerprint). */
+  fingerprint: string;
+  /** Its encoded outcome (encodeOutcome); null in a record an earlier version claimed before its change ran. */
+  outcome: string | null;
+  /** Past its expiry: the key is free again. */
+  expired: boolean;
+}
+
+/**
+ * What a change with an Idempotency-Key does, given the key's record:
+ * - `new`: no record; applying writes one, a new row that counts against the API key's cap;
+ * - `rewrite`: the record is expired, or holds no outcome; the key is free again, so the change
+ *   applies and the record is written over in place (no new row: nothing against the cap);
+ * - `answer`: the record is live; its outcome is replayed, or, for another request, the key is
+ *   refused as reused. Nothing is written.
+ * A record without an outcome cannot be written today (a record and its outcome commit together).
+ * One left by an earlier version is a claim whose request never answered: no client was told an
+ * outcome, so the change is applied, once, and its outcome kept.
+ */
+export type IdempotencyVerdict = { kind: 'new' } | { kind: 'rewrite' } | { kind: 'answer'; result: ChangeResult };
+
+export function judgeIdempotency(record: IdempotencyRecord | undefined, fingerprint: string): IdempotencyVerdict {
+  if (!record) return { kind: 'new' };
+  if (record.expired) return { kind: 'rewrite' };
+  if (record.fingerprint !== fingerprint) return { kind: 'answer', result: { kind: 'idempotency_key_reused' } };
+  if (record.outcome === null) return { kind: 'rewrite' };
+  return { kind: 'answer', result: { ...decodeOutcome(record.outcome), replayed: true } };
+}
+
+/**
+ * How many records an API key holding `held` (live or expired) is over its cap once `fresh` new
+ * ones are added. A backend deletes that many of the key's expired records, oldest first; what it
+ * could not delete refuses as many of the new keys, the last ones (recordsFull).
+ */
+export function recordsOverCap(held: number, fresh: number, cap: number): number {
+  return Math.max(0, held + fresh - cap);
+}
+
+/** The refusal of a new key past the cap: retry when the API key's oldest live record expires (undefined: none is live, so at once). */
+export function recordsFull(oldestLive: Date | undefined, now: Date): ChangeResult {
+  return { kind: 'idempotency_records_full', retryAt: oldestLive ?? now };
+}
+
+interface StoredOutcome {
+  kind: ChangeOutcome['kind'];
+  entry?: { petId: string; quantity: number; status: PetStatus; version: number };
+}
+
+/** An outcome as stored for idempotent replays: JSON with the petId as a string, so every int64 survives. */
+export function encodeOutcome(outcome: ChangeOutcome): string {
+  const stored: StoredOutcome = { kind: outcome.kind };
+  if (outcome.kind !== 'not_found') {
+    const { item, version } = outcome.entry;
+    stored.entry = { petId: item.petId.toString(), quantity: item.quantity, status: item.status, version };
+  }
+  return JSON.stringify(stored);
+}
+
+export function decodeOutcome(text: string): ChangeOutcome {
+  const stored = JSON.parse(text) as StoredOutcome;
+  if (stored.kind === 'not_found' || !stored.entry) return { kind: 'not_found' };
+  const { petId, quantity, status, version } = stored.entry;
+  return { kind: stored.kind, entry: { item: { petId: BigInt(petId), quantity, status }, version } };
+}

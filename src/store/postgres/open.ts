@@ -1,0 +1,48 @@
+import { clock, DEFAULT_STORE_TIMEOUT_MS } from '../deadline.js';
+import { changeGroupCommit } from '../group-commit.js';
+import type { Store } from '../store.js';
+import { applyBatch, type Database } from './apply-batch.js';
+import { changes } from './changes.js';
+import { asUnavailable, inTransaction, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions } from './connection.js';
+import { entries } from './entries.js';
+import { history } from './history.js';
+import { keys } from './keys.js';
+import { maintenance } from './maintenance.js';
+import { migrate } from './migrations.js';
+
+/**
+ * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
+ * many processes open at the same moment) and returns the store. Each call a request makes ends
+ * within `timeoutMs` (STORE_TIMEOUT_MS) of when it was made, waiting for a connection included;
+ * a change of quantity within `timeoutMs` of its submit, waiting behind the batch in flight included.
+ */
+export async function openStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+  const pool = openPool(url, options);
+  try {
+    await migrate(pool, options.schema);
+  } catch (err) {
+    await pool.end();
+    throw asUnavailable(err);
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+  const calls = pooled(pool, timeoutMs);
+  // Where a batch runs, every wait of it ending by `deadline`; a batch is given up once none of its changes is awaited any more.
+  const batchDatabase = (deadline: number): Database => ({
+    query: (statement, values) => queryOnPool(pool, { ...statement, values }, deadline),
+    transaction: (fn) => inTransaction(pool, (client) => fn((statement, values) => queryBy(client, { ...statement, values }, deadline)), deadline),
+  });
+  const groupCommit = changeGroupCommit((batch, deadline) => calls.run(() => applyBatch(batchDatabase(deadline ?? clock() + timeoutMs), batch)), { timeoutMs });
+  let closing: Promise<void> | undefined;
+  return {
+    backend: 'postgres',
+    entries: entries(calls),
+    changes: changes(calls, groupCommit),
+    keys: keys(calls),
+    history: history(calls),
+    maintenance: maintenance(calls),
+    close() {
+      closing ??= groupCommit.close().then(() => calls.end());
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import { changeGroupCommit } from '../group-commit.js';
+import type { Store } from '../store.js';
+import { errorOf, type BatchResult } from './apply-batch.js';
+import { changes } from './changes.js';
+import { asUnavailable, openSqliteConnection, runOn } from './connection.js';
+import { entries } from './entries.js';
+import { history } from './history.js';
+import { keys } from './keys.js';
+import { maintenance } from './maintenance.js';
+import { migrate } from './migrations.js';
+import { inThreadWriter, threadWriter } from './writer.js';
+
+/**
+ * Opens (creating if needed) the SQLite store at `filename` (":memory:" for a private in-memory
+ * database), applies pending migrations and prepares every statement once. `timeoutMs`
+ * (STORE_TIMEOUT_MS): the longest a change waits for its batch to commit, a batch in flight before
+ * it included (503 past it).
+ */
+export function openStore(filename: string, options: { timeoutMs?: number } = {}): Store {
+  const db = openSqliteConnection(filename);
+  try {
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  // A private :memory: database exists only on this connection, so it cannot have a writer thread.
+  const inThread = filename === ':memory:';
+  const writer = inThread ? inThreadWriter(db) : threadWriter(filename);
+  const groupCommit = changeGroupCommit(async (batch) => {
+    let results: BatchResult[];
+    try {
+      results = await writer.apply(batch);
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+    return results.map((result) => ('error' in result ? asUnavailable(errorOf(result)) : result));
+  }, options);
+  const run = runOn(db);
+  let closing: Promise<void> | undefined;
+  return {
+    backend: 'sqlite',
+    entries: entries(db, run),
+    changes: changes(db, run, groupCommit),
+    keys: keys(db, run),
+    history: history(db, run),
+    maintenance: maintenance(db, run, writer, { inThread }),
+    close() {
+      closing ??= (async () => {
+        if (!db.open) return;
+        await groupCommit.close();
+        await writer.close();
+        db.close();
+      })();
+      return closing;
+    },
+  };
+}
