@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import { Authenticator } from './auth/authenticator.js';
 import { FailureThrottle } from './auth/throttle.js';
 import { ListCache } from './cache/list-cache.js';
@@ -19,6 +18,7 @@ import { EventLoopDelay } from './limits/event-loop-delay.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { redisCounts } from './limits/redis-counts.js';
 import { serviceDocument } from './openapi/service-document.js';
+import { compileSchemaValidator } from './operations/schema-validator.js';
 import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
 import { standardRules } from './pipeline/rules.js';
@@ -125,7 +125,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   const listCache = new ListCache(store.entries, { timeoutMs: config.storeTimeoutMs, observer: metrics?.listCache });
   metrics?.countEntriesWith(() => listCache.entries());
 
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(compileSchemaValidator);
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);

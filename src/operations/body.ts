@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { Static, TObject } from 'typebox';
 import { ApiError } from '../errors.js';
 import type { OperationSpec } from './operation.js';
-import { validationToApiError, type SchemaError } from './validation.js';
+import { compileSchemaValidator } from './schema-validator.js';
+import { validationToApiError } from './validation.js';
 
 /** Media types a JSON body may be sent as. */
 export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'] as const;
@@ -86,9 +86,7 @@ export function bodyFields(spec: OperationSpec): string[] {
  * compiler, the same schema), so that both lanes refuse a body with the same error.
  */
 export function bodyValidator<S extends TObject>(spec: OperationSpec & { body: { schema: S } }): (body: unknown) => Static<S> {
-  const check = TypeBoxValidatorCompiler({ schema: spec.body.schema, method: spec.method, url: spec.path, httpPart: 'body' }) as (
-    body: unknown,
-  ) => { value?: unknown; error?: SchemaError[] };
+  const check = compileSchemaValidator({ schema: spec.body.schema, httpPart: 'body' });
   const fields = bodyFields(spec);
   return (body) => {
     const checked = check(body);

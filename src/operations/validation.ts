@@ -4,6 +4,7 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 export interface SchemaError {
   keyword: string;
   instancePath: string;
+  schemaPath: string;
   params: Record<string, unknown>;
   message?: string | undefined;
 }

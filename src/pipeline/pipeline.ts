@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { FastifyBaseLogger } from 'fastify';
 import { ApiError, asApiError, StoreUnavailableError } from '../errors.js';
 import { errorAnswer, type Answer } from '../operations/answer.js';
 import type { Access, RequestContext } from './context.js';
@@ -56,10 +55,17 @@ export interface RequestObserver {
 /** Authenticated answers without a cache policy of their own: stock is per-store data, no shared cache may keep it. */
 export const PRIVATE_CACHE_CONTROL = 'private, no-cache';
 
+/** Where the pipeline's lines go: the app's logger (pino), as its three levels take a line. */
+export interface PipelineLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
 export interface PipelineOptions {
   /** The client's address of a request (TRUST_PROXY applied). */
   clientAddress: (req: IncomingMessage) => string;
-  log: FastifyBaseLogger;
+  log: PipelineLog;
   /** Whether each request's arrival and completion are logged (LOG_LEVEL info and below). */
   logRequests: boolean;
   /** Counts every request; absent when metrics are off, and then nothing is measured. */
