@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layerRules } from './scripts/layers.mjs';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'bench/results/', 'clients/typescript/dist/', 'clients/typescript/src/generated/'] },
@@ -25,4 +26,6 @@ export default tseslint.config(
     files: ['bin/*', 'scripts/*.mjs', 'clients/typescript/scripts/*.mjs', 'eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },
+  // The layers of src/ point one way (docs/architecture.md): an import that runs back up fails the lint.
+  ...layerRules(),
 );
