@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { loadConfig, MAX_WORKERS, parseWorkers, type ConfigVariable } from '../config.js';
+import { loadConfig, readSetting, SETTINGS, type ConfigVariable } from '../config.js';
 import type { CliIO } from './io.js';
 import { parseCommandArgs, type Command } from './command.js';
 import { createStoreIfMissing } from './store-access.js';
@@ -13,7 +13,7 @@ Options:
   --host HOST          HOST (default 0.0.0.0)
   --database-url URL   DATABASE_URL (default sqlite:./data/inventory.db)
   --log-level LEVEL    LOG_LEVEL: fatal, error, warn, info, debug, trace, silent (default info)
-  --workers N|auto     WORKERS: processes serving on the one port, 1 to ${MAX_WORKERS} or auto = one per CPU (default 1)
+  --workers N|auto     WORKERS: processes serving on the one port, 1 to 64 or auto = one per CPU (default 1)
   --demo               add a few demo pets when the store has none
   -h, --help           show this help
 
@@ -56,7 +56,9 @@ export const serveCommand: Command = {
       if (typeof value === 'string') overrides[variable] = value;
     }
     const config = loadConfig(io.env, overrides);
-    const workers = values.workers === undefined ? parseWorkers('WORKERS', io.env.WORKERS) : parseWorkers('--workers', values.workers);
+    // WORKERS is no Config member (the other commands run one process), and a bad --workers is named as the flag.
+    const [workersName, workersText] = values.workers === undefined ? ['WORKERS', io.env.WORKERS] : ['--workers', values.workers];
+    const workers = readSetting(workersName, workersText, SETTINGS.WORKERS.value);
     const demo = values.demo ?? false;
     // Made here, not by the server, so that "Created a new store" comes before the first-run key.
     if (!cluster.isWorker) await createStoreIfMissing(config.databaseUrl, io);
