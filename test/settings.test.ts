@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { ConfigError, loadConfig, readSetting, SETTINGS, type ConfigVariable } from '../src/config.js';
+import { settingsDocument } from '../src/config/docs.js';
 import type { Setting } from '../src/config/setting.js';
 
 const ROWS = Object.entries(SETTINGS) as [string, Setting][];
@@ -11,10 +13,17 @@ function load(variable: string, setting: Setting, text: string): unknown {
   return loadConfig({ [variable]: text })[setting.key as keyof ReturnType<typeof loadConfig>];
 }
 
-test('every setting has one line of doc and says what it accepts', () => {
+test('the committed docs/settings.md is the table in src/config/settings.ts (`npm run docs:settings` rewrites it)', async () => {
+  const committed = await readFile(new URL('../docs/settings.md', import.meta.url), 'utf8');
+  assert.equal(committed, settingsDocument(), 'docs/settings.md is stale: run `npm run docs:settings` and commit the result');
+});
+
+test('every setting has one line of doc and says what it accepts, and the docs table lists each', () => {
+  const document = settingsDocument();
   for (const [variable, setting] of ROWS) {
     assert.match(setting.doc, /^\S[^\n]*$/, variable);
     assert.match(setting.value.accepts, /^\S[^\n]*$/, variable);
+    assert.ok(document.includes(`| \`${variable}\` |`), variable);
   }
 });
 
