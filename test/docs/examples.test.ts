@@ -47,6 +47,23 @@ for (const { file } of documents) {
   });
 }
 
+test('the command synopses (```text blocks) name only commands and options the CLI has', async () => {
+  const missing: string[] = [];
+  for (const block of blocks.filter((b) => b.language === 'text')) {
+    for (const [i, line] of block.lines.entries()) {
+      const words = line.split(/\s+/);
+      if (words[0] !== './bin/petstore-inventory') continue;
+      const command = words.slice(1, words.findIndex((w, j) => j > 0 && !/^[a-z]+$/.test(w)));
+      const help = await runCli({}, ...command, '--help');
+      if (help.code !== 0) missing.push(`${block.file}:${block.line + 1 + i}: no command "${command.join(' ')}"`);
+      for (const option of line.match(/--[a-z][a-z-]*/g) ?? []) {
+        if (!help.out.includes(option)) missing.push(`${block.file}:${block.line + 1 + i}: "${command.join(' ')} --help" has no ${option}`);
+      }
+    }
+  }
+  assert.deepEqual(missing, []);
+});
+
 test('every relative link of the docs points to a file, and to a heading of it when it names one', () => {
   const broken: string[] = [];
   for (const { file, text } of documents) {
