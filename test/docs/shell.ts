@@ -50,10 +50,12 @@ export class ShellSession {
     };
   }
 
-  /** Ends the shell (what it started in the background is the caller's to end). */
+  /** Ends the shell, at once if a command is still running (what it started in the background is the caller's to end). */
   async close(): Promise<void> {
     this.#bash.stdin.end();
+    const timer = setTimeout(() => this.#bash.kill('SIGKILL'), 5000);
     await this.#exited;
+    clearTimeout(timer);
   }
 
   #received(stream: 'out' | 'err', chunk: Buffer): void {
