@@ -1,3 +1,4 @@
+import { KEY_CACHE_TTL_MS } from '../auth/authenticator.js';
 import { issueApiKey } from '../auth/issue-key.js';
 import { isScope, KEY_PREFIX, keyUnusableReason, SCOPES, type ApiKeyRecord, type Scope } from '../domain/api-key.js';
 import { DURATION_FORMAT, parseDuration } from '../domain/duration.js';
@@ -40,7 +41,8 @@ Options:
 const REVOKE_HELP = `Usage: petstore-inventory keys revoke ID
 
 Revokes the key with this id (the key_... id that "keys list" shows, not the key itself).
-It stops working at once on this instance and within 5 seconds on every other one.
+It is refused by every server on the same store within ${KEY_CACHE_TTL_MS / 1000} seconds: no server is told,
+and each one keeps a key it looked up for that long before it asks the store again.
 
 Options:
   -h, --help  show this help
@@ -96,7 +98,7 @@ const listCommand: Command = {
 };
 
 const revokeCommand: Command = {
-  summary: 'revoke a key at once',
+  summary: `revoke a key (every server refuses it within ${KEY_CACHE_TTL_MS / 1000} s)`,
   async run(args, io) {
     const { values, positionals } = parseCommandArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
     if (values.help) return printHelp(io, REVOKE_HELP);
