@@ -3,11 +3,11 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test, type TestContext } from 'node:test';
 import type { Browser, BrowserContext, Page, Request, Response } from 'playwright-core';
-import { INT64_MAX, INT64_MIN } from '../src/domain/pet-id.js';
-import type { InventoryItem, PetStatus } from '../src/schemas/inventory.js';
-import { CHANGE_REASONS, PET_STATUSES } from '../src/schemas/values.js';
-import { BACKENDS, backendSkip, type Backend } from './backends.js';
-import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from './browser.js';
+import { INT64_MAX, INT64_MIN } from '../../src/domain/pet-id.js';
+import type { InventoryItem, PetStatus } from '../../src/schemas/inventory.js';
+import { CHANGE_REASONS, PET_STATUSES } from '../../src/schemas/values.js';
+import { BACKENDS, backendSkip, type Backend } from '../../test/backends.js';
+import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from '../../test/browser.js';
 import {
   alertWith,
   axeFindings,
@@ -43,8 +43,8 @@ import {
   type SortColumn,
   type SortDirection,
 } from './dashboard-page.js';
-import { buildTestApp, type TestApp } from './helper.js';
-import { importPlan, importSource } from './store-helpers.js';
+import { buildTestApp, type TestApp } from '../../test/helper.js';
+import { importPlan, importSource } from '../../test/store-helpers.js';
 
 /**
  * The staff dashboard at /dashboard in headless Chromium, on each backend, held to its UI contract:

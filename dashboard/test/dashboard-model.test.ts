@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { InventoryItem, PetStatus } from '@petstore/inventory-client';
-import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../dashboard/src/edits.js';
-import { newIdempotencyKey } from '../dashboard/src/idempotency.js';
-import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../dashboard/src/inventory-model.js';
+import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../src/edits.js';
+import { newIdempotencyKey } from '../src/idempotency.js';
+import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../src/inventory-model.js';
 
 /** The dashboard's table logic, outside the browser: its sort and filter against a plain comparator sort of objects. */
 
