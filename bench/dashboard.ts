@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import { CHROMIUM, startChromium } from '../test/browser.js';
-import { columnHeader, eventually, firstRows, measured, measures, searchField, signIn, SORT_COLUMNS, sortButton, statusFilter, type MeasureName } from '../test/dashboard-page.js';
+import { columnHeader, eventually, firstRows, measured, measures, searchField, signIn, SORT_COLUMNS, sortButton, statusFilter, type MeasureName } from '../dashboard/test/dashboard-page.js';
 import { createDatabase } from './databases.js';
 import type { BenchOptions } from './options.js';
 import { REPO_ROOT } from './processes.js';

@@ -10,9 +10,9 @@
  * thread sits next to the module that starts it, as writer-thread.ts does in the sources.
  * Types are checked by `npm run typecheck`, not here.
  *
- * Then the staff dashboard (dashboard/), built by Vite into dist/dashboard/, which the service
- * serves at /dashboard. Vite and the dashboard's packages are dependencies, not dev ones, so a
- * production install (`npm ci --omit=dev`) builds it too.
+ * Then the staff dashboard (the workspace in dashboard/), built by its own build script (Vite) into
+ * dist/dashboard/, which the service serves at /dashboard. Vite and the page's packages are that
+ * workspace's dependencies, not dev ones, so a production install (`npm ci --omit=dev`) builds it too.
  *
  * Then the typed client (clients/typescript), whose build is tsc: a dev dependency, so an install
  * without them (`npm ci --omit=dev`, a production server) builds the service and skips the client.
@@ -49,8 +49,7 @@ await build({
   ],
 });
 
-const vite = await import('vite');
-await vite.build({ configFile: fileURLToPath(new URL('../dashboard/vite.config.ts', import.meta.url)), logLevel: 'warn' });
+execFileSync('npm', ['run', '--silent', 'build', '-w', '@petstore/inventory-dashboard'], { stdio: 'inherit' });
 
 let typescript = false;
 try {

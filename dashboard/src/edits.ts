@@ -3,6 +3,14 @@ import { MAX_QUANTITY } from './inventory-model.js';
 
 export const REASONS = ['received', 'returned', 'correction'] as const satisfies readonly ChangeReason[];
 
+/** What stops an edit, shown beside its fields. */
+export interface Problem {
+  /** The sentence shown and read out. */
+  message: string;
+  /** The field at fault (marked invalid), or null when the save as a whole failed. */
+  field: 'quantity' | 'delta' | null;
+}
+
 /** One row being edited. It lives outside the row, so scrolling the row away and back, or a refresh, keeps it. */
 export interface Edit {
   petId: bigint;
@@ -20,8 +28,8 @@ export interface Edit {
   conflict: { theirs: number; etag: string } | null;
   /** The user typed a quantity (not through add-or-remove): a newer version read later keeps it. */
   typed: boolean;
-  /** A problem with what was typed, shown beside the fields. */
-  problem: string | null;
+  /** Why the last save did not happen: what was typed, or what the service or the network said. */
+  problem: Problem | null;
 }
 
 export function newEdit(petId: bigint, quantity: number): Edit {
@@ -56,15 +64,15 @@ export function withQuantityText(edit: Edit, quantity: string): Edit {
 }
 
 /** The quantity to save, or why there is none. */
-export function targetQuantity(edit: Edit): { quantity: number } | { problem: string } {
-  if (edit.delta.trim() !== '' && parseWhole(edit.delta) === null) return { problem: 'Enter what arrived as +5, or what left as -2.' };
+export function targetQuantity(edit: Edit): { quantity: number } | { problem: Problem } {
+  if (edit.delta.trim() !== '' && parseWhole(edit.delta) === null) return { problem: { message: 'Enter what arrived as +5, or what left as -2.', field: 'delta' } };
   const n = parseWhole(edit.quantity);
-  if (n === null) return { problem: 'Enter the new quantity as a whole number.' };
-  if (n < 0) {
-    const delta = parseWhole(edit.delta);
-    return { problem: delta !== null && delta < 0 ? `Cannot remove ${-delta}: only ${edit.base} in stock.` : 'The quantity cannot be below 0.' };
-  }
-  if (n > MAX_QUANTITY) return { problem: `The quantity can be at most ${MAX_QUANTITY.toLocaleString()}.` };
+  if (n === null) return { problem: { message: 'Enter the new quantity as a whole number.', field: 'quantity' } };
+  // Out of range through an add-or-remove: the add-or-remove is what to correct.
+  const delta = deltaOf(edit);
+  const field = delta === null ? 'quantity' : 'delta';
+  if (n < 0) return { problem: { message: delta !== null && delta < 0 ? `Cannot remove ${-delta}: only ${edit.base} in stock.` : 'The quantity cannot be below 0.', field } };
+  if (n > MAX_QUANTITY) return { problem: { message: `The quantity can be at most ${MAX_QUANTITY.toLocaleString()}.`, field } };
   return { quantity: n };
 }
 

@@ -1,5 +1,4 @@
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import { Conflict } from './conflict.js';
 import { Counts } from './counts.js';
 import { HistoryPanel } from './history-panel.js';
 import { filterRows, sortRows, type RowFilter, type SortOrder } from './inventory-model.js';
@@ -38,7 +37,12 @@ export function InventoryPage({ session, onSignOut }: Props) {
         setAlert(null);
         setStatus(`Saved pet ${id}: ${formatCount(from)} → ${formatCount(to)}`);
       },
-      onConflict: () => setAlert(null),
+      // The row says what went wrong, below its fields; an older message here would only contradict it (decisions 9.7).
+      onProblem: (_id: string, error: unknown) => {
+        if (error) onKeyRefused(error);
+        setStatus(null);
+        setAlert(null);
+      },
       onError: (error: unknown) => {
         onKeyRefused(error);
         setStatus(null);
@@ -70,7 +74,6 @@ export function InventoryPage({ session, onSignOut }: Props) {
   const sortedBy = sort.column === 'quantity' ? model?.quantities : model?.statuses;
   const sorted = useMemo(() => (model ? sortRows(model, sort) : new Uint32Array(0)), [model?.ids, sortedBy, sort]);
   const rows = useMemo(() => (model ? filterRows(model, sorted, filter) : sorted), [model?.idText, sorted, filter]);
-  const conflicts = [...editing.edits].filter(([, edit]) => edit.conflict !== null);
 
   return (
     <div class="page">
@@ -89,9 +92,6 @@ export function InventoryPage({ session, onSignOut }: Props) {
       <Toolbar filter={filter} onFilter={setFilter} shown={rows.length} total={model?.size ?? 0} refreshedAt={inventory.refreshedAt} refreshError={inventory.error} />
       <div role="alert" class="alert">
         {alert}
-        {conflicts.map(([id, edit]) => (
-          <Conflict key={id} id={id} edit={edit} onChoose={(choice) => editing.resolve(id, choice)} />
-        ))}
       </div>
       <div role="status" class="status-message">
         {status}

@@ -1,12 +1,13 @@
-import { useLayoutEffect, useRef } from 'preact/hooks';
+import { useCallback, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { InventoryModel, SortColumn, SortOrder } from './inventory-model.js';
 import { Row } from './row.js';
 import { endMeasure, startMeasure } from './timing.js';
 import type { EditActions } from './use-edits.js';
 import { useVirtualRows } from './use-virtual-rows.js';
 
-/** Every row is this tall, editor or not: the virtualizer then needs no measuring. Matches --row-height in styles.css. */
+/** Every row is this tall (matches --row-height in styles.css), but an edited one with a message below its fields (decisions 9.6). */
 const ROW_HEIGHT = 44;
+const EVERY_ROW = () => ROW_HEIGHT;
 
 const COLUMNS: [SortColumn, string][] = [
   ['petId', 'Pet ID'],
@@ -32,7 +33,13 @@ interface Props {
  */
 export function InventoryTable({ model, rows, sort, onSort, canWrite, editing, historyOf, onHistory }: Props) {
   const scroller = useRef<HTMLDivElement>(null);
-  const virtual = useVirtualRows(rows.length, ROW_HEIGHT, () => scroller.current);
+  const taller = useTallerRows(editing);
+  // While no row is taller (nearly always), one size for all: a sort or a filter then lays nothing out again.
+  const sizeOf = useMemo(
+    () => (taller.heights.size === 0 ? EVERY_ROW : (position: number) => taller.heights.get(model.idText[rows[position]!]!) ?? ROW_HEIGHT),
+    [taller.heights, rows, model.idText],
+  );
+  const virtual = useVirtualRows(rows.length, sizeOf, () => scroller.current);
 
   useLayoutEffect(() => {
     if (rows.length > 0) endMeasure('dashboard:first-rows');
@@ -88,6 +95,7 @@ export function InventoryTable({ model, rows, sort, onSort, canWrite, editing, h
                 editing={editing}
                 showingHistory={historyOf === model.ids[index]}
                 onHistory={onHistory}
+                onEditedHeight={taller.report}
               />
             );
           })}
@@ -106,4 +114,28 @@ function Spacer({ height }: { height: number }) {
       <td colSpan={4} style={{ height: `${height}px` }} />
     </tr>
   );
+}
+
+/**
+ * The heights of the edited rows that are taller than the rest, by pet id, as their rows report
+ * them. An edit that ends takes its height with it, whether or not its row is rendered then.
+ */
+function useTallerRows(editing: EditActions): { heights: ReadonlyMap<string, number>; report: (id: string, height: number) => void } {
+  const [heights, setHeights] = useState<ReadonlyMap<string, number>>(new Map());
+  const report = useCallback((id: string, height: number) => {
+    setHeights((known) => {
+      // Half a pixel either way is rounding, not a message.
+      const taller = height > ROW_HEIGHT + 0.5 ? height : undefined;
+      if (known.get(id) === taller) return known;
+      const next = new Map(known);
+      if (taller === undefined) next.delete(id);
+      else next.set(id, taller);
+      return next;
+    });
+  }, []);
+  useLayoutEffect(() => {
+    if ([...heights.keys()].every((id) => editing.edits.has(id))) return;
+    setHeights(new Map([...heights].filter(([id]) => editing.edits.has(id))));
+  }, [editing.edits, heights]);
+  return { heights, report };
 }

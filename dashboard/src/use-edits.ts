@@ -2,6 +2,7 @@ import { InventoryApiError, type InventoryClient } from '@petstore/inventory-cli
 import { useCallback, useRef, useState } from 'preact/hooks';
 import { deltaOf, newEdit, rebase, targetQuantity, type Edit } from './edits.js';
 import { newIdempotencyKey } from './idempotency.js';
+import { describeError } from './messages.js';
 
 export interface EditActions {
   edits: ReadonlyMap<string, Edit>;
@@ -11,15 +12,21 @@ export interface EditActions {
   save(id: string): void;
   /** After a conflict: keep their value (end the edit), save mine over it, or apply my add-or-remove to it. */
   resolve(id: string, choice: 'theirs' | 'mine' | 'apply'): void;
-  /** True once after open(id): the editor then takes the focus. */
-  takeFocus: (id: string) => boolean;
+  /** True once after open(id) (part 'editor') or a conflict (part 'conflict'): that part of the row then takes the focus. */
+  takeFocus: (id: string, part: FocusPart) => boolean;
 }
+
+/** What of an edited row takes the keyboard focus: the new count when it opens, the choice after a conflict. */
+export type FocusPart = 'editor' | 'conflict';
 
 export interface EditEvents {
   /** A quantity the service confirmed (a save, or a conflict's current value). */
   onQuantity(id: string, quantity: number): void;
+  /** A save went through. */
   onSaved(id: string, from: number, to: number): void;
-  onConflict(id: string): void;
+  /** An edit now shows a problem or a conflict beside its fields, so what the page said before is stale; `error` is the failure behind it, if any. */
+  onProblem(id: string, error: unknown): void;
+  /** The editor could not open: its entry could not be read. */
   onError(error: unknown): void;
 }
 
@@ -34,7 +41,7 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
   const current = useRef(edits);
   current.current = edits;
 
-  const focusPending = useRef<string | null>(null);
+  const focusPending = useRef<{ id: string; part: FocusPart } | null>(null);
 
   const put = useCallback((id: string, edit: Edit | null) => {
     const next = new Map(current.current);
@@ -55,7 +62,7 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
     (petId: bigint, quantity: number) => {
       const id = petId.toString();
       if (current.current.has(id)) return;
-      focusPending.current = id;
+      focusPending.current = { id, part: 'editor' };
       put(id, newEdit(petId, quantity));
       // The version to edit: its ETag for If-Match, and its quantity, which may be newer than the table's.
       client.getInventoryItem(petId).then(
@@ -72,18 +79,27 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
     [client, put, change, events],
   );
 
+  // A save that did not happen: the reason goes beside the row's fields.
+  const fail = useCallback(
+    (id: string, error: unknown) => {
+      change(id, (e) => ({ ...e, saving: false, problem: { message: describeError(error), field: null } }));
+      events.onProblem(id, error);
+    },
+    [change, events],
+  );
+
   // Someone else saved first: read what they saved, show it, and let the user choose.
   const showConflict = async (id: string) => {
     const edit = current.current.get(id);
     if (!edit) return;
     try {
       const { item, etag } = await client.getInventoryItem(edit.petId);
+      focusPending.current = { id, part: 'conflict' };
       change(id, (e) => ({ ...e, saving: false, conflict: { theirs: item.quantity, etag } }));
       events.onQuantity(id, item.quantity);
-      events.onConflict(id);
+      events.onProblem(id, null);
     } catch (error) {
-      change(id, (e) => ({ ...e, saving: false }));
-      events.onError(error);
+      fail(id, error);
     }
   };
 
@@ -92,7 +108,10 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
       const edit = current.current.get(id);
       if (!edit || edit.saving || edit.etag === null) return;
       const target = targetQuantity(edit);
-      if ('problem' in target) return put(id, { ...edit, problem: target.problem });
+      if ('problem' in target) {
+        put(id, { ...edit, problem: target.problem });
+        return events.onProblem(id, null);
+      }
       const what = `${edit.etag} ${target.quantity} ${edit.reason}`;
       const key = edit.attempt?.of === what ? edit.attempt.key : newIdempotencyKey();
       put(id, { ...edit, saving: true, problem: null, attempt: { key, of: what } });
@@ -105,12 +124,11 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
         if (error instanceof InventoryApiError && error.code === 'precondition_failed') {
           await showConflict(id);
         } else {
-          change(id, (e) => ({ ...e, saving: false }));
-          events.onError(error);
+          fail(id, error);
         }
       }
     },
-    [client, put, change, events],
+    [client, put, fail, events],
   );
 
   const resolve = useCallback(
@@ -135,8 +153,8 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
     cancel: useCallback((id: string) => put(id, null), [put]),
     save: useCallback((id: string) => void send(id), [send]),
     resolve,
-    takeFocus: useCallback((id: string) => {
-      if (focusPending.current !== id) return false;
+    takeFocus: useCallback((id: string, part: FocusPart) => {
+      if (focusPending.current?.id !== id || focusPending.current.part !== part) return false;
       focusPending.current = null;
       return true;
     }, []),

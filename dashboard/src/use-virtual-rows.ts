@@ -1,5 +1,5 @@
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer, type VirtualItem } from '@tanstack/virtual-core';
-import { useLayoutEffect, useReducer, useState } from 'preact/hooks';
+import { useLayoutEffect, useReducer, useRef, useState } from 'preact/hooks';
 
 export interface VirtualRows {
   items: VirtualItem[];
@@ -10,16 +10,17 @@ export interface VirtualRows {
 }
 
 /**
- * TanStack Virtual's core, bound to Preact: which of `count` rows of a fixed height are in (or near)
- * the scroll container's view. Only those are rendered; spacer rows above and below keep the
- * scroll bar and the position true.
+ * TanStack Virtual's core, bound to Preact: which of `count` rows are in (or near) the scroll
+ * container's view. Only those are rendered; spacer rows above and below keep the scroll bar and the
+ * position true. Row heights come from `sizeOf` (the virtualizer measures no element): a new `sizeOf`
+ * (give the same function while no height changed) lays every row out again.
  */
-export function useVirtualRows(count: number, rowHeight: number, scrollElement: () => HTMLElement | null): VirtualRows {
+export function useVirtualRows(count: number, sizeOf: (index: number) => number, scrollElement: () => HTMLElement | null): VirtualRows {
   const [, rerender] = useReducer((n: number) => n + 1, 0);
   const options = {
     count,
     getScrollElement: scrollElement,
-    estimateSize: () => rowHeight,
+    estimateSize: sizeOf,
     overscan: 10,
     scrollToFn: elementScroll,
     observeElementRect,
@@ -30,6 +31,13 @@ export function useVirtualRows(count: number, rowHeight: number, scrollElement: 
   virtualizer.setOptions(options);
   useLayoutEffect(() => virtualizer._didMount(), [virtualizer]);
   useLayoutEffect(() => virtualizer._willUpdate());
+  // The virtualizer keeps the sizes it worked out until told they changed.
+  const laidOut = useRef(sizeOf);
+  useLayoutEffect(() => {
+    if (laidOut.current === sizeOf) return;
+    laidOut.current = sizeOf;
+    virtualizer.measure();
+  }, [sizeOf]);
 
   const items = virtualizer.getVirtualItems();
   const total = virtualizer.getTotalSize();

@@ -33,8 +33,13 @@ export interface DomElement {
   scrollTop: number;
   readonly scrollHeight: number;
   readonly clientHeight: number;
+  readonly scrollWidth: number;
+  readonly clientWidth: number;
   getAttribute(name: string): string | null;
   querySelectorAll(selectors: string): ArrayLike<DomElement>;
+  readonly nextElementSibling: DomElement | null;
+  closest(selectors: string): DomElement | null;
+  getBoundingClientRect(): { left: number; top: number; right: number; bottom: number };
 }
 
 interface DomStorage {
@@ -44,8 +49,10 @@ interface DomStorage {
 }
 
 export interface DomWindow {
-  document: { activeElement: DomElement | null; scrollingElement: DomElement | null };
-  getComputedStyle(element: DomElement): { overflowY: string; outlineStyle: string; outlineWidth: string; outlineColor: string };
+  document: { activeElement: DomElement | null; scrollingElement: DomElement | null; getElementById(id: string): DomElement | null };
+  getComputedStyle(element: DomElement): { overflowX: string; overflowY: string; outlineStyle: string; outlineWidth: string; outlineColor: string };
+  readonly innerWidth: number;
+  readonly innerHeight: number;
   sessionStorage: DomStorage;
   localStorage: DomStorage;
 }
@@ -228,6 +235,75 @@ export async function focused(page: Page): Promise<Focused | null> {
     const label = el.labels && el.labels.length > 0 ? el.labels[0]!.textContent : null;
     const name = el.getAttribute('aria-label') ?? label ?? el.textContent ?? '';
     return { tag: el.tagName.toLowerCase(), type: el.getAttribute('type'), name: name.replace(/\s+/g, ' ').trim(), ...(({ outlineStyle, outlineWidth, outlineColor }) => ({ outlineStyle, outlineWidth, outlineColor }))(w.getComputedStyle(el)) };
+  });
+}
+
+/** A box on the screen, in CSS pixels from the viewport's top left. */
+export interface Box {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+/** The message that describes a field (its aria-describedby), where it is, and what could hide it. */
+export interface FieldMessage {
+  /** The field's aria-invalid. */
+  invalid: string | null;
+  text: string;
+  /** The live region the message is in: its role (alert, status) or aria-live; null when none. */
+  live: string | null;
+  box: Box;
+  field: Box;
+  /** The field's row, the row after it (null when it is the last) and the table. */
+  row: Box;
+  nextRow: Box | null;
+  table: Box;
+  viewport: { width: number; height: number };
+  /** The ancestors whose overflow clips (not visible) and whose box does not hold all of the message. */
+  clippedBy: string[];
+  /** Its content is wider or taller than its box (cut off, or scrolled within it). */
+  overflows: boolean;
+}
+
+/**
+ * The message a field is described by (the first id of its aria-describedby), as a reader sees it:
+ * its box against the field's, its row's, its table's, the viewport's and every clipping
+ * ancestor's. Null when the field is described by nothing.
+ */
+export async function fieldMessage(field: Locator): Promise<FieldMessage | null> {
+  return field.evaluate((input: DomElement) => {
+    const w = globalThis as unknown as DomWindow;
+    const ids = (input.getAttribute('aria-describedby') ?? '').split(/\s+/).filter(Boolean);
+    const message = ids.length > 0 ? w.document.getElementById(ids[0]!) : null;
+    if (!message) return null;
+    const [box, fieldBox, row, table] = [message, input, input.closest('tr'), input.closest('table')].map((el): Box => {
+      const r = el ? el.getBoundingClientRect() : { left: NaN, top: NaN, right: NaN, bottom: NaN };
+      return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
+    }) as [Box, Box, Box, Box];
+    const clippedBy: string[] = [];
+    for (let el = message.parentElement; el; el = el.parentElement) {
+      const style = w.getComputedStyle(el);
+      if (style.overflowX === 'visible' && style.overflowY === 'visible') continue;
+      const r = el.getBoundingClientRect();
+      if (box.left < r.left || box.right > r.right || box.top < r.top || box.bottom > r.bottom) clippedBy.push(`${el.tagName.toLowerCase()}.${el.className} ${JSON.stringify(r)}`);
+    }
+    const next = input.closest('tr')?.nextElementSibling ?? null;
+    const nextBox = next ? next.getBoundingClientRect() : null;
+    const region = message.closest('[role="alert"], [role="status"], [aria-live]');
+    return {
+      invalid: input.getAttribute('aria-invalid'),
+      text: (message.textContent ?? '').replace(/\s+/g, ' ').trim(),
+      live: region ? (region.getAttribute('role') ?? region.getAttribute('aria-live')) : null,
+      box,
+      field: fieldBox,
+      row,
+      nextRow: nextBox ? { left: nextBox.left, top: nextBox.top, right: nextBox.right, bottom: nextBox.bottom } : null,
+      table,
+      viewport: { width: w.innerWidth, height: w.innerHeight },
+      clippedBy,
+      overflows: message.scrollWidth > message.clientWidth || message.scrollHeight > message.clientHeight,
+    };
   });
 }
 

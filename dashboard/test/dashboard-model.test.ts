@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { InventoryItem, PetStatus } from '@petstore/inventory-client';
-import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../dashboard/src/edits.js';
-import { newIdempotencyKey } from '../dashboard/src/idempotency.js';
-import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../dashboard/src/inventory-model.js';
+import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../src/edits.js';
+import { newIdempotencyKey } from '../src/idempotency.js';
+import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../src/inventory-model.js';
 
 /** The dashboard's table logic, outside the browser: its sort and filter against a plain comparator sort of objects. */
 
@@ -81,12 +81,14 @@ test('an edit turns an add-or-remove into the quantity to save, and refuses what
   assert.equal(deltaOf(edit), 5);
   assert.deepEqual(targetQuantity(edit), { quantity: 15 });
   edit = withDelta(edit, '-12');
-  assert.deepEqual(targetQuantity(edit), { problem: 'Cannot remove 12: only 10 in stock.' });
+  assert.deepEqual(targetQuantity(edit), { problem: { message: 'Cannot remove 12: only 10 in stock.', field: 'delta' } }, 'the add-or-remove is at fault');
   edit = withQuantityText(edit, '7');
   assert.equal(edit.delta, '', 'typing a quantity replaces the add-or-remove');
   assert.equal(deltaOf(edit), null);
-  assert.ok('problem' in targetQuantity(withQuantityText(edit, '2.5')));
-  assert.ok('problem' in targetQuantity(withQuantityText(edit, '2147483648')));
+  assert.deepEqual(targetQuantity(withQuantityText(edit, '2.5')), { problem: { message: 'Enter the new quantity as a whole number.', field: 'quantity' } });
+  assert.deepEqual(targetQuantity(withQuantityText(edit, '-1')), { problem: { message: 'The quantity cannot be below 0.', field: 'quantity' } });
+  assert.deepEqual(targetQuantity(withQuantityText(edit, '2147483648')), { problem: { message: 'The quantity can be at most 2,147,483,647.', field: 'quantity' } });
+  assert.deepEqual(targetQuantity(withDelta(newEdit(42n, 2147483600), '+100')), { problem: { message: 'The quantity can be at most 2,147,483,647.', field: 'delta' } });
   assert.deepEqual(targetQuantity(withQuantityText(edit, '2147483647')), { quantity: 2147483647 });
 });
 
@@ -107,7 +109,7 @@ test('an edit moves onto a newer version: an add-or-remove is worked out again, 
 
 test('an add-or-remove that is not a whole number is refused, never saved as the old count', () => {
   for (const text of ['2-', '5x', '+', '1.5']) {
-    assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), text)), { problem: 'Enter what arrived as +5, or what left as -2.' }, text);
+    assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), text)), { problem: { message: 'Enter what arrived as +5, or what left as -2.', field: 'delta' } }, text);
   }
   // A typographic minus or dash, as keyboards and phones type it, is a minus.
   assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u22122')), { quantity: 8 });

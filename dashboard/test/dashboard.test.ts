@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test, type TestContext } from 'node:test';
-import type { Browser, BrowserContext, Page, Request, Response } from 'playwright-core';
-import { INT64_MAX, INT64_MIN } from '../src/domain/pet-id.js';
-import type { InventoryItem, PetStatus } from '../src/schemas/inventory.js';
-import { CHANGE_REASONS, PET_STATUSES } from '../src/schemas/values.js';
-import { BACKENDS, backendSkip, type Backend } from './backends.js';
-import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from './browser.js';
+import type { Browser, BrowserContext, Locator, Page, Request, Response } from 'playwright-core';
+import { INT64_MAX, INT64_MIN } from '../../src/domain/pet-id.js';
+import type { InventoryItem, PetStatus } from '../../src/schemas/inventory.js';
+import { CHANGE_REASONS, PET_STATUSES } from '../../src/schemas/values.js';
+import { BACKENDS, backendSkip, type Backend } from '../../test/backends.js';
+import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from '../../test/browser.js';
 import {
   alertWith,
   axeFindings,
@@ -16,6 +16,7 @@ import {
   dataRows,
   editor,
   eventually,
+  fieldMessage,
   firstRows,
   focused,
   inventoryTable,
@@ -36,6 +37,7 @@ import {
   statusWith,
   storedValues,
   type AxeFinding,
+  type Box,
   type DomWindow,
   type Focused,
   type MeasureName,
@@ -43,8 +45,8 @@ import {
   type SortColumn,
   type SortDirection,
 } from './dashboard-page.js';
-import { buildTestApp, type TestApp } from './helper.js';
-import { importPlan, importSource } from './store-helpers.js';
+import { buildTestApp, type TestApp } from '../../test/helper.js';
+import { importPlan, importSource } from '../../test/store-helpers.js';
 
 /**
  * The staff dashboard at /dashboard in headless Chromium, on each backend, held to its UI contract:
@@ -68,8 +70,9 @@ const PET = {
   policy: 700007n,
   gone: 700008n,
   lost: 700009n,
+  errors: 700010n,
 } as const;
-const OWN_QUANTITY: Record<keyof typeof PET, number> = { edit: 5, delta: 10, conflict: 30, twice: 20, history: 9, a11y: 4, policy: 6, gone: 2, lost: 8 };
+const OWN_QUANTITY: Record<keyof typeof PET, number> = { edit: 5, delta: 10, conflict: 30, twice: 20, history: 9, a11y: 4, policy: 6, gone: 2, lost: 8, errors: 2 };
 
 /**
  * Pets 1 to 600 (a few out of stock), the int64 edges, both sides of 2^53 and a few negative ids.
@@ -260,6 +263,39 @@ async function tabUntil(page: Page, wanted: (f: Focused) => boolean, most = 80):
     if (wanted(now)) return seen;
   }
   throw new Error(`Tab never reached it in ${most} presses; focus went to: ${seen.map((f) => `${f.tag}[${f.name}]`).join(', ')}`);
+}
+
+function inside(inner: Box, outer: Box): boolean {
+  return inner.left >= outer.left - 0.5 && inner.right <= outer.right + 0.5 && inner.top >= outer.top - 0.5 && inner.bottom <= outer.bottom + 0.5;
+}
+
+/**
+ * `field`'s editor shows `text` where its user looks: in an alert (read out), described by the field
+ * (marked invalid when it is the one at fault), whole (nothing cut or clipped), in the viewport, in the
+ * field's row and table, just below the field; and no "Saved ..." from before stays beside it.
+ */
+async function assertShownBeside(page: Page, field: Locator, text: string, invalid: boolean): Promise<void> {
+  await alertWith(page, text).waitFor();
+  const shown = await eventually(async () => {
+    const m = await fieldMessage(field);
+    assert.ok(m, 'the field has aria-describedby, naming the message');
+    assert.ok(m.text.includes(text), `the field is described by "${m.text}"`);
+    return m;
+  });
+  const where = JSON.stringify(shown);
+  assert.equal(shown.live, 'alert', `in an alert region: ${where}`);
+  assert.equal(shown.invalid, String(invalid), `aria-invalid: ${where}`);
+  assert.ok(shown.box.right - shown.box.left > 0 && shown.box.bottom - shown.box.top > 0, `it has a size: ${where}`);
+  assert.ok(inside(shown.box, { left: 0, top: 0, right: shown.viewport.width, bottom: shown.viewport.height }), `in the viewport: ${where}`);
+  assert.ok(inside(shown.box, shown.row), `in the field's row: ${where}`);
+  if (shown.nextRow) assert.ok(shown.nextRow.top >= shown.row.bottom - 0.5, `the next row starts below it: ${where}`);
+  assert.ok(inside(shown.box, shown.table), `in the table: ${where}`);
+  assert.deepEqual(shown.clippedBy, [], `no ancestor clips it: ${where}`);
+  assert.equal(shown.overflows, false, `its text fits its box: ${where}`);
+  const gap = shown.box.top - shown.field.bottom;
+  assert.ok(gap >= 0 && gap <= 24, `just below the field (${gap} px): ${where}`);
+  assert.ok(shown.box.left <= shown.field.right && shown.box.right >= shown.field.left, `under the field, not off to a side: ${where}`);
+  assert.equal(await statusWith(page, 'Saved pet').count(), 0, 'the "Saved ..." from before is gone');
 }
 
 function serious(findings: AxeFinding[], state: string): string[] {
@@ -499,7 +535,8 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
       assert.doesNotMatch((await said.textContent()) ?? '', /^\s*not_found\s*$/);
     } finally {
       release();
-      await page.unroute(`${api.baseUrl}/v1/inventory`);
+      // Once the held request has gone on: a route removed while its handler still waits is let through by the browser, and the handler's own continue then fails.
+      await page.unrouteAll({ behavior: 'wait' });
       // Back for the tests after this one, which count every entry.
       await api.store.changes.addItems([{ petId, quantity: OWN_QUANTITY.gone, status: 'available' }]);
     }
@@ -577,6 +614,86 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     assert.equal(await quantityInApi(api, petId), 60);
     const [last] = await historyInApi(api, petId);
     assert.deepEqual([last?.previousQuantity, last?.quantity], [15, 60], 'the last change is theirs');
+  });
+
+  await t.test('errors where the user looks (1280×800): beside the field, whole, in view, read out, tied to the field; the last "Saved" goes', { timeout }, async (st) => {
+    const petId = PET.errors;
+    const { page } = await signedIn(st, api, api.keys.write, { width: 1280, height: 800 });
+    // The test's pets, this one first: the rows below it must make room for its message.
+    await search(page, '7000', Object.keys(PET).length);
+    await sortButton(page, 'Pet ID').click();
+    await eventually(async () => assert.equal((await readRows(page))[0]?.petId, String(petId)));
+    const fields = editor(page, petId);
+
+    // What a newcomer met: the last 2 sold and saved, then 5 more removed.
+    await openEditor(page, petId);
+    await fields.delta.fill('-2');
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 2, 0);
+    await openEditor(page, petId);
+    await fields.delta.fill('-5');
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.delta, 'Cannot remove 5: only 0 in stock.', true);
+    assert.equal(await fields.quantity.getAttribute('aria-invalid'), 'false', 'the add-or-remove is at fault, not the count');
+    await screenshot(page, `dashboard-${backend}-error`);
+    const found = serious(await axeFindings(page), 'an error below the fields');
+    // Typing again clears it.
+    await fields.delta.fill('+5');
+    await eventually(async () => assert.equal(await fieldMessage(fields.delta), null, 'no message once the field changes'));
+    await alertWith(page, 'Cannot remove').waitFor({ state: 'detached' });
+
+    // Numbers that are not whole.
+    await fields.delta.fill('5x');
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.delta, 'Enter what arrived as +5, or what left as -2.', true);
+    await fields.quantity.fill('2.5');
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.quantity, 'Enter the new quantity as a whole number.', true);
+    await page.keyboard.press('Escape');
+    await fields.quantity.waitFor({ state: 'detached' });
+
+    // A save that never reaches the service: its longest message, in this window, then beside the history panel in a narrower one.
+    await openEditor(page, petId);
+    await fields.quantity.fill('4');
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 0, 4);
+    await page.route(
+      (url) => isItemUrl(url.href, petId),
+      (route) => (route.request().method() === 'PATCH' ? route.abort('failed') : route.continue()),
+    );
+    await openEditor(page, petId);
+    await fields.quantity.fill('6');
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.quantity, 'The service could not be reached', false);
+    await page.keyboard.press('Escape');
+    await fields.quantity.waitFor({ state: 'detached' });
+    await button(page, `History of pet ${petId}`).click();
+    const history = page.getByRole('region', { name: `History of pet ${petId}`, exact: true });
+    await history.waitFor();
+    await page.setViewportSize({ width: 1024, height: 768 });
+    await openEditor(page, petId);
+    await fields.quantity.fill('6');
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.quantity, 'The service could not be reached', false);
+    await button(history, 'Close history').click();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.unrouteAll({ behavior: 'wait' });
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 4, 6);
+
+    // A conflict: its choice beside the fields too, and the focus on it.
+    await openEditor(page, petId);
+    await fields.quantity.fill('7');
+    await changeInApi(api, petId, 9);
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.quantity, `Pet ${petId} was changed by someone else`, false);
+    const keep = button(alertWith(page, `Pet ${petId} was changed by someone else`), 'Keep their value');
+    await eventually(async () => assert.ok(await keep.evaluate((el) => el === (globalThis as unknown as DomWindow).document.activeElement), 'the focus is on "Keep their value"'));
+    found.push(...serious(await axeFindings(page), 'a conflict below the fields'));
+    assert.deepEqual(found, [], 'axe-core: nothing serious or critical');
+    await keep.click();
+    await fields.quantity.waitFor({ state: 'detached' });
+    await eventually(async () => assert.equal(quantityIn(await readRow(page, petId)), 9));
   });
 
   await t.test('a double click on Save applies the change once', { timeout }, async (st) => {
