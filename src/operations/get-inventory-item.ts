@@ -6,8 +6,7 @@ import type { Entries } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { ifNoneMatchHits } from './conditional.js';
 import { headerValue } from './header-value.js';
-import { notFound } from './not-found.js';
-import { ETAG_HEADER, NOT_FOUND, PET_ID_PARAM } from './item-parts.js';
+import { ETAG_HEADER, NOT_FOUND, notFound, PET_ID_PARAM } from './item-parts.js';
 import { NoQuery, type OperationSpec } from './operation.js';
 
 export const getInventoryItem = {

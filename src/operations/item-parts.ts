@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { ApiError } from '../errors.js';
 import { PetId, petIdDescription } from '../schemas/inventory.js';
 import type { ResponseSpec } from './operation.js';
 
@@ -11,3 +12,8 @@ export const ETAG_HEADER = {
 } satisfies ResponseSpec['headers'];
 
 export const NOT_FOUND = { description: 'The pet has no inventory entry', errorCodes: ['not_found'] } as const satisfies ResponseSpec;
+
+/** 404 for a pet without an inventory entry, with any headers its answer carries. */
+export function notFound(petId: bigint, headers: Record<string, string> = {}): ApiError {
+  return new ApiError('not_found', `Pet ${petId} has no inventory entry.`, headers);
+}

@@ -5,8 +5,7 @@ import { stringifyJson } from '../json.js';
 import { HistoryPage } from '../schemas/inventory.js';
 import type { History } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
-import { PET_ID_PARAM } from './item-parts.js';
-import { notFound } from './not-found.js';
+import { notFound, PET_ID_PARAM } from './item-parts.js';
 import type { OperationSpec } from './operation.js';
 
 export const HISTORY_LIMIT_MAX = 500;

@@ -10,8 +10,7 @@ import { JSON_MEDIA_TYPES } from './body.js';
 import { parseIfMatch } from './conditional.js';
 import { headerValue } from './header-value.js';
 import { IDEMPOTENCY_TTL_MS, idempotencyRecordsFull, parseIdempotencyKey, requestFingerprint } from './idempotency.js';
-import { ETAG_HEADER, NOT_FOUND } from './item-parts.js';
-import { notFound } from './not-found.js';
+import { ETAG_HEADER, NOT_FOUND, notFound } from './item-parts.js';
 import { NoQuery, type OperationSpec } from './operation.js';
 
 export const updateInventory = {

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Principal, Scope } from '../domain/api-key.js';
 
 /** Who may make a request: anyone (health, the document), any valid key (a path or method that does not exist), or a key holding this scope. */
@@ -35,3 +36,11 @@ export interface RequestContext {
 /** The operation label of requests that are not an operation of the API. */
 export const OTHER_OPERATIONS = ['health', 'ready', 'not_found', 'method_not_allowed', 'undecodable_url', 'cors_preflight', 'docs', 'dashboard', 'other'] as const;
 export type OtherOperation = (typeof OTHER_OPERATIONS)[number];
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/** The client's X-Request-Id when it is short and printable, else a new UUID; answers and log lines carry it. */
+export function requestIdFor(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+}

@@ -2,8 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { ApiError, asApiError, StoreUnavailableError } from '../errors.js';
 import { errorAnswer, type Answer } from '../operations/answer.js';
-import type { Access, RequestContext } from './context.js';
-import { requestIdFor } from './request-id.js';
+import { requestIdFor, type Access, type RequestContext } from './context.js';
 
 /** Decided from memory alone that it cannot decide: the fast lane leaves the request to Fastify, which runs `check`. */
 export const UNDECIDED = Symbol('undecided');
