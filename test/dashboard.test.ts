@@ -6,8 +6,8 @@ import type { Browser, BrowserContext, Page, Request, Response } from 'playwrigh
 import { INT64_MAX, INT64_MIN } from '../src/domain/pet-id.js';
 import type { InventoryItem, PetStatus } from '../src/schemas/inventory.js';
 import { CHANGE_REASONS, PET_STATUSES } from '../src/schemas/values.js';
-import { BACKENDS, backendSkip, type Backend } from './backends.js';
-import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from './browser.js';
+import { BACKENDS, backendSkip, type Backend } from './support/backends.js';
+import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from './support/browser.js';
 import {
   alertWith,
   axeFindings,
@@ -43,8 +43,8 @@ import {
   type SortColumn,
   type SortDirection,
 } from './dashboard-page.js';
-import { buildTestApp, type TestApp } from './helper.js';
-import { importPlan, importSource } from './store-helpers.js';
+import { buildTestApp, type TestApp } from './support/app.js';
+import { importPlan, importSource } from './support/store.js';
 
 /**
  * The staff dashboard at /dashboard in headless Chromium, on each backend, held to its UI contract:

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from './backends.js';
-import { BIN, startServerProcess, type ServerProcess } from './process.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from './support/backends.js';
+import { BIN, startServerProcess, type ServerProcess } from './support/process.js';
+import { TcpProxy } from './support/tcp-proxy.js';
 
 const run = promisify(execFile);
 

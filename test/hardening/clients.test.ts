@@ -3,9 +3,9 @@ import { request } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { MAX_PIPELINED } from '../../src/http/connections.js';
-import { buildTestApp } from '../helper.js';
-import { sleep, waitFor } from '../process.js';
-import { byScale } from './scale.js';
+import { buildTestApp } from '../support/app.js';
+import { sleep, waitFor } from '../support/process.js';
+import { byScale } from '../support/scale.js';
 
 /**
  * Slow and flooding clients (decisions 7.3, 7.4): stalled headers, stalled bodies, oversized

@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { adminQuery, backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../backends.js';
-import { BIN, sleep, startServerProcess, type ServerProcess } from '../process.js';
-import { TcpProxy } from '../tcp-proxy.js';
-import { byScale } from './scale.js';
+import { adminQuery, backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../support/backends.js';
+import { BIN, sleep, startServerProcess, type ServerProcess } from '../support/process.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { byScale } from '../support/scale.js';
 
 /** The store timeout the server runs with here: short, so the test is quick; the mechanism is the same at the default. */
 const STORE_TIMEOUT_MS = 2000;
