@@ -3,10 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { buildTestApp, makeKey } from '../support/app.js';
-import { assertRawError, parseAnswers, rawExchange } from '../support/raw-conversation.js';
-
-/** Writes raw bytes to a listening app and resolves with everything it answered. */
-const raw = rawExchange;
+import { assertRawError, parseAnswers, rawTranscript } from '../support/raw-http.js';
 
 function errorBody(answer: string): { code: string; message: string; status: number } {
   return JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; message: string; status: number };
@@ -18,7 +15,7 @@ for (const backend of BACKENDS) {
       const api = await buildTestApp(t, { backend, transport: 'http', config: { REQUEST_TIMEOUT_MS: '300' } });
       const { port } = api.app.server.address() as AddressInfo;
       const started = Date.now();
-      const answer = await raw(port, ['GET /v1/inventory HTTP/1.1\r\nHost: x\r\n']);
+      const answer = await rawTranscript(port, ['GET /v1/inventory HTTP/1.1\r\nHost: x\r\n']);
       assert.match(answer, /^HTTP\/1\.1 408 /);
       assert.match(answer, /content-type: application\/json; charset=utf-8/i);
       assert.match(answer, /x-request-id: \S+/i);
@@ -29,7 +26,7 @@ for (const backend of BACKENDS) {
     test('bytes that are not HTTP get 400 bad_request in the Error shape', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http' });
       const { port } = api.app.server.address() as AddressInfo;
-      const answer = await raw(port, ['HELLO THERE\r\n\r\n']);
+      const answer = await rawTranscript(port, ['HELLO THERE\r\n\r\n']);
       assert.match(answer, /^HTTP\/1\.1 400 /);
       assert.match(answer, /\r\nX-Content-Type-Options: nosniff\r\n/i, 'every answer carries nosniff');
       const body = errorBody(answer);
@@ -42,7 +39,7 @@ for (const backend of BACKENDS) {
       const { port } = api.app.server.address() as AddressInfo;
       const body = '{"quantity":9}';
       const head = `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${api.keys.write}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
-      const answer = await raw(port, [head, body.slice(0, 4), body.slice(4)], 100);
+      const answer = await rawTranscript(port, [head, body.slice(0, 4), body.slice(4)], 100);
       assert.match(answer, /^HTTP\/1\.1 200 /);
       assert.match(answer, /\{"petId":1,"quantity":9,"status":"available"\}$/);
     });
@@ -58,22 +55,22 @@ async function listening(t: TestContext, config: Record<string, string> = {}) {
 describe("what Node would answer on its own is the service's Error, 401 first where a key can be read (decisions 7.3, 2.2)", () => {
   test('an HTTP/1.1 request without Host: 401 without a key, 400 bad_request with one, 400 on a public path; HTTP/1.0 needs none', async (t) => {
     const { port, auth } = await listening(t);
-    assertRawError(parseAnswers(await rawExchange(port, ['GET /v1/inventory HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 401, 'unauthorized');
-    assertRawError(parseAnswers(await rawExchange(port, [`GET /v1/inventory HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`]))[0], 400, 'bad_request');
-    assertRawError(parseAnswers(await rawExchange(port, ['GET /v1/inventory/1 HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 401, 'unauthorized');
-    assertRawError(parseAnswers(await rawExchange(port, ['GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 400, 'bad_request');
-    const old = parseAnswers(await rawExchange(port, [`GET /v1/inventory HTTP/1.0\r\n${auth}\r\n`]));
+    assertRawError(parseAnswers(await rawTranscript(port, ['GET /v1/inventory HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 401, 'unauthorized');
+    assertRawError(parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`]))[0], 400, 'bad_request');
+    assertRawError(parseAnswers(await rawTranscript(port, ['GET /v1/inventory/1 HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 401, 'unauthorized');
+    assertRawError(parseAnswers(await rawTranscript(port, ['GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 400, 'bad_request');
+    const old = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.0\r\n${auth}\r\n`]));
     assert.equal(old[0]?.status, 200);
   });
 
   test('Expect other than 100-continue: 401 without a key, 417 expectation_failed with one; 100-continue works', async (t) => {
     const { port, auth } = await listening(t);
-    const expect = (headers: string) => rawExchange(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`]);
+    const expect = (headers: string) => rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`]);
     assertRawError(parseAnswers(await expect('Expect: garbage\r\n'))[0], 401, 'unauthorized');
     assertRawError(parseAnswers(await expect(`${auth}Expect: garbage\r\n`))[0], 417, 'expectation_failed');
     const body = '{"quantity":4}';
     const patch = parseAnswers(
-      await rawExchange(port, [
+      await rawTranscript(port, [
         `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Expect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
       ]).then((raw) => raw.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')),
     );
@@ -82,8 +79,8 @@ describe("what Node would answer on its own is the service's Error, 401 first wh
 
   test('CONNECT: answered (Node would drop it), 401 without a key, 404 not_found with one, and the connection closes', async (t) => {
     const { port, auth } = await listening(t);
-    assertRawError(parseAnswers(await rawExchange(port, ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']))[0], 401, 'unauthorized');
-    const withKey = parseAnswers(await rawExchange(port, [`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n${auth}\r\n`]));
+    assertRawError(parseAnswers(await rawTranscript(port, ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']))[0], 401, 'unauthorized');
+    const withKey = parseAnswers(await rawTranscript(port, [`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n${auth}\r\n`]));
     assertRawError(withKey[0], 404, 'not_found');
     assert.equal(withKey[0]?.headers.connection, 'close');
   });
@@ -91,15 +88,15 @@ describe("what Node would answer on its own is the service's Error, 401 first wh
   test('Upgrade: 401 without a key; with one the Upgrade is ignored and the request answered', async (t) => {
     const { port, auth } = await listening(t);
     const upgrade = 'Connection: Upgrade, close\r\nUpgrade: websocket\r\n';
-    assertRawError(parseAnswers(await rawExchange(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`]))[0], 401, 'unauthorized');
-    const answered = parseAnswers(await rawExchange(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}${upgrade}\r\n`]));
+    assertRawError(parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`]))[0], 401, 'unauthorized');
+    const answered = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}${upgrade}\r\n`]));
     assert.equal(answered[0]?.status, 200);
-    assert.equal(answered[0]?.body, '[{"petId":1,"quantity":1,"status":"available"}]');
+    assert.equal(answered[0]?.body.toString(), '[{"petId":1,"quantity":1,"status":"available"}]');
   });
 
   test('headers over the limit: 431 headers_too_large (no key can be read), and the connection closes', async (t) => {
     const { port, auth } = await listening(t);
-    const answers = parseAnswers(await rawExchange(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`]));
+    const answers = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`]));
     assertRawError(answers[0], 431, 'headers_too_large');
     assert.equal(answers[0]?.headers.connection, 'close');
   });
@@ -115,14 +112,14 @@ describe("what Node would answer on its own is the service's Error, 401 first wh
     ];
     for (const request of cases) {
       // A chunked body without a type is refused (415) before its bad chunk is read: the 400 closes the connection after it.
-      const answers = parseAnswers(await rawExchange(port, [request]));
+      const answers = parseAnswers(await rawTranscript(port, [request]));
       assertRawError(answers.at(-1), 400, 'bad_request');
     }
   });
 
   test('an unparseable request behind a good one on the same connection: the good one is answered first', async (t) => {
     const { port, auth } = await listening(t);
-    const answers = parseAnswers(await rawExchange(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\nGARBAGE\r\n\r\n`]));
+    const answers = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\nGARBAGE\r\n\r\n`]));
     assert.deepEqual(answers.map((a) => a.status), [200, 400]);
     assertRawError(answers[1], 400, 'bad_request');
   });
@@ -137,7 +134,7 @@ describe('a body that stalls gets 408 within about REQUEST_TIMEOUT_MS, and its c
     test(lane, async (t) => {
       const { api, port, auth } = await listening(t, { REQUEST_TIMEOUT_MS: '400' });
       const started = Date.now();
-      const answers = parseAnswers(await rawExchange(port, [`PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}${framing}`]));
+      const answers = parseAnswers(await rawTranscript(port, [`PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}${framing}`]));
       const elapsed = Date.now() - started;
       assert.equal(answers.length, 1, JSON.stringify(answers));
       assertRawError(answers[0], 408, 'request_timeout');
@@ -151,7 +148,7 @@ describe('a body that stalls gets 408 within about REQUEST_TIMEOUT_MS, and its c
     const { api, port } = await listening(t, { REQUEST_TIMEOUT_MS: '400' });
     const fresh = await makeKey(api.store, api.config.environment, ['inventory:write']);
     const answers = parseAnswers(
-      await rawExchange(port, [`PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"qua`]),
+      await rawTranscript(port, [`PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"qua`]),
     );
     assert.equal(answers.length, 1);
     assertRawError(answers[0], 408, 'request_timeout');
@@ -168,7 +165,7 @@ for (const backend of BACKENDS) {
       const port = (api.app.server.address() as AddressInfo).port;
       const auth = `Authorization: Bearer ${api.keys.write}\r\n`;
       const answers = parseAnswers(
-        await rawExchange(port, [
+        await rawTranscript(port, [
           patch(auth, '{"quantity":5}') +
             `GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\n` +
             patch(auth, '{"quantity":6}') +
@@ -178,9 +175,9 @@ for (const backend of BACKENDS) {
         ]),
       );
       assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
-      assert.equal(answers[1]?.body, '[{"petId":1,"quantity":5,"status":"available"}]', 'the fast lane GET sees the PATCH before it');
-      assert.equal(answers[3]?.body, '{"petId":1,"quantity":6,"status":"available"}', "Fastify's GET sees the PATCH before it");
-      assert.equal(answers[5]?.body, '[{"petId":1,"quantity":7,"status":"available"}]');
+      assert.equal(answers[1]?.body.toString(), '[{"petId":1,"quantity":5,"status":"available"}]', 'the fast lane GET sees the PATCH before it');
+      assert.equal(answers[3]?.body.toString(), '{"petId":1,"quantity":6,"status":"available"}', "Fastify's GET sees the PATCH before it");
+      assert.equal(answers[5]?.body.toString(), '[{"petId":1,"quantity":7,"status":"available"}]');
       assert.ok(api.app.fastLane.answered >= 4, 'the lane took its share');
     });
 
@@ -191,7 +188,7 @@ for (const backend of BACKENDS) {
       const big = `{"quantity":2,"reason":"${'x'.repeat(100)}"}`;
       // Behind the 413: a PATCH the fast lane would take, one Fastify would take (chunked), and a GET.
       const answers = parseAnswers(
-        await rawExchange(port, [
+        await rawTranscript(port, [
           patch(auth, big) +
             patch(auth, '{"quantity":8}') +
             `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\ne\r\n{"quantity":9}\r\n0\r\n\r\n` +

@@ -8,7 +8,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { ServiceMetrics } from '../../src/metrics/service-metrics.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../../src/pipeline/pipeline.js';
 import { DASHBOARD_NOT_BUILT, DEFAULT_DASHBOARD_DIRECTORY } from '../../src/routes/dashboard-files.js';
-import { requestBytes } from '../support/bytes-request.js';
+import { requestBytes } from '../support/raw-http.js';
 import { assertError, buildTestApp, TRANSPORTS, type TestApp } from '../support/app.js';
 import { startServerProcess, tempDir } from '../support/process.js';
 import { sample } from '../support/prometheus.js';

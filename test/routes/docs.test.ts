@@ -10,7 +10,7 @@ import { updateInventory } from '../../src/operations/update-inventory.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../../src/pipeline/pipeline.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { ARTIFACTS, browserSkip, launchChromium, recordTraffic } from '../support/browser.js';
-import { requestBytes } from '../support/bytes-request.js';
+import { requestBytes } from '../support/raw-http.js';
 import { assertError, buildTestApp, TRANSPORTS } from '../support/app.js';
 
 /** The docs page at /docs: its answers and headers, then the page itself in headless Chromium on each backend. */
