@@ -11,6 +11,7 @@ import { openPostgresStore } from '../../src/store/postgres/store.js';
 import { Connection } from '../../src/store/sqlite/connection.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { InventoryStore } from '../../src/store/store.js';
+import { adminQuery, TEST_DATABASE_URL } from './admin-query.js';
 
 export type Backend = InventoryStore['backend'];
 export const ALL_BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
@@ -18,8 +19,8 @@ export const ALL_BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 /** The backends this run covers: TEST_BACKENDS=sqlite,postgres (comma-separated), default all. */
 export const BACKENDS: readonly Backend[] = selectBackends(process.env.TEST_BACKENDS);
 
-/** The PostgreSQL server tests use; every test works in its own schema, dropped afterwards. */
-export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+// In a file of their own, which the benchmark imports without the rest of this one.
+export { adminQuery, TEST_DATABASE_URL } from './admin-query.js';
 
 /** The versions each backend's schema_migrations must hold, once each. */
 export const MIGRATION_VERSIONS: Record<Backend, number[]> = {
@@ -175,18 +176,6 @@ async function postgresDatabase(): Promise<Location> {
       await adminQuery(`DROP SCHEMA IF EXISTS ${quoted} CASCADE`);
     },
   };
-}
-
-/** One statement on a short-lived connection of its own, outside any store under test. */
-export async function adminQuery<R extends pg.QueryResultRow>(sql: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    return (await client.query<R>(sql)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 /** The URL as safe to print: the password, if any, removed. */
