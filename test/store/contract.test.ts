@@ -22,9 +22,12 @@ import {
   openTestStore,
 } from '../support/backends.js';
 import { change, importPlan, importSource, itemOf, setQuantity } from '../support/store.js';
+import { withDeadline } from '../support/process.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const TWO_53 = 2n ** 53n;
+/** How long a test waits for what must happen before it gives up: a deadline on waiting, never a measure of speed. */
+const LIVENESS_MS = 10_000;
 
 function item(petId: bigint, quantity = 1, status: PetStatus = 'available'): InventoryItem {
   return { petId, quantity, status };
@@ -510,7 +513,7 @@ function postgresOnly(): void {
     await locker.query(`BEGIN; LOCK TABLE ${pg.escapeIdentifier(db.location)}.inventory IN ACCESS EXCLUSIVE MODE`);
     const { ms, error } = await timeRejection(store.listInventory());
     assert.equal((error.cause as { code?: string }).code, '57014', 'cancelled by the server, before the client-side read timeout');
-    assert.ok(ms >= statementTimeoutMs - 50 && ms < statementTimeoutMs + QUERY_TIMEOUT_GRACE_MS, `waited ${ms} ms`);
+    assert.ok(ms >= statementTimeoutMs - 50, `cancelled after ${ms} ms, before statement_timeout`);
     await locker.query('ROLLBACK');
     assert.deepEqual(await store.listInventory(), [item(1n)]);
   });
@@ -520,13 +523,15 @@ function postgresOnly(): void {
     const statementTimeoutMs = 300;
     const options = { connectionTimeoutMs, statementTimeoutMs };
 
-    const mute = await timeRejection(openPostgresStore(await silentServer(t, 'mute'), options));
-    assert.ok(mute.ms >= connectionTimeoutMs - 50 && mute.ms < connectionTimeoutMs + 1000, `connect gave up after ${mute.ms} ms`);
+    // Which timeout gave up is in the cause; the deadlines only end a wait that would never end.
+    const mute = await timeRejection(withDeadline(openPostgresStore(await silentServer(t, 'mute'), options), LIVENESS_MS, 'connecting never gave up'));
+    assert.match(causes(mute.error), /connection timeout/);
+    assert.ok(mute.ms >= connectionTimeoutMs - 50, `connect gave up after ${mute.ms} ms, before its timeout`);
 
     const readTimeoutMs = statementTimeoutMs + QUERY_TIMEOUT_GRACE_MS;
-    const silent = await timeRejection(openPostgresStore(await silentServer(t, 'silent after startup'), options));
+    const silent = await timeRejection(withDeadline(openPostgresStore(await silentServer(t, 'silent after startup'), options), LIVENESS_MS, 'the first query never gave up'));
     assert.match(String((silent.error.cause as Error).message), /Query read timeout/);
-    assert.ok(silent.ms >= readTimeoutMs - 50 && silent.ms < readTimeoutMs + 1000, `first query gave up after ${silent.ms} ms`);
+    assert.ok(silent.ms >= readTimeoutMs - 50, `first query gave up after ${silent.ms} ms, before its read timeout`);
   });
 
   it('answers StoreUnavailableError at once while the database is down, and the same store recovers when it is back', async (t) => {
@@ -545,9 +550,11 @@ function postgresOnly(): void {
 
     // Every connection dropped, the port closed: idle connections fail inside the pool (must not crash the process).
     await proxy.cut();
+    // At once: from the refusal or the dropped connection, never after a timeout.
     for (const call of [() => store.listInventory(), () => setQuantity(store, INT64_MAX, 3), () => store.addItems([item(1n)])]) {
-      const { ms } = await timeRejection(call());
-      assert.ok(ms < 500, `answered in ${ms} ms, far below the ${CONNECTION_TIMEOUT_MS} ms connection timeout`);
+      const { error } = await timeRejection(withDeadline<unknown>(call(), LIVENESS_MS, 'no answer while the database is down'));
+      assert.match(causes(error), /ECONNREFUSED|Connection terminated unexpectedly/);
+      assert.doesNotMatch(causes(error), /timeout/i, `not the ${CONNECTION_TIMEOUT_MS} ms connection timeout`);
     }
     await assert.rejects(openPostgresStore(viaProxy.toString()), StoreUnavailableError);
 
@@ -556,7 +563,6 @@ function postgresOnly(): void {
     await proxy.restore();
     const recovery = await timeRecovery(store);
     t.diagnostic(`postgres store answered again ${recovery} ms after the database came back (same store, no reopen)`);
-    assert.ok(recovery < 1000, `recovered in ${recovery} ms`);
     assert.deepEqual(await store.listInventory(), [item(INT64_MAX, 2)], 'nothing was written while the database was down');
     assert.deepEqual(await setQuantity(store, INT64_MAX, 4), item(INT64_MAX, 4));
   });
@@ -574,7 +580,7 @@ async function timeRejection(call: Promise<unknown>): Promise<{ ms: number; erro
   assert.fail('expected a rejection');
 }
 
-/** Milliseconds until ping succeeds again; any failure meanwhile must be StoreUnavailableError. */
+/** Milliseconds until ping succeeds again; any failure meanwhile must be StoreUnavailableError. Gives up after LIVENESS_MS. */
 async function timeRecovery(store: InventoryStore): Promise<number> {
   const started = performance.now();
   for (;;) {
@@ -583,10 +589,17 @@ async function timeRecovery(store: InventoryStore): Promise<number> {
       return Math.round(performance.now() - started);
     } catch (err) {
       assert.ok(err instanceof StoreUnavailableError, String(err));
-      assert.ok(performance.now() - started < 10_000, 'the store did not recover within 10 s');
+      if (performance.now() - started > LIVENESS_MS) assert.fail(`the store did not answer again within ${LIVENESS_MS} ms`);
       await sleep(20);
     }
   }
+}
+
+/** The messages of an error and of its causes, outermost first. */
+function causes(error: unknown): string {
+  const messages: string[] = [];
+  for (let at = error; at instanceof Error; at = at.cause) messages.push(at.message);
+  return messages.join(' <- ');
 }
 
 /** AuthenticationOk then ReadyForQuery: all a client needs to consider its session started. */
