@@ -205,9 +205,62 @@ test('every documented response of both operations is reachable and matches the 
   assert.ok(seen.has('getOpenApiDocument 200') && seen.has('getOpenApiDocument 400'));
 });
 
-test('each error code has one status, used wherever the code appears', () => {
-  for (const [code, entry] of Object.entries(ERROR_CATALOGUE)) {
-    assert.ok(entry.status >= 400 && entry.status <= 599, code);
-    assert.ok(entry.message.length > 10, code);
+/** One place the document names an error code with a status. */
+interface CodeMention {
+  code: string;
+  status: number;
+  where: string;
+}
+
+/**
+ * Every place the document names an error code with a status: each row of the error table in
+ * info, and, in each operation's responses, the code enum (or const) of an Error body under its
+ * status, that body's status const, and any example body's code and status.
+ */
+function codeMentions(doc: OpenApiDoc): CodeMention[] {
+  const mentions: CodeMention[] = [];
+  for (const [, code, status] of String(dig(doc, 'info', 'description')).matchAll(/^\| `([^`]+)` \| (\d+) \|/gm)) {
+    mentions.push({ code: code!, status: Number(status), where: 'the error table in info.description' });
+  }
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(item)) {
+      for (const [key, response] of Object.entries(operation?.responses ?? {})) {
+        const where = `${method.toUpperCase()} ${path} ${key}`;
+        const add = (code: unknown, status: number, what: string) => mentions.push({ code: String(code), status, where: `${where} (${what})` });
+        const visit = (node: unknown): void => {
+          if (Array.isArray(node)) return node.forEach(visit);
+          if (node === null || typeof node !== 'object') return;
+          const codeSchema = dig(node, 'properties', 'code') as { enum?: unknown[]; const?: unknown } | undefined;
+          if (codeSchema && typeof codeSchema === 'object') {
+            const codes = [...(codeSchema.enum ?? []), ...(codeSchema.const === undefined ? [] : [codeSchema.const])];
+            const statusConst = dig(node, 'properties', 'status', 'const');
+            for (const code of codes) {
+              add(code, Number(key), 'code enum');
+              if (statusConst !== undefined) add(code, Number(statusConst), 'status const');
+            }
+          }
+          const body = node as { code?: unknown; status?: unknown };
+          if (typeof body.code === 'string' && 'status' in body) {
+            add(body.code, Number(key), 'example');
+            add(body.code, Number(body.status), 'example status');
+          }
+          Object.values(node).forEach(visit);
+        };
+        visit(response);
+      }
+    }
+  }
+  return mentions;
+}
+
+test('each error code has one status, used wherever the code appears', async (t) => {
+  const mentions = codeMentions(await documentOf(t));
+  assert.ok(mentions.some((m) => !m.where.startsWith('the error table')), 'the responses name their error codes');
+  for (const m of mentions) assert.ok((ERROR_CODES as string[]).includes(m.code), `${m.code} at ${m.where} is not in the catalogue`);
+  for (const code of ERROR_CODES) {
+    const status = ERROR_CATALOGUE[code].status;
+    const own = mentions.filter((m) => m.code === code);
+    for (const m of own) assert.equal(m.status, status, `${code} under ${m.status} at ${m.where}: the catalogue says ${status}`);
+    assert.deepEqual([...new Set(own.map((m) => m.status))], [status], `${code} appears under exactly one status`);
   }
 });
