@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
-import { CHROMIUM, startChromium } from '../test/browser.js';
+import { CHROMIUM, startChromium } from '../test/support/browser.js';
 import { columnHeader, eventually, firstRows, measured, measures, searchField, signIn, SORT_COLUMNS, sortButton, statusFilter, type MeasureName } from '../dashboard/test/dashboard-page.js';
 import { createDatabase } from './databases.js';
 import type { BenchOptions } from './options.js';

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { adminQuery } from '../test/support/admin-query.js';
 import { onCleanup } from './lifecycle.js';
 
 export type Backend = 'sqlite' | 'postgres';
@@ -28,9 +29,9 @@ async function createSqliteDatabase(name: string): Promise<string> {
 async function createPostgresDatabase(name: string): Promise<string> {
   // pid and random suffix keep parallel or crashed runs apart.
   const database = `bench_${name}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
+  await adminQuery(`CREATE DATABASE ${pg.escapeIdentifier(database)}`, POSTGRES_URL);
   // FORCE: a server killed mid-run may still hold connections.
-  onCleanup(async () => void (await adminQuery(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`)));
+  onCleanup(async () => void (await adminQuery(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`, POSTGRES_URL)));
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${database}`;
   return url.toString();
@@ -39,7 +40,7 @@ async function createPostgresDatabase(name: string): Promise<string> {
 /** Why PostgreSQL cannot be used, or undefined when it answers. */
 export async function postgresProblem(): Promise<string | undefined> {
   try {
-    await adminQuery('SELECT 1');
+    await adminQuery('SELECT 1', POSTGRES_URL);
     return undefined;
   } catch (err) {
     return (err as Error).message || String((err as { code?: unknown }).code ?? err);
@@ -50,19 +51,9 @@ export async function postgresProblem(): Promise<string | undefined> {
 export async function describePostgres(): Promise<string> {
   const [row] = await adminQuery<{ version: string; fsync: string; commit: string }>(
     "SELECT split_part(version(), ' ', 2) AS version, current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS commit",
+    POSTGRES_URL,
   );
   return `PostgreSQL ${row?.version} at ${postgresHost()} (same machine, not pinned), fsync=${row?.fsync}, synchronous_commit=${row?.commit}`;
-}
-
-async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    return (await client.query<R>(sql)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 /** Where the server is, as safe to print (no user or password). */

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scheduleHousekeeping, type HousekeepingLog } from '../src/housekeeping.js';
-import { openTestStore } from './backends.js';
-import { change } from './store-helpers.js';
+import { openTestStore } from './support/backends.js';
+import { change } from './support/store.js';
 
 const DAY_MS = 86_400_000;
 

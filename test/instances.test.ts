@@ -2,11 +2,15 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from './backends.js';
-import { BIN, startServerProcess, type ServerProcess } from './process.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from './support/backends.js';
+import { BIN, startServerProcess, withDeadline, type ServerProcess } from './support/process.js';
+import { TcpProxy } from './support/tcp-proxy.js';
 
 const run = promisify(execFile);
+/** How long a test waits for what must happen before it gives up: a deadline on waiting, never a measure of speed. */
+const LIVENESS_MS = 20_000;
+/** Decisions 2.6: every other instance refuses a revoked key within 5 seconds. A promise of the product, so asserted. */
+const REVOCATION_PROMISE_MS = 5000;
 
 /** Runs the CLI against the test database. */
 async function cli(db: TestDatabase, ...args: string[]): Promise<string> {
@@ -59,13 +63,16 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     const id = (JSON.parse(await cli(db, 'keys', 'list', '--json')) as { id: string; name: string }[]).find((k) => k.name === 'instances')!.id;
     await cli(db, 'keys', 'revoke', id);
     const revokedAt = Date.now();
+    // Polled until both refuse it; then the time that took is held to the promise.
     for (const server of [a, b]) {
       while ((await call(server, key, 'GET', '/v1/inventory')).status !== 401) {
-        assert.ok(Date.now() - revokedAt < 5000, 'still accepted 5 s after revocation');
+        if (Date.now() - revokedAt > LIVENESS_MS) assert.fail(`still accepted ${LIVENESS_MS} ms after revocation`);
         await new Promise((done) => setTimeout(done, 100));
       }
     }
-    t.diagnostic(`revocation honoured by both instances after ${Date.now() - revokedAt} ms`);
+    const refusedAfterMs = Date.now() - revokedAt;
+    t.diagnostic(`revocation honoured by both instances after ${refusedAfterMs} ms`);
+    assert.ok(refusedAfterMs <= REVOCATION_PROMISE_MS, `refused by both instances ${refusedAfterMs} ms after revocation; decisions 2.6 promises ${REVOCATION_PROMISE_MS} ms`);
   });
 
   test('200 concurrent PATCHes through both answer 200; each pet ends at its last acknowledged write', async (t) => {
@@ -170,14 +177,13 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     await proxy.cut();
     for (const [method, path, body] of [['GET', '/v1/inventory'], ['PATCH', '/v1/inventory/1', { quantity: 4 }], ['GET', '/readyz']] as const) {
       const started = Date.now();
-      const res = await call(server, key, method, path, body);
+      const res = await withDeadline(call(server, key, method, path, body), LIVENESS_MS, `${method} ${path} during the outage`);
       const elapsed = Date.now() - started;
       assert.equal(res.status, 503, `${method} ${path}: ${res.text}`);
       const error = JSON.parse(res.text) as Record<string, unknown>;
       assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'status']);
       assert.equal(error.code, 'service_unavailable');
       assert.doesNotMatch(String(error.message), /ECONN|connect|terminat|pg|postgres/i, 'no driver message');
-      assert.ok(elapsed < 10_000, `${method} ${path} answered after ${elapsed} ms`);
       t.diagnostic(`${method} ${path} during the outage: 503 after ${elapsed} ms`);
     }
 
@@ -185,7 +191,7 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     const restoredAt = Date.now();
     let res = await call(server, key, 'PATCH', '/v1/inventory/1', { quantity: 5 });
     while (res.status !== 200) {
-      assert.ok(Date.now() - restoredAt < 15_000, `not recovered 15 s after the database returned: ${res.status} ${res.text}`);
+      if (Date.now() - restoredAt > LIVENESS_MS) assert.fail(`not recovered ${LIVENESS_MS} ms after the database returned: ${res.status} ${res.text}`);
       await new Promise((done) => setTimeout(done, 100));
       res = await call(server, key, 'PATCH', '/v1/inventory/1', { quantity: 5 });
     }

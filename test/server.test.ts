@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
-import { BIN, halfSentPatch, sleep, startServerProcess, waitFor } from './process.js';
+import { BACKENDS, backendSkip, createTestDatabase } from './support/backends.js';
+import { BIN, halfSentPatch, sleep, startServerProcess, waitFor } from './support/process.js';
 
 const run = promisify(execFile);
 

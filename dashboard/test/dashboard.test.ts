@@ -6,8 +6,8 @@ import type { Browser, BrowserContext, Locator, Page, Request, Response } from '
 import { INT64_MAX, INT64_MIN } from '../../src/domain/pet-id.js';
 import type { InventoryItem, PetStatus } from '../../src/schemas/inventory.js';
 import { CHANGE_REASONS, PET_STATUSES } from '../../src/schemas/values.js';
-import { BACKENDS, backendSkip, type Backend } from '../../test/backends.js';
-import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from '../../test/browser.js';
+import { BACKENDS, backendSkip, type Backend } from '../../test/support/backends.js';
+import { ARTIFACTS, browserSkip, recordTraffic, startChromium, type Traffic } from '../../test/support/browser.js';
 import {
   alertWith,
   axeFindings,
@@ -45,8 +45,8 @@ import {
   type SortColumn,
   type SortDirection,
 } from './dashboard-page.js';
-import { buildTestApp, type TestApp } from '../../test/helper.js';
-import { importPlan, importSource } from '../../test/store-helpers.js';
+import { buildTestApp, type TestApp } from '../../test/support/app.js';
+import { importPlan, importSource } from '../../test/support/store.js';
 
 /**
  * The staff dashboard at /dashboard in headless Chromium, on each backend, held to its UI contract:

@@ -45,7 +45,7 @@ interface LaneOperation {
  * same headers. It leaves to Fastify, untouched, what it does not take (another path, a query, a
  * body that is not plain JSON framed by a Content-Length within the limit); and, part-way, a
  * request whose rules cannot all decide from memory (a key not in the cache yet): Fastify then
- * continues the same list at the rule where the lane stopped. test/fast-lane.test.ts holds both
+ * continues the same list at the rule where the lane stopped. test/http/fast-lane.test.ts holds both
  * lanes to the same bytes.
  */
 export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallback: RequestHandler): RequestHandler {

@@ -3,9 +3,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KEY_CACHE_TTL_MS } from '../../src/auth/authenticator.js';
-import { backendSkip } from '../backends.js';
-import { runCli } from '../cli-run.js';
-import { sleep, startServerProcess, tempDir } from '../process.js';
+import { backendSkip } from '../support/backends.js';
+import { runCli } from '../support/cli.js';
+import { sleep, startServerProcess, tempDir } from '../support/process.js';
 import { ExampleRun } from './example-run.js';
 import { codeBlocks, documentPaths, headingAnchors, relativeLinks, resolveLink, ROOT, type CodeBlock } from './markdown.js';
 

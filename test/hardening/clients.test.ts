@@ -3,9 +3,9 @@ import { request } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { MAX_PIPELINED } from '../../src/http/connections.js';
-import { buildTestApp } from '../helper.js';
-import { sleep, waitFor } from '../process.js';
-import { byScale } from './scale.js';
+import { buildTestApp } from '../support/app.js';
+import { sleep, waitFor, withDeadline } from '../support/process.js';
+import { byScale } from '../support/scale.js';
 
 /**
  * Slow and flooding clients (decisions 7.3, 7.4): stalled headers, stalled bodies, oversized
@@ -81,9 +81,9 @@ test('slow and flooding clients: a normal client keeps getting answers throughou
     assert.ok(api.app.connections.size <= MAX_CONNECTIONS, `${api.app.connections.size} open connections, cap ${MAX_CONNECTIONS}`);
   }
 
-  // Slow clients are cut at the request timeout (generous bound: 3x), with 408 in the Error shape.
-  const slowMs = Math.max(...(await Promise.all([...stalledHeaders, ...stalledBodies].map((a) => a.closed))));
-  assert.ok(slowMs < 3 * TIMEOUT_MS + 2000, `slow clients held their connections ${slowMs} ms`);
+  // Slow clients are cut by the request timeout, with 408 in the Error shape (Node alone would hold them for 60 s and more).
+  const slow = withDeadline(Promise.all([...stalledHeaders, ...stalledBodies].map((a) => a.closed)), 10_000, `slow clients still connected (REQUEST_TIMEOUT_MS=${TIMEOUT_MS})`);
+  const slowMs = Math.max(...(await slow));
   for (const a of stalledBodies) assert.match(a.answer, /^HTTP\/1\.1 408 [^]*"code":"request_timeout"/);
   // A stalled header may be closed to admit a flood connection before its timeout: closed either way, answered 408 if it lived that long.
   for (const a of stalledHeaders) assert.ok(a.answer === '' || /^HTTP\/1\.1 408 [^]*"code":"request_timeout"/.test(a.answer), a.answer);
@@ -139,16 +139,15 @@ test('a client that pipelines without reading is cut past MAX_PIPELINED queued r
   const api = await buildTestApp(t, {
     transport: 'http',
     items: [{ petId: 1n, quantity: 1, status: 'available' }],
-    config: { LOG_LEVEL: 'warn' },
+    // No timeout can fire within the test: only the count of queued requests can close the connection.
+    config: { LOG_LEVEL: 'warn', REQUEST_TIMEOUT_MS: '3600000' },
   });
   const { port } = api.app.server.address() as AddressInfo;
   // The first answer is large, and the client never reads: everything behind it waits in the queue.
   const one = `GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n`;
   const hog = await open(port, one.repeat(MAX_PIPELINED * 4));
   hog.socket.pause();
-  const since = Date.now();
   await waitFor(() => api.app.connections.size === 0);
-  assert.ok(Date.now() - since < 5000, `the connection was closed (after ${Date.now() - since} ms)`);
   assert.equal(await normalGet(port, api.keys.read), 200);
   hog.socket.destroy();
 });
@@ -166,11 +165,9 @@ test('connections whose answers are never read are closed after the answer timeo
   const hogs = await Promise.all(Array.from({ length: 3 }, () => open(port, many)));
   for (const hog of hogs) hog.socket.pause();
   await waitFor(() => api.app.connections.size === 3);
-  // Within the answer timeout (300 + 2 x 200 ms, checked every sweep) the server has closed them (a paused
-  // client sees that only when it reads), and a new client is served.
-  const since = Date.now();
+  // The answer timeout (300 + 2 x 200 ms, checked every sweep) closes them (a paused client sees that
+  // only when it reads): nothing else would. Then a new client is served.
   await waitFor(() => api.app.connections.size === 0);
-  assert.ok(Date.now() - since < 5000, `closed after ${Date.now() - since} ms`);
   assert.equal(await normalGet(port, api.keys.read), 200);
   for (const hog of hogs) hog.socket.destroy();
 });

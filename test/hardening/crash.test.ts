@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BACKENDS, backendSkip } from '../backends.js';
-import { sleep } from '../process.js';
-import { KeepAliveClient } from './keep-alive-client.js';
-import { byScale } from './scale.js';
-import { pets, startService, type Service } from './service.js';
+import { BACKENDS, backendSkip } from '../support/backends.js';
+import { sleep } from '../support/process.js';
+import { KeepAliveClient } from '../support/keep-alive-client.js';
+import { byScale } from '../support/scale.js';
+import { pets, startService, type Service } from '../support/service.js';
 
 /**
  * kill -9 under PATCH load, round after round, on one database (decisions 5.2: a 2xx means the
  * change is on disk). Keep-alive clients each own a few pets and set rising quantities, some with
  * an Idempotency-Key. After each restart: every pet holds its last acknowledged quantity or one sent
  * after it; every acknowledged change has its history row; a keyed request retried after the crash
- * is applied exactly once (decisions 5.6). test/durability.test.ts checks one kill; this one repeats
+ * is applied exactly once (decisions 5.6). test/store/durability.test.ts checks one kill; this one repeats
  * it under a heavier, mixed load and checks the history and the keys too.
  */
 

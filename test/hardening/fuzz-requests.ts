@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import type { KeySet } from './service.js';
-import { nearMisses } from './service.js';
+import type { KeySet } from '../support/service.js';
+import { nearMisses } from '../support/service.js';
 
 /** Which key a fuzzed request sends; only write and read are valid on the instance. */
 export const KEY_KINDS = ['write', 'read', 'none', 'revoked', 'expired', 'staging', 'near-miss', 'garbage', 'other-scheme', 'empty-token', 'two-headers'] as const;

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../../src/errors.js';
-import { BACKENDS, backendSkip } from '../backends.js';
+import { BACKENDS, backendSkip } from '../support/backends.js';
 import { bytesBehind, caseBytes, caseClass, fuzzCaseArb, isPublic, nearMissPicker, parseRefusal, type FuzzCase } from './fuzz-requests.js';
-import { parseAnswer, rawExchange, type RawAnswer } from './raw-http.js';
-import { byScale } from './scale.js';
-import { pets, startService } from './service.js';
+import { parseAnswer, rawExchange, type RawAnswer } from '../support/raw-http.js';
+import { byScale } from '../support/scale.js';
+import { pets, startService } from '../support/service.js';
 
 /**
  * Property-based requests, sent as raw bytes over a socket to a server process: whatever the

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CONFIG_VARIABLES } from '../../src/config.js';
-import { BACKENDS, backendSkip } from '../backends.js';
-import { rawExchange, rawRequest, type RawAnswer } from './raw-http.js';
-import { byScale } from './scale.js';
-import { freePort, nearMisses, pets, startService } from './service.js';
+import { BACKENDS, backendSkip } from '../support/backends.js';
+import { rawExchange, rawRequest, type RawAnswer } from '../support/raw-http.js';
+import { byScale } from '../support/scale.js';
+import { freePort, nearMisses, pets, startService } from '../support/service.js';
 
 /**
  * After a run with keys of every kind (valid, read-only, revoked, expired, the other environment's,

@@ -3,9 +3,9 @@ import { execFile } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { BACKENDS, backendSkip, createTestDatabase, type Backend } from '../backends.js';
-import { BIN, sleep, startServerProcess, waitFor, type ServerProcess } from '../process.js';
-import { byScale } from './scale.js';
+import { BACKENDS, backendSkip, createTestDatabase, type Backend } from '../support/backends.js';
+import { BIN, sleep, startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { byScale } from '../support/scale.js';
 
 /**
  * SIGTERM under keep-alive load (decisions 7.5): clients send continuously on keep-alive

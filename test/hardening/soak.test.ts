@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import autocannon from 'autocannon';
-import { BACKENDS, backendSkip } from '../backends.js';
-import { byScale } from './scale.js';
-import { pets, startService } from './service.js';
+import { BACKENDS, backendSkip } from '../support/backends.js';
+import { byScale } from '../support/scale.js';
+import { pets, startService } from '../support/service.js';
 
 /**
  * Mixed GET/PATCH load near capacity for a while (three list GETs per PATCH, on keep-alive

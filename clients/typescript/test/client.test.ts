@@ -1,0 +1,387 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { describe, test } from 'node:test';
+import { createInventoryClient, InventoryApiError, type InventoryClientOptions, type InventoryItem } from '@petstore/inventory-client';
+import { DOCUMENT_PATH, generate, OUTPUT_PATH } from '../scripts/generate.mjs';
+import { StoreUnavailableError } from '../../../src/errors.js';
+import type { Store } from '../../../src/store/store.js';
+import { BACKENDS, backendSkip } from '../../../test/support/backends.js';
+import { buildTestApp, type TestApp } from '../../../test/support/app.js';
+
+// The built package (dist/), as a user installs it: `npm test` builds it first (pretest).
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const SAFE_MAX = 2n ** 53n - 1n;
+const ABOVE_SAFE = 2n ** 53n + 1n; // 9007199254740993: the first id a double cannot hold
+
+const PETS: InventoryItem[] = [
+  { petId: INT64_MIN, quantity: 1, status: 'sold' },
+  { petId: 1n, quantity: 12, status: 'available' },
+  { petId: SAFE_MAX, quantity: 3, status: 'pending' },
+  { petId: ABOVE_SAFE, quantity: 7, status: 'available' },
+  { petId: INT64_MAX, quantity: 2147483647, status: 'available' },
+];
+
+/** A sleep that records what it was asked to wait and returns at once, so retry tests take no time. */
+function recordedSleep(): { sleeps: number[]; sleep: (ms: number) => Promise<void> } {
+  const sleeps: number[] = [];
+  return { sleeps, sleep: (ms) => (sleeps.push(ms), Promise.resolve()) };
+}
+
+function clientFor(api: TestApp, options: Partial<InventoryClientOptions> = {}) {
+  return createInventoryClient({ baseUrl: `${api.baseUrl}/v1`, apiKey: api.keys.write, ...options });
+}
+
+/** The InventoryApiError `promise` rejects with, after checking its status and code. */
+async function apiError(promise: Promise<unknown>, status: number, code: string): Promise<InventoryApiError> {
+  const error = await promise.then(
+    () => assert.fail(`expected InventoryApiError ${status} ${code}, got a success`),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof InventoryApiError, `expected InventoryApiError, got ${String(error)}`);
+  assert.ok(error instanceof Error);
+  assert.equal(error.status, status, error.message);
+  assert.equal(error.code, code, error.message);
+  assert.equal(typeof error.message, 'string');
+  return error;
+}
+
+/** The real store, except that the first `failures` applyChange calls fail as an unreachable store (the service answers 503). */
+function storeFailingFirst(failures: number): { wrap: (store: Store) => Store; calls: () => number } {
+  let calls = 0;
+  const wrap = (store: Store): Store => ({
+    ...store,
+    close: () => store.close(),
+    changes: {
+      ...store.changes,
+      async applyChange(change) {
+        calls++;
+        if (calls <= failures) throw new StoreUnavailableError('store unreachable (test)');
+        return store.changes.applyChange(change);
+      },
+    },
+  });
+  return { wrap, calls: () => calls };
+}
+
+for (const backend of BACKENDS) {
+  const skip = await backendSkip(backend);
+  describe(`typed client (@petstore/inventory-client) on ${backend}`, { skip }, () => {
+    test('listInventory returns every petId exactly as a bigint: 2^53-1, 2^53+1, -2^63, 2^63-1', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const items = await clientFor(api, { apiKey: api.keys.read }).listInventory();
+      assert.deepEqual(items, [...PETS].sort((a, b) => (a.petId < b.petId ? -1 : 1)));
+      for (const item of items) {
+        assert.equal(typeof item.petId, 'bigint');
+        assert.equal(typeof item.quantity, 'number');
+      }
+    });
+
+    test('listInventoryIfChanged: the list and its ETag; with that ETag changed: false (a 304) until a change, then the new list', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api, { apiKey: api.keys.read });
+      const first = await client.listInventoryIfChanged();
+      assert.ok(first.changed);
+      assert.deepEqual(first.items, await client.listInventory(), 'the same list as listInventory, bigints included');
+      assert.match(first.etag, /^"[^"]+"$/);
+      assert.deepEqual(await client.listInventoryIfChanged(first.etag), { changed: false, etag: first.etag });
+      await clientFor(api).updateInventory(ABOVE_SAFE, { quantity: 8 });
+      const next = await client.listInventoryIfChanged(first.etag);
+      assert.ok(next.changed);
+      assert.notEqual(next.etag, first.etag);
+      assert.deepEqual(next.items.find((i) => i.petId === ABOVE_SAFE), { petId: ABOVE_SAFE, quantity: 8, status: 'available' });
+      assert.deepEqual(await client.listInventoryIfChanged(next.etag), { changed: false, etag: next.etag });
+      await apiError(clientFor(api, { apiKey: 'inv_live_not-a-key' }).listInventoryIfChanged(next.etag), 401, 'unauthorized');
+    });
+
+    test('getCallingKey describes the key the client calls with: read-only, or with inventory:write', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http' });
+      const records = await api.store.keys.listApiKeys();
+      for (const [key, scopes] of [[api.keys.read, ['inventory:read']], [api.keys.write, ['inventory:write']]] as const) {
+        const record = records.find((r) => r.name === `test ${scopes[0]}`)!;
+        assert.deepEqual(await clientFor(api, { apiKey: key }).getCallingKey(), { id: record.id, name: record.name, scopes, expiresAt: null });
+      }
+      await apiError(clientFor(api, { apiKey: 'inv_live_not-a-key' }).getCallingKey(), 401, 'unauthorized');
+    });
+
+    test('getInventoryItem returns the entry with its ETag, for ids beyond 2^53 and at the int64 bounds', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      for (const pet of [PETS[3]!, PETS[0]!, PETS[4]!]) {
+        const { item, etag } = await client.getInventoryItem(pet.petId);
+        assert.deepEqual(item, pet);
+        assert.match(etag, /^"v\d+"$/);
+      }
+    });
+
+    test('updateInventory with ifMatch and idempotencyKey applies once; the same key again answers replayed: true', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      const { etag } = await client.getInventoryItem(ABOVE_SAFE);
+      const idempotencyKey = crypto.randomUUID();
+      const first = await client.updateInventory(ABOVE_SAFE, { quantity: 5, reason: 'received' }, { ifMatch: etag, idempotencyKey });
+      assert.deepEqual(first.item, { petId: ABOVE_SAFE, quantity: 5, status: 'available' });
+      assert.equal(first.replayed, false);
+      assert.notEqual(first.etag, etag);
+
+      const again = await client.updateInventory(ABOVE_SAFE, { quantity: 5, reason: 'received' }, { ifMatch: etag, idempotencyKey });
+      assert.deepEqual(again, { ...first, replayed: true });
+
+      const history = await client.listHistory(ABOVE_SAFE);
+      assert.equal(history.items.length, 1, 'applied once');
+      assert.deepEqual(
+        { petId: history.items[0]!.petId, previousQuantity: history.items[0]!.previousQuantity, quantity: history.items[0]!.quantity, reason: history.items[0]!.reason },
+        { petId: ABOVE_SAFE, previousQuantity: 7, quantity: 5, reason: 'received' },
+      );
+      // Nothing else moved: 2^53 (which a float would have sent instead) has no entry, so it stayed absent.
+      assert.deepEqual((await client.listInventory()).map((i) => i.petId), [INT64_MIN, 1n, SAFE_MAX, ABOVE_SAFE, INT64_MAX]);
+    });
+
+    test('a stale ETag is InventoryApiError 412 precondition_failed with the current ETag and the request id', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api, { headers: { 'x-request-id': 'client-test-412' } });
+      const { etag: stale } = await client.getInventoryItem(INT64_MAX);
+      const { etag: current } = await client.updateInventory(INT64_MAX, { quantity: 1 });
+      const error = await apiError(client.updateInventory(INT64_MAX, { quantity: 2 }, { ifMatch: stale }), 412, 'precondition_failed');
+      assert.equal(error.etag, current);
+      assert.equal(error.requestId, 'client-test-412');
+      assert.equal((await client.getInventoryItem(INT64_MAX)).item.quantity, 1, 'nothing written');
+    });
+
+    test('a bad API key is InventoryApiError 401 unauthorized, with a request id', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const error = await apiError(clientFor(api, { apiKey: 'inv_live_not-a-key' }).listInventory(), 401, 'unauthorized');
+      assert.match(error.requestId ?? '', /\S/);
+      assert.equal(error.etag, undefined);
+    });
+
+    test('an unknown pet is InventoryApiError 404 not_found on get, update and history', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      // 2^53 is what a double makes of 2^53+1: the client must not have sent it for ABOVE_SAFE above.
+      await apiError(client.getInventoryItem(2n ** 53n), 404, 'not_found');
+      await apiError(client.updateInventory(2n ** 53n, { quantity: 1 }, { idempotencyKey: crypto.randomUUID() }), 404, 'not_found');
+      await apiError(client.listHistory(-1n), 404, 'not_found');
+    });
+
+    test('a service error code passes through: 400 invalid_quantity', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      await apiError(clientFor(api).updateInventory(1n, { quantity: -1 }), 400, 'invalid_quantity');
+    });
+
+    test('listHistory pages with limit and cursor until nextCursor is null, newest first', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      for (let q = 100; q < 105; q++) await client.updateInventory(INT64_MIN, { quantity: q });
+      const seen: number[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await client.listHistory(INT64_MIN, { limit: 2, ...(cursor ? { cursor } : {}) });
+        assert.ok(page.items.length <= 2);
+        for (const item of page.items) assert.equal(item.petId, INT64_MIN);
+        seen.push(...page.items.map((i) => i.quantity));
+        cursor = page.nextCursor ?? undefined;
+        pages++;
+      } while (cursor !== undefined);
+      assert.equal(pages, 3);
+      assert.deepEqual(seen, [104, 103, 102, 101, 100]);
+    });
+
+    test('a PATCH with an idempotencyKey is retried after 503, waiting its Retry-After, and applied once', async (t) => {
+      const failing = storeFailingFirst(1);
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: failing.wrap });
+      const { sleeps, sleep } = recordedSleep();
+      const client = clientFor(api, { retries: { sleep } });
+      const result = await client.updateInventory(ABOVE_SAFE, { quantity: 9 }, { idempotencyKey: crypto.randomUUID() });
+      assert.deepEqual(result.item, { petId: ABOVE_SAFE, quantity: 9, status: 'available' });
+      assert.equal(result.replayed, false);
+      assert.equal(failing.calls(), 2, 'one 503, one retry');
+      assert.deepEqual(sleeps, [1000], 'the service answered Retry-After: 1');
+      assert.equal((await client.listHistory(ABOVE_SAFE)).items.length, 1, 'applied once');
+    });
+
+    test('a PATCH without an idempotencyKey is not retried after 503: InventoryApiError 503 service_unavailable', async (t) => {
+      const failing = storeFailingFirst(1);
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: failing.wrap });
+      const { sleeps, sleep } = recordedSleep();
+      const client = clientFor(api, { retries: { sleep } });
+      const error = await apiError(client.updateInventory(ABOVE_SAFE, { quantity: 9 }), 503, 'service_unavailable');
+      assert.match(error.requestId ?? '', /\S/);
+      assert.equal(failing.calls(), 1);
+      assert.deepEqual(sleeps, []);
+      assert.equal((await client.getInventoryItem(ABOVE_SAFE)).item.quantity, 7, 'not applied');
+    });
+
+    test('an answer lost to the network is retried with the same key: applied once, the retry answers replayed: true', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      let attempts = 0;
+      const { sleeps, sleep } = recordedSleep();
+      const client = clientFor(api, {
+        retries: { sleep },
+        // The first attempt reaches the service and is applied; its answer is then lost.
+        fetch: async (request) => {
+          const response = await fetch(request);
+          if (++attempts > 1) return response;
+          await response.arrayBuffer();
+          throw new TypeError('fetch failed (test: connection reset before the answer arrived)');
+        },
+      });
+      const result = await client.updateInventory(ABOVE_SAFE, { quantity: 11, reason: 'returned' }, { idempotencyKey: crypto.randomUUID() });
+      assert.equal(attempts, 2);
+      assert.equal(sleeps.length, 1);
+      assert.equal(result.replayed, true);
+      assert.deepEqual(result.item, { petId: ABOVE_SAFE, quantity: 11, status: 'available' });
+      assert.equal((await client.listHistory(ABOVE_SAFE)).items.length, 1, 'applied once');
+    });
+  });
+}
+
+describe('typed client (@petstore/inventory-client) without a service', () => {
+  const baseUrl = 'http://inventory.invalid/v1';
+  const failingFetch = () => {
+    const requests: Request[] = [];
+    const fetch = (request: Request): Promise<Response> => {
+      requests.push(request);
+      return Promise.reject(new TypeError('fetch failed (test: connection refused)'));
+    };
+    return { requests, fetch };
+  };
+
+  test('network errors are retried a bounded number of times with growing back-off, then thrown', async () => {
+    const { requests, fetch } = failingFetch();
+    const { sleeps, sleep } = recordedSleep();
+    const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch, retries: { max: 2, baseDelayMs: 100, sleep, random: () => 0 } });
+    await assert.rejects(client.listInventory(), (e: unknown) => e instanceof TypeError && !(e instanceof InventoryApiError));
+    assert.equal(requests.length, 3, 'the first attempt and 2 retries');
+    // Half of 100 ms, then half of 200 ms: doubling back-off, random() = 0 takes the fixed half.
+    assert.deepEqual(sleeps, [50, 100]);
+
+    requests.length = 0;
+    sleeps.length = 0;
+    await assert.rejects(client.updateInventory(ABOVE_SAFE, { quantity: 1 }, { idempotencyKey: 'k-1' }), TypeError);
+    assert.equal(requests.length, 3, 'a PATCH with a key is retried too');
+    assert.equal(sleeps.length, 2);
+  });
+
+  test('a PATCH without an idempotencyKey is sent once, even after a network error', async () => {
+    const { requests, fetch } = failingFetch();
+    const { sleeps, sleep } = recordedSleep();
+    const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch, retries: { sleep } });
+    await assert.rejects(client.updateInventory(ABOVE_SAFE, { quantity: 1 }, { ifMatch: '"v1"' }), TypeError);
+    assert.equal(requests.length, 1);
+    assert.deepEqual(sleeps, []);
+  });
+
+  test('jittered back-off stays between half and all of the doubled delay, capped at maxDelayMs', async () => {
+    const { requests, fetch } = failingFetch();
+    const { sleeps, sleep } = recordedSleep();
+    const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch, retries: { max: 5, baseDelayMs: 100, maxDelayMs: 1000, sleep } });
+    await assert.rejects(client.listInventory(), TypeError);
+    assert.equal(requests.length, 6);
+    [100, 200, 400, 800, 1000].forEach((full, i) => assert.ok(sleeps[i]! >= full / 2 && sleeps[i]! <= full, `retry ${i}: ${sleeps[i]} ms`));
+  });
+
+  test('a Retry-After longer than maxDelayMs waits maxDelayMs', async () => {
+    let calls = 0;
+    const { sleeps, sleep } = recordedSleep();
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'k',
+      retries: { maxDelayMs: 5000, sleep },
+      fetch: () =>
+        Promise.resolve(
+          ++calls === 1
+            ? Response.json({ code: 'service_unavailable', message: 'busy', status: 503 }, { status: 503, headers: { 'retry-after': '3600' } })
+            : new Response(`[{"petId":${INT64_MAX},"quantity":1,"status":"sold"}]`, { headers: { 'content-type': 'application/json' } }),
+        ),
+    });
+    assert.deepEqual(await client.listInventory(), [{ petId: INT64_MAX, quantity: 1, status: 'sold' }]);
+    assert.deepEqual(sleeps, [5000]);
+  });
+
+  test("a non-JSON error answer (a proxy's HTML 502) is InventoryApiError unexpected_response, not retried", async () => {
+    let calls = 0;
+    const { sleeps, sleep } = recordedSleep();
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'k',
+      retries: { sleep },
+      fetch: () => (calls++, Promise.resolve(new Response('<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>', { status: 502, statusText: 'Bad Gateway', headers: { 'content-type': 'text/html' } }))),
+    });
+    const error = await apiError(client.getInventoryItem(1n), 502, 'unexpected_response');
+    assert.match(error.message, /^HTTP 502 Bad Gateway: .*502 Bad Gateway nginx$/);
+    assert.equal(error.requestId, undefined);
+    assert.equal(calls, 1);
+    assert.deepEqual(sleeps, []);
+  });
+
+  test('a 200 whose body is not JSON is InventoryApiError unexpected_response', async () => {
+    const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch: () => Promise.resolve(new Response('<html>login</html>', { status: 200, headers: { 'x-request-id': 'r-1' } })) });
+    const error = await apiError(client.listInventory(), 200, 'unexpected_response');
+    assert.equal(error.requestId, 'r-1');
+  });
+
+  test('sends petId digit for digit in the path, the body as JSON, the key, headers and User-Agent', async () => {
+    const seen: { url: string; method: string; headers: Headers; body: string }[] = [];
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'inv_live_secret',
+      userAgent: 'till-2/1.0',
+      fetch: async (request) => {
+        seen.push({ url: request.url, method: request.method, headers: request.headers, body: await request.text() });
+        return new Response(`{"petId":${ABOVE_SAFE},"quantity":5,"status":"available"}`, { headers: { etag: '"v2"', 'idempotent-replayed': 'true' } });
+      },
+    });
+    const result = await client.updateInventory(ABOVE_SAFE, { quantity: 5, reason: 'correction' }, { ifMatch: '"v1"', idempotencyKey: 'key-1' });
+    assert.deepEqual(result, { item: { petId: ABOVE_SAFE, quantity: 5, status: 'available' }, etag: '"v2"', replayed: true });
+    const [sent] = seen;
+    assert.equal(sent?.url, `${baseUrl}/inventory/9007199254740993`);
+    assert.equal(sent.method, 'PATCH');
+    assert.equal(sent.body, '{"quantity":5,"reason":"correction"}');
+    assert.equal(sent.headers.get('authorization'), 'Bearer inv_live_secret');
+    assert.equal(sent.headers.get('content-type'), 'application/json');
+    assert.equal(sent.headers.get('if-match'), '"v1"');
+    assert.equal(sent.headers.get('idempotency-key'), 'key-1');
+    assert.equal(sent.headers.get('user-agent'), 'till-2/1.0');
+
+    await client.listHistory(INT64_MIN, { limit: 50, cursor: 'h12' }).catch(() => undefined);
+    assert.equal(seen[1]?.url, `${baseUrl}/inventory/-9223372036854775808/history?limit=50&cursor=h12`);
+  });
+
+  test('listInventoryIfChanged sends If-None-Match only when given an ETag; a 304 keeps the ETag, a 200 without one is unexpected_response', async () => {
+    const sent: (string | null)[] = [];
+    let answer = () => new Response(null, { status: 304, headers: { etag: '"s7-br"' } });
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'k',
+      fetch: (request) => (sent.push(request.headers.get('if-none-match')), Promise.resolve(answer())),
+    });
+    assert.deepEqual(await client.listInventoryIfChanged('"s7-br"'), { changed: false, etag: '"s7-br"' });
+    answer = () => new Response(`[{"petId":${ABOVE_SAFE},"quantity":1,"status":"sold"}]`, { headers: { etag: '"s8"' } });
+    assert.deepEqual(await client.listInventoryIfChanged(), { changed: true, items: [{ petId: ABOVE_SAFE, quantity: 1, status: 'sold' }], etag: '"s8"' });
+    assert.deepEqual(sent, ['"s7-br"', null]);
+    answer = () => new Response('[]');
+    await apiError(client.listInventoryIfChanged('"s8"'), 200, 'unexpected_response');
+  });
+
+  test('a petId that is not a bigint in the int64 range is refused before anything is sent', async () => {
+    const { requests, fetch } = failingFetch();
+    const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch });
+    // What plain JavaScript would pass: the number 9007199254740993, already rounded to ...992.
+    await assert.rejects(client.getInventoryItem(Number('9007199254740993') as unknown as bigint), TypeError);
+    await assert.rejects(client.updateInventory(INT64_MAX + 1n, { quantity: 1 }), RangeError);
+    assert.equal(requests.length, 0);
+  });
+});
+
+describe('typed client: generated types', () => {
+  test('src/generated/openapi.ts is exactly what scripts/generate.mjs makes of openapi.json (no drift: run npm run openapi)', async () => {
+    const regenerated = await generate(await readFile(DOCUMENT_PATH, 'utf8'));
+    const committed = await readFile(OUTPUT_PATH, 'utf8');
+    assert.ok(regenerated === committed, 'clients/typescript/src/generated/openapi.ts differs from openapi.json: run `npm run openapi` at the root');
+    assert.match(committed, /petId: bigint;/);
+    assert.doesNotMatch(committed, /petId: number;/);
+  });
+});

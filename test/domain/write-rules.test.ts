@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { encodeOutcome, judgeIdempotency, recordsFull, recordsOverCap } from '../../src/domain/idempotency.js';
+import { judgeChange, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
+
+const ENTRY: InventoryEntry = { item: { petId: 9007199254740993n, quantity: 5, status: 'pending' }, version: 3 };
+
+test('judgeChange: no entry is not_found before any condition; a condition on another version fails; anything else applies (decisions 5.5)', () => {
+  assert.deepEqual(judgeChange(undefined, undefined), { kind: 'not_found' });
+  assert.deepEqual(judgeChange(undefined, { anyVersion: false, versions: [3] }), { kind: 'not_found' });
+  assert.deepEqual(judgeChange(ENTRY, undefined), { kind: 'apply', current: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { anyVersion: true }), { kind: 'apply', current: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { anyVersion: false, versions: [1, 3] }), { kind: 'apply', current: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { anyVersion: false, versions: [2] }), { kind: 'precondition_failed', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { anyVersion: false, versions: [] }), { kind: 'precondition_failed', entry: ENTRY }, 'only weak tags');
+});
+
+test('judgeIdempotency: new, written over, replayed or refused (decisions 5.6)', () => {
+  const outcome = encodeOutcome({ kind: 'updated', entry: ENTRY });
+  assert.deepEqual(judgeIdempotency(undefined, 'fp'), { kind: 'new' });
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'fp', outcome, expired: false }, 'fp'), {
+    kind: 'answer',
+    result: { kind: 'updated', entry: ENTRY, replayed: true },
+  });
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'other', outcome, expired: false }, 'fp'), { kind: 'answer', result: { kind: 'idempotency_key_reused' } });
+  // An expired key is free again, whatever it was used for.
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'other', outcome, expired: true }, 'fp'), { kind: 'rewrite' });
+  // A claim an earlier version left without an outcome: nobody was answered from it, so the change applies once.
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'fp', outcome: null, expired: false }, 'fp'), { kind: 'rewrite' });
+  // Another request still may not take a live key.
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'other', outcome: null, expired: false }, 'fp'), { kind: 'answer', result: { kind: 'idempotency_key_reused' } });
+});
+
+test('a stored outcome keeps every digit of its petId', () => {
+  const refused = encodeOutcome({ kind: 'precondition_failed', entry: ENTRY });
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'fp', outcome: refused, expired: false }, 'fp'), {
+    kind: 'answer',
+    result: { kind: 'precondition_failed', entry: ENTRY, replayed: true },
+  });
+  assert.deepEqual(judgeIdempotency({ fingerprint: 'fp', outcome: encodeOutcome({ kind: 'not_found' }), expired: false }, 'fp'), {
+    kind: 'answer',
+    result: { kind: 'not_found', replayed: true },
+  });
+});
+
+test('the per-key cap: how many records past it, and the refusal that waits for the oldest live one (decisions 7.2)', () => {
+  assert.equal(recordsOverCap(0, 1, 1), 0);
+  assert.equal(recordsOverCap(9, 1, 10), 0);
+  assert.equal(recordsOverCap(10, 1, 10), 1);
+  assert.equal(recordsOverCap(8, 5, 10), 3);
+  const now = new Date('2026-11-26T10:00:00Z');
+  const oldest = new Date('2026-11-26T11:00:00Z');
+  assert.deepEqual(recordsFull(oldest, now), { kind: 'idempotency_records_full', retryAt: oldest });
+  assert.deepEqual(recordsFull(undefined, now), { kind: 'idempotency_records_full', retryAt: now }, 'none live: at once');
+});
+
+test('writesChange: a request always writes, a stocktake only a count that differs (decisions 5.4, 5.8)', () => {
+  assert.equal(writesChange('request', 4, 4), true);
+  assert.equal(writesChange('request', 4, 5), true);
+  assert.equal(writesChange('stocktake', 4, 4), false);
+  assert.equal(writesChange('stocktake', 4, 5), true);
+});

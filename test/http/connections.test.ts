@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { connect, type AddressInfo } from 'node:net';
+import { describe, test, type TestContext } from 'node:test';
+import { BACKENDS, backendSkip } from '../support/backends.js';
+import { buildTestApp, makeKey } from '../support/app.js';
+import { assertRawError, parseAnswers, rawTranscript } from '../support/raw-http.js';
+
+function errorBody(answer: string): { code: string; message: string; status: number } {
+  return JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; message: string; status: number };
+}
+
+for (const backend of BACKENDS) {
+  describe(`HTTP edge cases on ${backend}`, { skip: await backendSkip(backend) }, () => {
+    test('a request that does not arrive in time gets 408 request_timeout in the Error shape', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', config: { REQUEST_TIMEOUT_MS: '300' } });
+      const { port } = api.app.server.address() as AddressInfo;
+      const control = await stalledControl(t, 3000, () => 'GET /v1/inventory HTTP/1.1\r\nHost: x\r\n');
+      const answer = await rawTranscript(port, ['GET /v1/inventory HTTP/1.1\r\nHost: x\r\n']);
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+      assert.match(answer, /content-type: application\/json; charset=utf-8/i);
+      assert.match(answer, /x-request-id: \S+/i);
+      assert.deepEqual(errorBody(answer), { code: 'request_timeout', message: errorBody(answer).message, status: 408 });
+      assert.equal(control.received(), '', "the 300 ms setting timed it out, before a limit ten times longer and Node's own 30 s check");
+      control.end();
+    });
+
+    test('bytes that are not HTTP get 400 bad_request in the Error shape', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http' });
+      const { port } = api.app.server.address() as AddressInfo;
+      const answer = await rawTranscript(port, ['HELLO THERE\r\n\r\n']);
+      assert.match(answer, /^HTTP\/1\.1 400 /);
+      assert.match(answer, /\r\nX-Content-Type-Options: nosniff\r\n/i, 'every answer carries nosniff');
+      const body = errorBody(answer);
+      assert.equal(body.code, 'bad_request');
+      assert.equal(body.status, 400);
+    });
+
+    test('a body sent slowly within the limit still succeeds', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }], config: { REQUEST_TIMEOUT_MS: '3000' } });
+      const { port } = api.app.server.address() as AddressInfo;
+      const body = '{"quantity":9}';
+      const head = `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${api.keys.write}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+      const answer = await rawTranscript(port, [head, body.slice(0, 4), body.slice(4)], 100);
+      assert.match(answer, /^HTTP\/1\.1 200 /);
+      assert.match(answer, /\{"petId":1,"quantity":9,"status":"available"\}$/);
+    });
+  });
+}
+
+/** A listening app on SQLite (what Node answers on its own does not depend on the store) and its port. */
+async function listening(t: TestContext, config: Record<string, string> = {}) {
+  const api = await buildTestApp(t, { transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }], config });
+  return { api, port: (api.app.server.address() as AddressInfo).port, auth: `Authorization: Bearer ${api.keys.write}\r\n` };
+}
+
+/**
+ * A control for a request timeout: the same stalled request, sent first to an app of its own whose
+ * REQUEST_TIMEOUT_MS is `limitMs`. While it has received nothing, no timeout longer than the one
+ * under test can have fired: an order of events, not a measure of time.
+ */
+async function stalledControl(t: TestContext, limitMs: number, request: (auth: string) => string): Promise<{ received: () => string; end: () => void }> {
+  const { port, auth } = await listening(t, { REQUEST_TIMEOUT_MS: String(limitMs) });
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+  socket.on('error', () => undefined);
+  t.after(() => socket.destroy());
+  await new Promise((done) => socket.on('connect', done));
+  socket.write(request(auth));
+  return { received: () => received, end: () => socket.destroy() };
+}
+
+describe("what Node would answer on its own is the service's Error, 401 first where a key can be read (decisions 7.3, 2.2)", () => {
+  test('an HTTP/1.1 request without Host: 401 without a key, 400 bad_request with one, 400 on a public path; HTTP/1.0 needs none', async (t) => {
+    const { port, auth } = await listening(t);
+    assertRawError(parseAnswers(await rawTranscript(port, ['GET /v1/inventory HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 401, 'unauthorized');
+    assertRawError(parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`]))[0], 400, 'bad_request');
+    assertRawError(parseAnswers(await rawTranscript(port, ['GET /v1/inventory/1 HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 401, 'unauthorized');
+    assertRawError(parseAnswers(await rawTranscript(port, ['GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n']))[0], 400, 'bad_request');
+    const old = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.0\r\n${auth}\r\n`]));
+    assert.equal(old[0]?.status, 200);
+  });
+
+  test('Expect other than 100-continue: 401 without a key, 417 expectation_failed with one; 100-continue works', async (t) => {
+    const { port, auth } = await listening(t);
+    const expect = (headers: string) => rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`]);
+    assertRawError(parseAnswers(await expect('Expect: garbage\r\n'))[0], 401, 'unauthorized');
+    assertRawError(parseAnswers(await expect(`${auth}Expect: garbage\r\n`))[0], 417, 'expectation_failed');
+    const body = '{"quantity":4}';
+    const patch = parseAnswers(
+      await rawTranscript(port, [
+        `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Expect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      ]).then((raw) => raw.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')),
+    );
+    assert.equal(patch[0]?.status, 200);
+  });
+
+  test('CONNECT: answered (Node would drop it), 401 without a key, 404 not_found with one, and the connection closes', async (t) => {
+    const { port, auth } = await listening(t);
+    assertRawError(parseAnswers(await rawTranscript(port, ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']))[0], 401, 'unauthorized');
+    const withKey = parseAnswers(await rawTranscript(port, [`CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n${auth}\r\n`]));
+    assertRawError(withKey[0], 404, 'not_found');
+    assert.equal(withKey[0]?.headers.connection, 'close');
+  });
+
+  test('Upgrade: 401 without a key; with one the Upgrade is ignored and the request answered', async (t) => {
+    const { port, auth } = await listening(t);
+    const upgrade = 'Connection: Upgrade, close\r\nUpgrade: websocket\r\n';
+    assertRawError(parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`]))[0], 401, 'unauthorized');
+    const answered = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}${upgrade}\r\n`]));
+    assert.equal(answered[0]?.status, 200);
+    assert.equal(answered[0]?.body.toString(), '[{"petId":1,"quantity":1,"status":"available"}]');
+  });
+
+  test('headers over the limit: 431 headers_too_large (no key can be read), and the connection closes', async (t) => {
+    const { port, auth } = await listening(t);
+    const answers = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`]));
+    assertRawError(answers[0], 431, 'headers_too_large');
+    assert.equal(answers[0]?.headers.connection, 'close');
+  });
+
+  test('what the parser refuses (unknown method, bad version, bad Content-Length, bad chunk) is 400 bad_request', async (t) => {
+    const { port, auth } = await listening(t);
+    const cases = [
+      `FOO /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+      `GET /v1/inventory HTTP/7.1\r\nHost: x\r\n${auth}\r\n`,
+      `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 1x\r\n\r\n`,
+      `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\nzz\r\n`,
+    ];
+    for (const request of cases) {
+      // A chunked body without a type is refused (415) before its bad chunk is read: the 400 closes the connection after it.
+      const answers = parseAnswers(await rawTranscript(port, [request]));
+      assertRawError(answers.at(-1), 400, 'bad_request');
+    }
+  });
+
+  test('an unparseable request behind a good one on the same connection: the good one is answered first', async (t) => {
+    const { port, auth } = await listening(t);
+    const answers = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\nGARBAGE\r\n\r\n`]));
+    assert.deepEqual(answers.map((a) => a.status), [200, 400]);
+    assertRawError(answers[1], 400, 'bad_request');
+  });
+});
+
+describe('a body that stalls gets 408 within about REQUEST_TIMEOUT_MS, and its connection closes (decisions 7.3)', () => {
+  const cases = [
+    { lane: 'the fast lane (Content-Length)', framing: 'Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{"qua' },
+    { lane: 'Fastify (chunked)', framing: 'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"qua\r\n' },
+  ];
+  for (const { lane, framing } of cases) {
+    test(lane, async (t) => {
+      const { api, port, auth } = await listening(t, { REQUEST_TIMEOUT_MS: '400' });
+      const stalled = (key: string) => `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${key}${framing}`;
+      const control = await stalledControl(t, 4000, stalled);
+      const answers = parseAnswers(await rawTranscript(port, [stalled(auth)]));
+      assert.equal(answers.length, 1, JSON.stringify(answers));
+      assertRawError(answers[0], 408, 'request_timeout');
+      assert.equal(answers[0]?.headers.connection, 'close');
+      assert.equal(control.received(), '', 'the 400 ms setting timed it out, before a limit ten times longer (Node alone held it for its 60 s)');
+      control.end();
+      assert.equal((await api.store.entries.getEntry(1n))?.item.quantity, 1, 'nothing applied');
+    });
+  }
+
+  test('also while the key is still being looked up (nothing reads the body yet)', async (t) => {
+    const { api, port } = await listening(t, { REQUEST_TIMEOUT_MS: '400' });
+    const fresh = await makeKey(api.store, api.config.environment, ['inventory:write']);
+    const answers = parseAnswers(
+      await rawTranscript(port, [`PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"qua`]),
+    );
+    assert.equal(answers.length, 1);
+    assertRawError(answers[0], 408, 'request_timeout');
+  });
+});
+
+for (const backend of BACKENDS) {
+  describe(`pipelined requests on one connection on ${backend} (decisions 7.3)`, { skip: await backendSkip(backend) }, () => {
+    const patch = (auth: string, body: string, extra = '') =>
+      `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n${extra}\r\n${body}`;
+
+    test('a request sees every write answered before it on its connection, in both lanes', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }] });
+      const port = (api.app.server.address() as AddressInfo).port;
+      const auth = `Authorization: Bearer ${api.keys.write}\r\n`;
+      const answers = parseAnswers(
+        await rawTranscript(port, [
+          patch(auth, '{"quantity":5}') +
+            `GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\n` +
+            patch(auth, '{"quantity":6}') +
+            `GET /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}\r\n` +
+            patch(auth, '{"quantity":7}') +
+            `GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        ]),
+      );
+      assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+      assert.equal(answers[1]?.body.toString(), '[{"petId":1,"quantity":5,"status":"available"}]', 'the fast lane GET sees the PATCH before it');
+      assert.equal(answers[3]?.body.toString(), '{"petId":1,"quantity":6,"status":"available"}', "Fastify's GET sees the PATCH before it");
+      assert.equal(answers[5]?.body.toString(), '[{"petId":1,"quantity":7,"status":"available"}]');
+      assert.ok(api.app.fastLane.answered >= 4, 'the lane took its share');
+    });
+
+    test('nothing behind an answer that closes the connection (a 413) is executed, in either lane (RFC 9112 9.6)', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }], config: { BODY_LIMIT: '64' } });
+      const port = (api.app.server.address() as AddressInfo).port;
+      const auth = `Authorization: Bearer ${api.keys.write}\r\n`;
+      const big = `{"quantity":2,"reason":"${'x'.repeat(100)}"}`;
+      // Behind the 413: a PATCH the fast lane would take, one Fastify would take (chunked), and a GET.
+      const answers = parseAnswers(
+        await rawTranscript(port, [
+          patch(auth, big) +
+            patch(auth, '{"quantity":8}') +
+            `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\ne\r\n{"quantity":9}\r\n0\r\n\r\n` +
+            `GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+        ]),
+      );
+      assert.equal(answers.length, 1, JSON.stringify(answers));
+      assertRawError(answers[0], 413, 'payload_too_large');
+      assert.equal(answers[0]?.headers.connection, 'close');
+      await new Promise((done) => setTimeout(done, 200));
+      assert.equal((await api.store.entries.getEntry(1n))?.item.quantity, 1, 'no PATCH behind the 413 was applied');
+    });
+  });
+}

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+/**
+ * Each backend does the same jobs in files of the same names, under the same names, so the second
+ * is read by analogy with the first: open the store, migrate, apply a batch of changes, import,
+ * and one file per port. What only one backend needs (SQLite's writer thread, PostgreSQL's pool)
+ * lives beside them under names of its own.
+ */
+const JOBS: Record<string, readonly string[]> = {
+  open: ['openStore'],
+  migrations: ['MIGRATIONS', 'migrate'],
+  'apply-batch': ['applyBatch'],
+  import: ['importItems'],
+  entries: ['entries'],
+  changes: ['changes'],
+  keys: ['keys'],
+  history: ['history'],
+  maintenance: ['maintenance'],
+};
+
+test('sqlite/ and postgres/ export the same names for the same jobs, from files of the same names', async () => {
+  for (const [file, names] of Object.entries(JOBS)) {
+    const sqlite = (await import(`../../src/store/sqlite/${file}.js`)) as Record<string, unknown>;
+    const postgres = (await import(`../../src/store/postgres/${file}.js`)) as Record<string, unknown>;
+    for (const name of names) {
+      assert.equal(typeof sqlite[name], typeof postgres[name], `${file}.ts: ${name}`);
+      assert.notEqual(sqlite[name], undefined, `sqlite/${file}.ts exports ${name}`);
+    }
+  }
+});

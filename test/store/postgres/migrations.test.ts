@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../../src/store/postgres/migrations.js';
+import { adminQuery, backendSkip, createTestDatabase } from '../../support/backends.js';
+import { change } from '../../support/store.js';
+
+describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () => {
+  it('a schema of version 3 is migrated with its idempotency records hashed, counted and still replayed', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    const now = Date.now();
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const outcome = JSON.stringify({ kind: 'updated', entry: { petId: '1', quantity: 5, status: 'available', version: 2 } });
+    // The schema as the previous release left it, with records answered an hour before the upgrade.
+    await adminQuery(`
+      CREATE SCHEMA ${schema};
+      SET search_path = ${schema};
+      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+      ${POSTGRES_MIGRATIONS.filter((m) => m.version < 4)
+        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
+        .join('\n')}
+      INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version) VALUES (1, 5, 'available', now(), now(), 2);
+      INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES
+        ('key_a', 'sale-1', 'fp-1', '${outcome}', '${iso(now - 3_600_000)}', '${iso(now + 23 * 3_600_000)}'),
+        ('key_a', 'sale-2', 'fp-2', '${outcome}', '${iso(now - 3_600_000)}', '${iso(now + 23 * 3_600_000)}'),
+        ('key_b', 'sale-1', 'fp-1', '${outcome}', '${iso(now - 48 * 3_600_000)}', '${iso(now - 24 * 3_600_000)}');
+    `);
+
+    const store = await db.open();
+    const idempotency = (key: string, fingerprint: string) => ({ key, fingerprint, expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 });
+    const retry = await store.changes.applyChange(change(1n, 5, { keyId: 'key_a', idempotency: idempotency('sale-1', 'fp-1') }));
+    assert.deepEqual(retry, { kind: 'updated', entry: { item: { petId: 1n, quantity: 5, status: 'available' }, version: 2 }, replayed: true });
+    assert.equal((await store.changes.applyChange(change(1n, 6, { keyId: 'key_a', idempotency: idempotency('sale-3', 'fp-3') }))).kind, 'idempotency_records_full');
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+
+    const sha = (k: string) => createHash('sha256').update(k).digest('hex');
+    const rows = await adminQuery<{ api_key_id: string; key_hash: string }>(`SELECT api_key_id, key_hash FROM ${schema}.idempotency_records ORDER BY 1, 2`);
+    assert.deepEqual(
+      rows.map((r) => [r.api_key_id, r.key_hash]),
+      [['key_a', sha('sale-1')], ['key_a', sha('sale-2')], ['key_b', sha('sale-1')]].sort((x, y) => (x.join() < y.join() ? -1 : 1)),
+    );
+    const counts = await adminQuery<{ api_key_id: string; records: number }>(`SELECT api_key_id, records FROM ${schema}.idempotency_counts ORDER BY 1`);
+    assert.deepEqual(counts.map((r) => [r.api_key_id, r.records]), [['key_a', 2], ['key_b', 1]]);
+  });
+
+  it('a schema of version 4 is migrated with every entry still stocked, and can retire one', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    await adminQuery(`
+      CREATE SCHEMA ${schema};
+      SET search_path = ${schema};
+      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 4)
+        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
+        .join('\n')}
+      INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (1, 0, 'sold', now(), now()), (2, 4, 'available', now(), now());
+    `);
+
+    const store = await db.open();
+    assert.deepEqual((await store.entries.listInventory()).map((i) => i.petId), [1n, 2n]);
+    assert.equal((await store.changes.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
+    assert.deepEqual(await store.entries.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
+});

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Connection } from '../../../src/store/sqlite/connection.js';
+import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js';
+import { openStore as openSqliteStore } from '../../../src/store/sqlite/open.js';
+import { tempDir } from '../../support/process.js';
+import { change } from '../../support/store.js';
+
+test('a store of schema version 2 is migrated with its history chained per pet and its list readers told to reload', async (t) => {
+  const filename = join(tempDir(t), 'v2.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 2)) {
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const at = '2026-01-01T00:00:00.000Z';
+  old.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version, change_seq)
+            VALUES (1, 3, 'available', '${at}', '${at}', 4, 4), (2, 20, 'sold', '${at}', '${at}', 3, 3), (3, 5, 'pending', '${at}', '${at}', 1, 1)`);
+  // Pets 1 and 2 changed in turn: 1: 0 -> 1 -> 2 -> 3; 2: 0 -> 10 -> 20.
+  const rows = [[1, 0, 1], [2, 0, 10], [1, 1, 2], [2, 10, 20], [1, 2, 3]];
+  for (const [pet, previous, quantity] of rows) {
+    old.prepare(`INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason) VALUES (?, ?, ?, ?, 'k', 'k', 'r', NULL)`).run(pet, previous, quantity, at);
+  }
+  old.exec('UPDATE store_state SET version = 4');
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  const quantities = async (pet: bigint, before?: bigint) => (await store.history.listHistory(pet, { limit: 10, ...(before === undefined ? {} : { before }) }))!.map((r) => r.quantity);
+  assert.deepEqual(await quantities(1n), [3, 2, 1]);
+  assert.deepEqual(await quantities(2n), [20, 10]);
+  assert.deepEqual(await quantities(3n), []);
+  const page = (await store.history.listHistory(1n, { limit: 1 }))!;
+  assert.deepEqual(await quantities(1n, page[0]!.id), [2, 1]);
+
+  // A reader that cached the list at an older version reads it all again; one at the current version reads nothing.
+  assert.equal((await store.entries.changesSince(2)).items.length, 3);
+  assert.deepEqual(await store.entries.changesSince(4), { version: 4, items: [], removed: [], complete: false });
+
+  // New changes chain onto the migrated rows and are logged for readers.
+  await store.changes.applyChange(change(1n, 4));
+  assert.deepEqual(await quantities(1n), [4, 3, 2, 1]);
+  assert.deepEqual((await store.entries.changesSince(4)).items, [{ petId: 1n, quantity: 4, status: 'available' }]);
+});
+
+test('a store of schema version 3 is migrated with its idempotency records hashed, counted and still replayed', async (t) => {
+  const filename = join(tempDir(t), 'v3.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 3)) {
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const now = Date.now();
+  const iso = (ms: number) => new Date(ms).toISOString();
+  old.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version) VALUES (1, 5, 'available', '${iso(now)}', '${iso(now)}', 2)`);
+  const outcome = JSON.stringify({ kind: 'updated', entry: { petId: '1', quantity: 5, status: 'available', version: 2 } });
+  const insert = old.prepare('INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)');
+  // Answered an hour before the upgrade; another key of the same API key, and an expired one of another.
+  insert.run('key_a', 'sale-1', 'fp-1', outcome, iso(now - 3_600_000), iso(now + 23 * 3_600_000));
+  insert.run('key_a', 'sale-2', 'fp-2', outcome, iso(now - 3_600_000), iso(now + 23 * 3_600_000));
+  insert.run('key_b', 'sale-1', 'fp-1', outcome, iso(now - 48 * 3_600_000), iso(now - 24 * 3_600_000));
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  const retry = await store.changes.applyChange(change(1n, 5, { keyId: 'key_a', idempotency: { key: 'sale-1', fingerprint: 'fp-1', expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 } }));
+  assert.deepEqual(retry, { kind: 'updated', entry: { item: { petId: 1n, quantity: 5, status: 'available' }, version: 2 }, replayed: true });
+  // The migrated count holds the cap: key_a already has its two records.
+  const refused = await store.changes.applyChange(change(1n, 6, { keyId: 'key_a', idempotency: { key: 'sale-3', fingerprint: 'fp-3', expiresAt: new Date(now + 86_400_000), recordsPerKey: 2 } }));
+  assert.equal(refused.kind, 'idempotency_records_full');
+  await store.close();
+
+  const check = new Connection(filename, { readonly: true });
+  try {
+    const rows = check.prepare('SELECT api_key_id, key_hash FROM idempotency_records ORDER BY api_key_id, key_hash').raw(true).all();
+    const sha = (k: string) => createHash('sha256').update(k).digest('hex');
+    assert.deepEqual(rows, [['key_a', sha('sale-1')], ['key_a', sha('sale-2')], ['key_b', sha('sale-1')]].sort((x, y) => (x.join() < y.join() ? -1 : 1)));
+    assert.deepEqual(check.prepare('SELECT api_key_id, records FROM idempotency_counts ORDER BY api_key_id').raw(true).all(), [['key_a', 2], ['key_b', 1]]);
+  } finally {
+    check.close();
+  }
+});
+
+test('a store of schema version 4 is migrated with every entry still stocked, and can retire one', async (t) => {
+  const filename = join(tempDir(t), 'v4.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 4)) {
+    for (const [name, fn] of Object.entries(m.functions ?? {})) old.function(name, { deterministic: true }, fn);
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const at = '2026-01-01T00:00:00.000Z';
+  old.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (1, 0, 'sold', '${at}', '${at}'), (2, 4, 'available', '${at}', '${at}')`);
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  assert.deepEqual((await store.entries.listInventory()).map((i) => i.petId), [1n, 2n]);
+  assert.equal((await store.changes.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
+  assert.deepEqual(await store.entries.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
+});

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { QuantityChange } from '../../../src/domain/inventory.js';
+import { INT64_MAX, INT64_MIN } from '../../../src/domain/pet-id.js';
+import type { BatchResult } from '../../../src/store/sqlite/apply-batch.js';
+import { decodeBatch, decodeResults, encodeBatch, encodeResults } from '../../../src/store/sqlite/writer-protocol.js';
+import { change } from '../../support/store.js';
+
+test('a batch and its results cross to the writer thread and back unchanged', () => {
+  const at = new Date('2026-11-24T10:00:00.123Z');
+  const changes: QuantityChange[] = [
+    change(INT64_MAX, 2147483647, { at }),
+    change(INT64_MIN, 0, { at, reason: 'received', condition: { anyVersion: false, versions: [3, 4] } }),
+    change(2n ** 53n + 1n, 7, { at, condition: { anyVersion: true }, idempotency: { key: 'k-1', fingerprint: 'f', expiresAt: new Date(at.getTime() + 1000), recordsPerKey: 3 } }),
+    change(-1n, 1, { at, reason: 'correction' }),
+    change(5n, 5, { at }),
+    change(6n, 6, { at }),
+  ];
+  // structuredClone is what postMessage does to the message.
+  assert.deepEqual(decodeBatch(structuredClone(encodeBatch(changes))), changes);
+
+  const results: BatchResult[] = [
+    { kind: 'updated', entry: { item: { petId: INT64_MAX, quantity: 2147483647, status: 'sold' }, version: 2 ** 40 }, replayed: false },
+    { kind: 'precondition_failed', entry: { item: { petId: INT64_MIN, quantity: 9, status: 'pending' }, version: 5 }, replayed: true },
+    { kind: 'idempotency_key_reused' },
+    { kind: 'not_found', replayed: true },
+    { kind: 'idempotency_records_full', retryAt: new Date('2026-11-25T09:59:58.456Z') },
+    { error: { message: 'CHECK constraint failed', code: 'SQLITE_CONSTRAINT_CHECK' } },
+  ];
+  assert.deepEqual(decodeResults(structuredClone(encodeResults(results)), changes), results);
+});

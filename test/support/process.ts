@@ -1,0 +1,115 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { connect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { TestContext } from 'node:test';
+
+export const BIN = resolve(import.meta.dirname, '..', '..', 'bin', 'petstore-inventory');
+
+export interface ServerProcess {
+  proc: ChildProcessWithoutNullStreams;
+  /** The port it listens on, read from its "Server listening" log line. */
+  port: number;
+  baseUrl: string;
+  /** Everything it wrote so far. */
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code once it has exited. */
+  exited: Promise<number | null>;
+}
+
+/** A fresh directory for a test's database files, removed when the test ends. */
+export function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'inventory-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Spawns `petstore-inventory serve` (on a free loopback port unless `env` names one), its output kept, with no drain on SIGTERM unless `env` sets SHUTDOWN_DRAIN_MS; killed when the test ends. */
+export function spawnServer(t: TestContext, env: Record<string, string>, args: string[] = []): Omit<ServerProcess, 'port' | 'baseUrl'> {
+  const proc = spawn(BIN, ['serve', ...args], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
+  });
+  let out = '';
+  let err = '';
+  proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((done) => proc.on('exit', (code) => done(code)));
+  t.after(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  return { proc, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Starts `petstore-inventory serve` on a free loopback port; killed when the test ends. */
+export async function startServerProcess(
+  t: TestContext,
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<ServerProcess> {
+  const { proc, stdout, stderr, exited } = spawnServer(t, env, args);
+  const port = await new Promise<number>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`server did not start in 20 s:\n${stdout()}\n${stderr()}`)), 20_000);
+    const look = () => {
+      const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout());
+      if (m) {
+        clearTimeout(timer);
+        proc.stdout.off('data', look);
+        done(Number(m[1]));
+      }
+    };
+    proc.stdout.on('data', look);
+    void exited.then((code) => fail(new Error(`server exited with ${code} before listening:\n${stdout()}\n${stderr()}`)));
+  });
+  return { proc, port, baseUrl: `http://127.0.0.1:${port}`, stdout, stderr, exited };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+/** `promise`, or a failure naming `what` once `timeoutMs` passed without it settling: a deadline on waiting, never a measure of speed. */
+export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`${what}: nothing after ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls `condition` every 20 ms; throws after `timeoutMs`. */
+export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await sleep(20);
+  }
+}
+
+/** A PATCH sent over a raw socket with its headers and only the first 5 bytes of `body`: a request in flight on purpose. */
+export interface HalfSentPatch {
+  /** Sends the rest of the body. */
+  finish(): void;
+  /** Resolves when the server has closed the connection. */
+  closed: Promise<unknown>;
+  /** Everything the server answered so far. */
+  response(): string;
+}
+
+export async function halfSentPatch(port: number, path: string, key: string, body: string): Promise<HalfSentPatch> {
+  const socket = connect(port, '127.0.0.1');
+  let response = '';
+  socket.on('data', (c: Buffer) => (response += c.toString()));
+  const closed = new Promise((done) => socket.on('close', done));
+  await new Promise((done) => socket.on('connect', done));
+  socket.write(
+    `PATCH ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
+  );
+  return { finish: () => socket.write(body.slice(5)), closed, response: () => response };
+}

@@ -1,0 +1,39 @@
+import { importChange, type ImportPlan, type ImportRow, type ImportSource } from '../../src/domain/import.js';
+import type { InventoryItem } from '../../src/schemas/inventory.js';
+import type { ChangeResult, QuantityChange } from '../../src/domain/inventory.js';
+import type { Store } from '../../src/store/store.js';
+
+/** The entry's item without its version, or undefined: what most assertions compare. */
+export async function itemOf(store: Pick<Store, 'entries'>, petId: bigint): Promise<InventoryItem | undefined> {
+  return (await store.entries.getEntry(petId))?.item;
+}
+
+/** A change as a test key would make it; `extra` overrides any field. */
+export function change(petId: bigint, quantity: number, extra: Partial<QuantityChange> = {}): QuantityChange {
+  return { petId, quantity, keyId: 'key_test', keyName: 'test key', requestId: 'req-test', reason: null, at: new Date(), ...extra };
+}
+
+/** An unconditional change; the updated item, or undefined when petId has no entry. */
+export async function setQuantity(store: Store, petId: bigint, quantity: number): Promise<InventoryItem | undefined> {
+  const result: ChangeResult = await store.changes.applyChange(change(petId, quantity));
+  if (result.kind === 'updated') return result.entry.item;
+  if (result.kind === 'not_found') return undefined;
+  throw new Error(`unexpected outcome ${result.kind}`);
+}
+
+/** An import source over rows given here, in batches of `batch`; `refused` is what the reader would have refused. */
+export function importSource(items: readonly (InventoryItem | ImportRow)[], options: { batch?: number; refused?: number } = {}): ImportSource {
+  const rows = items.map((r, i): ImportRow => ('item' in r ? r : { line: i + 2, item: r }));
+  const batch = options.batch ?? 3;
+  return {
+    batches: (async function* () {
+      for (let i = 0; i < rows.length; i += batch) yield rows.slice(i, i + batch);
+    })(),
+    refused: () => options.refused ?? 0,
+  };
+}
+
+/** An import plan as the CLI makes one, at most 20 conflicts listed. */
+export function importPlan(upsert = false, at = new Date()): ImportPlan {
+  return { upsert, change: importChange(at), conflictsMax: 20 };
+}
