@@ -5,7 +5,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { FailureThrottle } from './auth/throttle.js';
 import { ListCache } from './cache/list-cache.js';
 import type { Config } from './config.js';
-import { scheduleHousekeeping } from './housekeeping.js';
+import { schedulePruning } from './prune-timer.js';
 import { ConnectionManager } from './http/connections.js';
 import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
@@ -129,7 +129,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);
-  const purge = scheduleHousekeeping(store.maintenance, config, app.log);
+  const purge = schedulePruning(store.maintenance, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
   });

@@ -2,7 +2,7 @@ import type { Config } from './config.js';
 import type { Maintenance } from './store/store.js';
 
 /** How often each instance deletes expired idempotency records and, with a retention, old history. */
-export const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /**
@@ -10,16 +10,16 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * started together do not all run at once): an instance restarted more often than hourly still
  * cleans up.
  */
-export const FIRST_RUN_WITHIN_MS = 60 * 1000;
+export const FIRST_PRUNE_WITHIN_MS = 60 * 1000;
 
 /** Where its lines go (the app's logger). */
-export interface HousekeepingLog {
+export interface PruneLog {
   warn(fields: object, message: string): void;
   info(fields: object, message: string): void;
 }
 
-/** The housekeeping timer; stop() ends it (a run under way stops at its next step, as the store closes). */
-export interface Housekeeping {
+/** The pruning timer; stop() ends it (a run under way stops at its next step, as the store closes). */
+export interface PruneTimer {
   stop(): void;
   /** One run now, as the timer does it (for tests); resolves when it is over. */
   runNow(): Promise<void>;
@@ -32,13 +32,13 @@ export interface Housekeeping {
  * writes of requests interleave. With several instances each runs it: the steps are cheap and
  * idempotent.
  */
-export function scheduleHousekeeping(
+export function schedulePruning(
   maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>,
   settings: Pick<Config, 'historyRetentionDays'>,
-  log: HousekeepingLog,
-  intervalMs = HOUSEKEEPING_INTERVAL_MS,
-  firstRunWithinMs = FIRST_RUN_WITHIN_MS,
-): Housekeeping {
+  log: PruneLog,
+  intervalMs = PRUNE_INTERVAL_MS,
+  firstRunWithinMs = FIRST_PRUNE_WITHIN_MS,
+): PruneTimer {
   let running: Promise<void> | undefined;
   let stopped = false;
   const failed = (what: string) => (err: unknown) => {

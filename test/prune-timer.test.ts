@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { scheduleHousekeeping, type HousekeepingLog } from '../src/housekeeping.js';
+import { schedulePruning, type PruneLog } from '../src/prune-timer.js';
 import { openTestStore } from './support/backends.js';
 import { change } from './support/store.js';
 
 const DAY_MS = 86_400_000;
 
 /** Log lines the housekeeping wrote, by level. */
-function recordingLog(): HousekeepingLog & { lines: { level: 'warn' | 'info'; fields: object; message: string }[] } {
+function recordingLog(): PruneLog & { lines: { level: 'warn' | 'info'; fields: object; message: string }[] } {
   const lines: { level: 'warn' | 'info'; fields: object; message: string }[] = [];
   return {
     lines,
@@ -26,14 +26,14 @@ test('housekeeping deletes expired idempotency records, and history past HISTORY
   const history = async () => (await store.history.listHistory(1n, { limit: 10 }))!.map((r) => r.quantity);
 
   const log = recordingLog();
-  const keepAll = scheduleHousekeeping(store.maintenance, { historyRetentionDays: 0 }, log);
+  const keepAll = schedulePruning(store.maintenance, { historyRetentionDays: 0 }, log);
   t.after(() => keepAll.stop());
   await keepAll.runNow();
   assert.deepEqual(await history(), [0, 1, 29, 31, 35, 40], 'HISTORY_RETENTION_DAYS=0 keeps every row');
   assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0 }, message: 'housekeeping deleted old rows' }]);
 
   // On its timer, as a server runs it.
-  const thirtyDays = scheduleHousekeeping(store.maintenance, { historyRetentionDays: 30 }, log, 20);
+  const thirtyDays = schedulePruning(store.maintenance, { historyRetentionDays: 30 }, log, 20);
   t.after(() => thirtyDays.stop());
   for (let waited = 0; (await history()).length > 3; waited += 20) {
     assert.ok(waited < 3000, 'pruned within 3 s on a 20 ms timer');
@@ -48,7 +48,7 @@ test('the first run comes soon after start, not an interval later: an instance r
   await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
   await store.changes.applyChange(change(1n, 0, { idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(Date.now() - 1000), recordsPerKey: 10 } }));
   const log = recordingLog();
-  const hourly = scheduleHousekeeping(store.maintenance, { historyRetentionDays: 0 }, log, 3_600_000, 50);
+  const hourly = schedulePruning(store.maintenance, { historyRetentionDays: 0 }, log, 3_600_000, 50);
   t.after(() => hourly.stop());
   for (let waited = 0; log.lines.length === 0; waited += 20) {
     assert.ok(waited < 3000, 'a first run within 3 s, with the first run due within 50 ms');
