@@ -25,3 +25,8 @@ export function runCli(env: Record<string, string>, ...argv: string[]): Promise<
 export function runOn(databaseUrl: string, ...argv: string[]): Promise<Run> {
   return runCliWith({ DATABASE_URL: databaseUrl }, argv);
 }
+
+/** What an import printed on stderr without its progress lines, which come only when it runs longer than LINE_EVERY_MS (as on a loaded machine). */
+export function withoutProgress(err: string): string {
+  return err.replace(/^import: .*\n/gm, '');
+}
