@@ -2,26 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { AUTH_MESSAGES } from '../../src/auth/authenticator.js';
 import { generateApiKey, hashKey, KEY_PREFIX } from '../../src/domain/api-key.js';
-import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { assertError, buildTestApp, makeKey, TRANSPORTS, type TestApp } from '../support/app.js';
+import { assertError, buildTestApp, makeKey, TRANSPORTS } from '../support/app.js';
 import { itemOf } from '../support/store.js';
+import { patch } from '../support/requests.js';
+import { PETS_OF_EACH_STATUS } from '../support/pets.js';
 
-const PETS: InventoryItem[] = [
-  { petId: 3n, quantity: 0, status: 'sold' },
-  { petId: 1n, quantity: 12, status: 'available' },
-  { petId: 2n, quantity: 4, status: 'pending' },
-];
-
-function patch(api: TestApp, petId: string, body: unknown, extra: { key?: string; headers?: Record<string, string> } = {}) {
-  return api.request({
-    method: 'PATCH',
-    url: `/v1/inventory/${petId}`,
-    key: extra.key ?? api.keys.write,
-    headers: { 'content-type': 'application/json', ...extra.headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-}
 
 for (const backend of BACKENDS) {
   const skip = await backendSkip(backend);
@@ -29,14 +15,14 @@ for (const backend of BACKENDS) {
     describe(`API on ${backend} over ${transport}`, { skip }, () => {
       describe('authentication (decisions 2)', () => {
         test('401 without credentials, with WWW-Authenticate and no error attribute (decisions 2.3)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await api.request({ method: 'GET', url: '/v1/inventory' });
           assert.equal(assertError(res, 401, 'unauthorized').message, AUTH_MESSAGES.missing);
           assert.equal(res.headers['www-authenticate'], 'Bearer realm="inventory"');
         });
 
         test('401 for another scheme, an empty token or an unknown key', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const cases: [string, string, string][] = [
             [`Basic ${Buffer.from('a:b').toString('base64')}`, AUTH_MESSAGES.scheme, 'Bearer realm="inventory"'],
             ['Bearer', AUTH_MESSAGES.missing, 'Bearer realm="inventory"'],
@@ -53,7 +39,7 @@ for (const backend of BACKENDS) {
         });
 
         test('the scheme word is case-insensitive (decisions 2.1)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
             const res = await api.request({ method: 'GET', url: '/v1/inventory', headers: { authorization: `${scheme} ${api.keys.read}` } });
             assert.equal(res.status, 200, scheme);
@@ -61,7 +47,7 @@ for (const backend of BACKENDS) {
         });
 
         test('401 for a revoked key, at once on this instance (decisions 2.6)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const key = await makeKey(api.store, 'production', ['inventory:read']);
           const record = (await api.store.keys.findApiKeyByHash(hashKey(key)))!;
           await api.store.keys.revokeApiKey(record.id, new Date());
@@ -70,26 +56,26 @@ for (const backend of BACKENDS) {
         });
 
         test('401 for an expired key', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const key = await makeKey(api.store, 'production', ['inventory:read'], new Date(Date.now() - 1000));
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key });
           assert.equal(assertError(res, 401, 'unauthorized').message, AUTH_MESSAGES.expired);
         });
 
         test('a key of the other environment is refused by its prefix (decisions 2.4)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const staging = await makeKey(api.store, 'staging', ['inventory:write']);
           assert.ok(staging.startsWith(KEY_PREFIX.staging));
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: staging });
           assert.match(assertError(res, 401, 'unauthorized').message, /production keys/);
-          const stagingApi = await buildTestApp(t, { backend, transport, items: PETS, config: { INVENTORY_ENV: 'staging' } });
+          const stagingApi = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS, config: { INVENTORY_ENV: 'staging' } });
           const stagingKey = await makeKey(stagingApi.store, 'staging', ['inventory:read']);
           assert.equal((await stagingApi.request({ method: 'GET', url: '/v1/inventory', key: stagingKey })).status, 200);
           assertError(await stagingApi.request({ method: 'GET', url: '/v1/inventory', key: stagingApi.keys.read.replace(KEY_PREFIX.staging, KEY_PREFIX.production) }), 401, 'unauthorized');
         });
 
         test('403 forbidden when a read key PATCHes; read keys still GET (decisions 2.5)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '1', { quantity: 5 }, { key: api.keys.read });
           assert.match(assertError(res, 403, 'forbidden').message, /inventory:write/);
           assert.equal((await itemOf(api.store, 1n))?.quantity, 12);
@@ -98,7 +84,7 @@ for (const backend of BACKENDS) {
         });
 
         test('authentication runs before everything else: no 400, 404, 405, 413 or 415 without a key (decisions 2.2)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS, config: { BODY_LIMIT: '32' } });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS, config: { BODY_LIMIT: '32' } });
           const unauthenticated = [
             { method: 'PATCH', url: '/v1/inventory/abc', body: '{"quantity":1}', headers: { 'content-type': 'application/json' } },
             { method: 'PATCH', url: '/v1/inventory/99', body: '{"quantity":1}', headers: { 'content-type': 'application/json' } },
@@ -122,7 +108,7 @@ for (const backend of BACKENDS) {
         });
 
         test('429 rate_limited with Retry-After once an address fails too often (decisions 2.7), valid keys included', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS, config: { AUTH_FAILURES_PER_MINUTE: '3' } });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS, config: { AUTH_FAILURES_PER_MINUTE: '3' } });
           for (let i = 0; i < 3; i++) assertError(await api.request({ method: 'GET', url: '/v1/inventory', key: 'wrong' }), 401, 'unauthorized');
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           assertError(res, 429, 'rate_limited');
@@ -133,7 +119,7 @@ for (const backend of BACKENDS) {
         });
 
         test('the key never appears in logs or error messages (decisions 2.7)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           const bad = `${api.keys.write}zz`;
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: bad });

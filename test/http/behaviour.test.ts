@@ -1,24 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { assertError, buildTestApp, failingOn, TRANSPORTS, type TestApp } from '../support/app.js';
+import { assertError, buildTestApp, failingOn, TRANSPORTS } from '../support/app.js';
+import { patch } from '../support/requests.js';
+import { PETS_OF_EACH_STATUS } from '../support/pets.js';
 
-const PETS: InventoryItem[] = [
-  { petId: 3n, quantity: 0, status: 'sold' },
-  { petId: 1n, quantity: 12, status: 'available' },
-  { petId: 2n, quantity: 4, status: 'pending' },
-];
-
-function patch(api: TestApp, petId: string, body: unknown, extra: { key?: string; headers?: Record<string, string> } = {}) {
-  return api.request({
-    method: 'PATCH',
-    url: `/v1/inventory/${petId}`,
-    key: extra.key ?? api.keys.write,
-    headers: { 'content-type': 'application/json', ...extra.headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-}
 
 for (const backend of BACKENDS) {
   const skip = await backendSkip(backend);
@@ -33,7 +19,7 @@ for (const backend of BACKENDS) {
         });
 
         test('405 method_not_allowed with an Allow header, before the body is read (decisions 4.1)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const cases: [string, string, string][] = [
             ['POST', '/v1/inventory', 'GET, HEAD'],
             ['DELETE', '/v1/inventory', 'GET, HEAD'],
@@ -59,7 +45,7 @@ for (const backend of BACKENDS) {
         });
 
         test('X-Request-Id: a sane client id is echoed, anything else replaced; logs carry it (decisions 6.2)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const echoed = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'pos-42.a:b' } });
           assert.equal(echoed.headers['x-request-id'], 'pos-42.a:b');
           for (const insane of ['has space', 'x'.repeat(200), 'quote"s']) {
@@ -74,7 +60,7 @@ for (const backend of BACKENDS) {
         });
 
         test('Cache-Control: private on authenticated answers, no-store on errors (decisions 6.1)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const ok = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           assert.equal(ok.headers['cache-control'], 'private, no-cache');
           assert.equal((await patch(api, '1', { quantity: 3 })).headers['cache-control'], 'private, no-cache');
@@ -97,7 +83,7 @@ for (const backend of BACKENDS) {
         });
 
         test('503 service_unavailable when the store is unreachable; /readyz says so too (decisions 6.3)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           assert.deepEqual((await api.request({ method: 'GET', url: '/readyz' })).json(), { status: 'ready' });
           // Authenticate once so the key is cached, then take the store away.
           await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });

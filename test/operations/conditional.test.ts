@@ -1,86 +1,65 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { assertError, buildTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { assertError, buildTestApp } from '../support/app.js';
 import { itemOf } from '../support/store.js';
+import { getItem, history, patch, type HistoryJson } from '../support/requests.js';
+import { PET_1_AND_INT64_MAX } from '../support/pets.js';
 
-const INT64_MAX = '9223372036854775807';
-const PETS: InventoryItem[] = [
-  { petId: 1n, quantity: 10, status: 'available' },
-  { petId: BigInt(INT64_MAX), quantity: 0, status: 'pending' },
-];
-
-function patch(api: TestApp, petId: string, body: object, headers: Record<string, string> = {}, key = api.keys.write): Promise<TestResponse> {
-  return api.request({ method: 'PATCH', url: `/v1/inventory/${petId}`, key, headers: { 'content-type': 'application/json', ...headers }, body });
-}
-
-function getItem(api: TestApp, petId: string, headers: Record<string, string> = {}): Promise<TestResponse> {
-  return api.request({ method: 'GET', url: `/v1/inventory/${petId}`, key: api.keys.read, headers });
-}
-
-function history(api: TestApp, petId: string, query = ''): Promise<TestResponse> {
-  return api.request({ method: 'GET', url: `/v1/inventory/${petId}/history${query}`, key: api.keys.read });
-}
-
-interface HistoryJson {
-  items: { petId: number; previousQuantity: number; quantity: number; at: string; keyId: string; keyName: string; requestId: string; reason: string | null }[];
-  nextCursor: string | null;
-}
 
 for (const backend of BACKENDS) {
   describe(`integrity on ${backend}`, { skip: await backendSkip(backend) }, () => {
     describe('conditional PATCH (If-Match)', () => {
       test('PATCH answers the new ETag; the ETag of a GET updates once, then is stale: 412 with the current ETag', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
         const etag = String((await getItem(api, '1')).headers.etag);
-        const first = await patch(api, '1', { quantity: 11 }, { 'if-match': etag });
+        const first = await patch(api, '1', { quantity: 11 }, { headers: { 'if-match': etag } });
         assert.equal(first.status, 200);
         assert.deepEqual(first.json(), { petId: 1, quantity: 11, status: 'available' });
         const newEtag = String(first.headers.etag);
         assert.notEqual(newEtag, etag);
         assert.equal((await getItem(api, '1')).headers.etag, newEtag);
 
-        const stale = await patch(api, '1', { quantity: 99 }, { 'if-match': etag });
+        const stale = await patch(api, '1', { quantity: 99 }, { headers: { 'if-match': etag } });
         assertError(stale, 412, 'precondition_failed');
         assert.equal(stale.headers.etag, newEtag, 'the current ETag comes with the 412');
         assert.equal((await itemOf(api.store, 1n))?.quantity, 11, 'nothing changed');
       });
 
       test('If-Match: * matches any existing entry; a list matches any of its tags; a weak tag never matches', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
         const etag = String((await getItem(api, '1')).headers.etag);
-        assert.equal((await patch(api, '1', { quantity: 1 }, { 'if-match': '*' })).status, 200);
+        assert.equal((await patch(api, '1', { quantity: 1 }, { headers: { 'if-match': '*' } })).status, 200);
         const current = String((await getItem(api, '1')).headers.etag);
-        assert.equal((await patch(api, '1', { quantity: 2 }, { 'if-match': `${etag}, ${current}` })).status, 200);
+        assert.equal((await patch(api, '1', { quantity: 2 }, { headers: { 'if-match': `${etag}, ${current}` } })).status, 200);
         const now = String((await getItem(api, '1')).headers.etag);
-        assertError(await patch(api, '1', { quantity: 3 }, { 'if-match': `W/${now}` }), 412, 'precondition_failed');
+        assertError(await patch(api, '1', { quantity: 3 }, { headers: { 'if-match': `W/${now}` } }), 412, 'precondition_failed');
       });
 
       test('404 wins over the precondition for a pet with no entry; 400 invalid_parameter for a malformed If-Match', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
-        assertError(await patch(api, '5', { quantity: 1 }, { 'if-match': '*' }), 404, 'not_found');
-        const bad = assertError(await patch(api, '1', { quantity: 1 }, { 'if-match': 'v1' }), 400, 'invalid_parameter');
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
+        assertError(await patch(api, '5', { quantity: 1 }, { headers: { 'if-match': '*' } }), 404, 'not_found');
+        const bad = assertError(await patch(api, '1', { quantity: 1 }, { headers: { 'if-match': 'v1' } }), 400, 'invalid_parameter');
         assert.match(bad.message, /If-Match/);
       });
 
       test('with REQUIRE_IF_MATCH=true a PATCH without If-Match is 428 precondition_required and changes nothing', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX, config: { REQUIRE_IF_MATCH: 'true' } });
         assertError(await patch(api, '1', { quantity: 3 }), 428, 'precondition_required');
         assert.equal((await itemOf(api.store, 1n))?.quantity, 10);
         const etag = String((await getItem(api, '1')).headers.etag);
-        assert.equal((await patch(api, '1', { quantity: 3 }, { 'if-match': etag })).status, 200);
+        assert.equal((await patch(api, '1', { quantity: 3 }, { headers: { 'if-match': etag } })).status, 200);
       });
 
       test('20 clients each add 1 to one entry 25 times by GET then PATCH If-Match, retrying on 412: +500 exactly, 500 chained history rows', async (t) => {
         // Thousands of 412 retries from one key within a minute: the rate limit is not what this tests.
-        const api = await buildTestApp(t, { backend, items: PETS, transport: 'http', config: { RATE_LIMIT_PER_MINUTE: '0' } });
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX, transport: 'http', config: { RATE_LIMIT_PER_MINUTE: '0' } });
         let conflicts = 0;
         const client = async () => {
           for (let done = 0; done < 25; ) {
             const read = await getItem(api, '1');
             const { quantity } = read.json<{ quantity: number }>();
-            const res = await patch(api, '1', { quantity: quantity + 1 }, { 'if-match': String(read.headers.etag) });
+            const res = await patch(api, '1', { quantity: quantity + 1 }, { headers: { 'if-match': String(read.headers.etag) } });
             if (res.status === 412) {
               conflicts++;
               continue;

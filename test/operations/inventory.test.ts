@@ -1,28 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { assertError, buildTestApp, TRANSPORTS, type TestApp } from '../support/app.js';
+import { assertError, buildTestApp, TRANSPORTS } from '../support/app.js';
 import { itemOf } from '../support/store.js';
+import { patch } from '../support/requests.js';
+import { PETS_OF_EACH_STATUS } from '../support/pets.js';
 
-const PETS: InventoryItem[] = [
-  { petId: 3n, quantity: 0, status: 'sold' },
-  { petId: 1n, quantity: 12, status: 'available' },
-  { petId: 2n, quantity: 4, status: 'pending' },
-];
 
 const INT64_MAX = '9223372036854775807';
 const INT64_MIN = '-9223372036854775808';
-
-function patch(api: TestApp, petId: string, body: unknown, extra: { key?: string; headers?: Record<string, string> } = {}) {
-  return api.request({
-    method: 'PATCH',
-    url: `/v1/inventory/${petId}`,
-    key: extra.key ?? api.keys.write,
-    headers: { 'content-type': 'application/json', ...extra.headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-}
 
 for (const backend of BACKENDS) {
   const skip = await backendSkip(backend);
@@ -30,7 +16,7 @@ for (const backend of BACKENDS) {
     describe(`API on ${backend} over ${transport}`, { skip }, () => {
       describe('listInventory: GET /v1/inventory', () => {
         test('200 lists every entry as InventoryItem, ordered by petId ascending (decisions 3.7)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           assert.equal(res.status, 200);
           assert.equal(res.text, '[{"petId":1,"quantity":12,"status":"available"},{"petId":2,"quantity":4,"status":"pending"},{"petId":3,"quantity":0,"status":"sold"}]');
@@ -53,7 +39,7 @@ for (const backend of BACKENDS) {
         });
 
         test('HEAD answers like GET without a body', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await api.request({ method: 'HEAD', url: '/v1/inventory', key: api.keys.read });
           assert.equal(res.status, 200);
           assert.equal(res.text, '');
@@ -68,7 +54,7 @@ for (const backend of BACKENDS) {
 
       describe('updateInventory: PATCH /v1/inventory/{petId}', () => {
         test('200 returns the updated entry and the change is visible in the list', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '2', { quantity: 40 });
           assert.equal(res.status, 200);
           assert.deepEqual(res.json(), { petId: 2, quantity: 40, status: 'pending' });
@@ -77,19 +63,19 @@ for (const backend of BACKENDS) {
         });
 
         test('status never changes through PATCH (decisions 3.6)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '3', { quantity: 5 });
           assert.deepEqual(res.json(), { petId: 3, quantity: 5, status: 'sold' });
         });
 
         test('quantity bounds 0 and 2147483647 are accepted (decisions 3.3)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           assert.equal((await patch(api, '1', { quantity: 0 })).json<{ quantity: number }>().quantity, 0);
           assert.equal((await patch(api, '1', { quantity: 2147483647 })).json<{ quantity: number }>().quantity, 2147483647);
         });
 
         test('application/merge-patch+json and a utf-8 charset are accepted (decisions 3.5)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           for (const type of ['application/merge-patch+json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8']) {
             const res = await patch(api, '1', { quantity: 8 }, { headers: { 'content-type': type } });
             assert.equal(res.status, 200, type);
@@ -97,13 +83,13 @@ for (const backend of BACKENDS) {
         });
 
         test('404 not_found when the pet has no entry (decisions 5.1), and nothing is created', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           assertError(await patch(api, '99', { quantity: 1 }), 404, 'not_found');
           assert.equal((await itemOf(api.store, 99n)), undefined);
         });
 
         test('a retired entry (pets remove) is 404 not_found to PATCH and GET, leaves the list, and its history still answers (decisions 5.7)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           assert.equal((await patch(api, '1', { quantity: 11, reason: 'correction' })).status, 200);
           assert.equal((await api.store.changes.retireEntry(1n, { force: true, at: new Date() })).kind, 'retired');
 
@@ -127,7 +113,7 @@ for (const backend of BACKENDS) {
         describe('400 for a petId that is not a canonical int64 (decisions 3.1)', () => {
           for (const bad of ['abc', '1.5', '01', '+1', '1e3', ' 1', '9223372036854775808', '-9223372036854775809', '0x10', '1'.repeat(400), '%zz', '-', '']) {
             test(`petId ${JSON.stringify(bad.length > 30 ? `${bad.slice(0, 10)}...` : bad)}`, async (t) => {
-              const api = await buildTestApp(t, { backend, transport, items: PETS });
+              const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
               const res = await patch(api, encodeURIComponent(bad).replace('%25zz', '%zz'), { quantity: 1 });
               assertError(res, 400, 'invalid_pet_id');
             });
@@ -137,7 +123,7 @@ for (const backend of BACKENDS) {
         describe('400 invalid_quantity for a value that is not an integer in 0..2147483647 (decisions 3.3)', () => {
           for (const bad of [-1, 2147483648, 1.5, '5', true, null, [], {}, 1e300]) {
             test(`quantity ${JSON.stringify(bad)}`, async (t) => {
-              const api = await buildTestApp(t, { backend, transport, items: PETS });
+              const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
               const body = assertError(await patch(api, '1', `{"quantity":${JSON.stringify(bad)}}`), 400, 'invalid_quantity');
               assert.match(body.message, /0 to 2147483647/);
               assert.equal((await itemOf(api.store, 1n))?.quantity, 12, 'nothing changed');
@@ -146,7 +132,7 @@ for (const backend of BACKENDS) {
         });
 
         test('400 missing_field when the body lacks quantity, or there is no body (decisions 3.4)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           assert.match(assertError(await patch(api, '1', {}), 400, 'missing_field').message, /quantity/);
           assertError(await patch(api, '1', ''), 400, 'missing_field');
           const noBody = await api.request({ method: 'PATCH', url: '/v1/inventory/1', key: api.keys.write });
@@ -154,14 +140,14 @@ for (const backend of BACKENDS) {
         });
 
         test('400 unknown_field naming the field, and nothing changes (decisions 3.4)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const body = assertError(await patch(api, '1', { quantity: 5, status: 'sold' }), 400, 'unknown_field');
           assert.match(body.message, /"status"/);
           assert.deepEqual(await itemOf(api.store, 1n), { petId: 1n, quantity: 12, status: 'available' });
         });
 
         test('400 unknown_field for __proto__, constructor and prototype keys, never merged (decisions 3.4)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           for (const key of ['__proto__', 'constructor', 'prototype']) {
             const res = await patch(api, '1', `{"quantity":5,"${key}":{"quantity":1}}`);
             assert.match(assertError(res, 400, 'unknown_field').message, new RegExp(key));
@@ -171,21 +157,21 @@ for (const backend of BACKENDS) {
         });
 
         test('400 malformed_json for a body that is not JSON (decisions 3.4)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           for (const text of ['{', '{"quantity": 5,}', 'quantity=5', '{"quantity": 5} x']) {
             assertError(await patch(api, '1', text), 400, 'malformed_json');
           }
         });
 
         test('400 invalid_body for JSON that is not an object (decisions 3.4)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           for (const text of ['null', '[{"quantity":5}]', '5', '"quantity"', 'true']) {
             assertError(await patch(api, '1', text), 400, 'invalid_body');
           }
         });
 
         test('415 unsupported_media_type for other media types and charsets (decisions 3.5)', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/json-patch+json', 'application/json; charset=latin1']) {
             assertError(await patch(api, '1', '{"quantity":5}', { headers: { 'content-type': type } }), 415, 'unsupported_media_type');
           }
@@ -194,14 +180,14 @@ for (const backend of BACKENDS) {
         });
 
         test('413 payload_too_large over the body limit (decisions 3.5), configurable', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS, config: { BODY_LIMIT: '64' } });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS, config: { BODY_LIMIT: '64' } });
           const res = await patch(api, '1', JSON.stringify({ quantity: 5 }).padEnd(65, ' '));
           assert.match(assertError(res, 413, 'payload_too_large').message, /64 bytes/);
           assert.equal((await patch(api, '1', { quantity: 5 })).status, 200);
         });
 
         test('the validation order is fixed: petId, then media type, then body', async (t) => {
-          const api = await buildTestApp(t, { backend, transport, items: PETS });
+          const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           assertError(await patch(api, 'x', '{', { headers: { 'content-type': 'text/plain' } }), 400, 'invalid_pet_id');
           assertError(await patch(api, '1', '{', { headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
           assertError(await patch(api, '99', { quantity: -1 }), 400, 'invalid_quantity');

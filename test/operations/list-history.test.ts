@@ -1,35 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { assertError, buildTestApp, type TestApp, type TestResponse } from '../support/app.js';
+import { assertError, buildTestApp } from '../support/app.js';
+import { history, patch, type HistoryJson } from '../support/requests.js';
+import { INT64_MAX_ID, PET_1_AND_INT64_MAX } from '../support/pets.js';
 
-const INT64_MAX = '9223372036854775807';
-const PETS: InventoryItem[] = [
-  { petId: 1n, quantity: 10, status: 'available' },
-  { petId: BigInt(INT64_MAX), quantity: 0, status: 'pending' },
-];
-
-function patch(api: TestApp, petId: string, body: object, headers: Record<string, string> = {}, key = api.keys.write): Promise<TestResponse> {
-  return api.request({ method: 'PATCH', url: `/v1/inventory/${petId}`, key, headers: { 'content-type': 'application/json', ...headers }, body });
-}
-
-function history(api: TestApp, petId: string, query = ''): Promise<TestResponse> {
-  return api.request({ method: 'GET', url: `/v1/inventory/${petId}/history${query}`, key: api.keys.read });
-}
-
-interface HistoryJson {
-  items: { petId: number; previousQuantity: number; quantity: number; at: string; keyId: string; keyName: string; requestId: string; reason: string | null }[];
-  nextCursor: string | null;
-}
 
 for (const backend of BACKENDS) {
   describe(`integrity on ${backend}`, { skip: await backendSkip(backend) }, () => {
     describe('change history: GET /v1/inventory/{petId}/history', () => {
       test('lists changes newest first with key id and name, request id, reason and time; never the key', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
         const before = Date.now();
-        await patch(api, '1', { quantity: 12, reason: 'received' }, { 'x-request-id': 'req-received-1' });
+        await patch(api, '1', { quantity: 12, reason: 'received' }, { headers: { 'x-request-id': 'req-received-1' } });
         await patch(api, '1', { quantity: 11 });
         const res = await history(api, '1');
         assert.equal(res.status, 200);
@@ -54,21 +37,21 @@ for (const backend of BACKENDS) {
       });
 
       test('pages with limit and cursor; the last page has nextCursor null', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
-        for (let q = 1; q <= 5; q++) await patch(api, INT64_MAX, { quantity: q });
-        const first = (await history(api, INT64_MAX, '?limit=2')).json<HistoryJson>();
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
+        for (let q = 1; q <= 5; q++) await patch(api, INT64_MAX_ID, { quantity: q });
+        const first = (await history(api, INT64_MAX_ID, '?limit=2')).json<HistoryJson>();
         assert.deepEqual(first.items.map((i) => i.quantity), [5, 4]);
         assert.equal(typeof first.nextCursor, 'string');
-        const second = (await history(api, INT64_MAX, `?limit=2&cursor=${first.nextCursor}`)).json<HistoryJson>();
+        const second = (await history(api, INT64_MAX_ID, `?limit=2&cursor=${first.nextCursor}`)).json<HistoryJson>();
         assert.deepEqual(second.items.map((i) => i.quantity), [3, 2]);
-        const third = (await history(api, INT64_MAX, `?limit=2&cursor=${second.nextCursor}`)).json<HistoryJson>();
+        const third = (await history(api, INT64_MAX_ID, `?limit=2&cursor=${second.nextCursor}`)).json<HistoryJson>();
         assert.deepEqual(third.items.map((i) => i.quantity), [1]);
         assert.equal(third.nextCursor, null);
-        assert.match((await history(api, INT64_MAX)).text, new RegExp(`"petId":${INT64_MAX}`), 'exact int64 digits');
+        assert.match((await history(api, INT64_MAX_ID)).text, new RegExp(`"petId":${INT64_MAX_ID}`), 'exact int64 digits');
       });
 
       test('400 invalid_parameter for a bad limit or cursor or an unknown parameter; 404 not_found; 401 without a key', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
         for (const query of ['?limit=0', '?limit=501', '?limit=2.5', '?limit=ten', '?cursor=abc', '?cursor=h0', '?page=2']) {
           assertError(await history(api, '1', query), 400, 'invalid_parameter');
         }
@@ -85,8 +68,8 @@ for (const backend of BACKENDS) {
 
     describe('reason, an optional extension field of the PATCH body', () => {
       test('each of received, returned, correction is accepted; another value is 400 invalid_reason; unknown fields are still refused', async (t) => {
-        const api = await buildTestApp(t, { backend, items: PETS });
-        for (const reason of ['received', 'returned', 'correction']) assert.equal((await patch(api, '1', { quantity: 1, reason }, {})).status, 200);
+        const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
+        for (const reason of ['received', 'returned', 'correction']) assert.equal((await patch(api, '1', { quantity: 1, reason })).status, 200);
         for (const reason of ['lost', '', null, 3]) assertError(await patch(api, '1', { quantity: 1, reason }), 400, 'invalid_reason');
         assertError(await patch(api, '1', { quantity: 1, note: 'x' }), 400, 'unknown_field');
         assertError(await patch(api, '1', { reason: 'received' }), 400, 'missing_field');
