@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { ERROR_CODES } from '../src/errors.js';
+import { ERROR_CATALOGUE, ERROR_CODES } from '../src/errors.js';
 import { listInventory } from '../src/operations/list-inventory.js';
 import { updateInventory } from '../src/operations/update-inventory.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../src/pipeline/pipeline.js';
@@ -171,6 +171,9 @@ for (const backend of BACKENDS) {
     assert.ok(await codeTable.isVisible(), 'a table of error codes');
     const tableText = await codeTable.innerText();
     for (const code of ERROR_CODES) assert.ok(tableText.includes(code), `${code} in the table of error codes`);
+    // Each message as the API sends it: the "<key>" of "Bearer <key>" is text, not an HTML tag the renderer drops.
+    for (const code of ERROR_CODES) assert.ok(tableText.includes(ERROR_CATALOGUE[code].message), `the message of ${code} in the table, as sent`);
+    assert.match(tableText, /Authorization: Bearer <key>/);
 
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, `docs-page-${backend}.png`), fullPage: true });
