@@ -17,10 +17,10 @@ export interface BenchOptions {
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
   /** One scenario alone (no start-up, no loads), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | undefined;
+  only: 'catalogue' | 'dashboard' | 'docs' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -30,6 +30,7 @@ against the textbook Express peer; prints the table and, in a full run, writes b
                 for orientation only, and bench/results.md is not written
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
+  --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
   --backends    which stores to bench (default: sqlite,postgres; postgres is skipped when unreachable)
   --load        load generator (default: wrk when installed, else autocannon)
   -h, --help    show this help
@@ -39,7 +40,7 @@ BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

@@ -15,6 +15,7 @@ import { REPO_ROOT } from './processes.js';
 import { renderNotes, renderTable, type Section } from './report.js';
 import { catalogueSection } from './catalogue.js';
 import { dashboardSection } from './dashboard.js';
+import { docsSection } from './docs.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';
@@ -59,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
   };
   try {
     if (!options.only) show(await startupSection(options.startupRounds));
-    for (const backend of options.only === 'dashboard' ? [] : options.backends) {
+    for (const backend of options.only === undefined || options.only === 'catalogue' ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       if (!options.only) {
         const section: Section = skip
@@ -71,7 +72,8 @@ async function main(argv: string[]): Promise<number> {
       const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
       show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
     }
-    if (options.only !== 'catalogue') show(await dashboardSection(options));
+    if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options));
+    if (options.only === undefined || options.only === 'docs') show(await docsSection(options));
   } finally {
     await load.close();
     await cleanUp();

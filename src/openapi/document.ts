@@ -97,9 +97,17 @@ function servers(options: DocumentOptions): { url: string; description: string }
   return configured.length > 0 ? configured : [{ url: API_PREFIX, description: 'The service that serves this document' }];
 }
 
+/**
+ * `text` as literal Markdown: each character a renderer could take for markup (an HTML tag such as
+ * the `<key>` in "Bearer <key>", emphasis, code, a link, a table's cell border) backslash-escaped.
+ */
+function markdownText(text: string): string {
+  return text.replace(/[\\`*_[\]<>|&~]/g, '\\$&');
+}
+
 /** The markdown table of every error code: the one list integrators look codes up in. */
 function errorCodeTable(): string {
-  const rows = ERROR_CODES.map((code) => `| \`${code}\` | ${ERROR_CATALOGUE[code].status} | ${ERROR_CATALOGUE[code].message.replaceAll('|', '\\|')} |`);
+  const rows = ERROR_CODES.map((code) => `| \`${code}\` | ${ERROR_CATALOGUE[code].status} | ${markdownText(ERROR_CATALOGUE[code].message)} |`);
   return ['| Code | Status | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
-import { JAVASCRIPT_CONTENT_TYPE } from '../http/content-type.js';
+import { fileTypeOf, JAVASCRIPT_CONTENT_TYPE } from '../http/content-type.js';
 import { sendAnswer } from '../http/fastify-pipeline.js';
 import { HtmlPage } from '../http/html-page.js';
 import { loadOnce } from '../http/load-once.js';
@@ -8,27 +8,26 @@ import { StaticAsset } from '../http/static-asset.js';
 import { getOpenApiDocument } from '../operations/openapi-document.js';
 import { API_PREFIX } from '../openapi/document.js';
 import { scalarBundle } from './docs-assets.js';
+import { FIRST_VIEW_ID, firstViewHtml, operationsByTag, type ReferenceDocument } from './docs-first-view.js';
+import { escapeHtml } from './docs-markdown.js';
+import { APP_ID, startScript, type Server } from './docs-start.js';
+import { FIRST_VIEW_CSS } from './docs-style.js';
 
 const DOCS_PATH = '/docs';
 
-interface Server {
-  url: string;
-  description?: string;
-}
-
-/** What the page needs of the OpenAPI document: its title and its servers. */
-interface DocsDocument {
-  info: { title: string };
+/** What the page needs of the OpenAPI document: what the first view shows, and the servers "try it" calls. */
+interface DocsDocument extends ReferenceDocument {
   servers: readonly Server[];
 }
 
-/** The document's title and servers, checked once, at start. */
+/** The document's title, servers and operations, checked once, at start. */
 function docsDocument(document: Record<string, unknown>): DocsDocument {
-  const { info, servers } = document as Partial<DocsDocument>;
+  const { info, servers, paths } = document as Partial<DocsDocument>;
   if (typeof info?.title !== 'string' || !Array.isArray(servers) || !servers.every((server: Partial<Server>) => typeof server.url === 'string')) {
     throw new Error('the OpenAPI document lacks info.title or servers');
   }
-  return { info, servers };
+  if (typeof paths !== 'object' || Object.keys(paths).length === 0) throw new Error('the OpenAPI document has no operations');
+  return document as unknown as DocsDocument;
 }
 
 /**
@@ -52,74 +51,46 @@ function docsContentSecurityPolicy(document: DocsDocument): string {
   ].join('; ');
 }
 
-/**
- * The script that starts Scalar on the page, with its settings written in; a file of its own, so
- * the page runs no inline script. "Try it" goes to this server first (the origin the page came
- * from), then the document's other servers; nothing leaves for Scalar's services: no proxy, no
- * fonts, no telemetry, no agent, no developer toolbar.
- */
-function startScript(document: DocsDocument): string {
-  const settings = { documentUrl: getOpenApiDocument.path, apiPrefix: API_PREFIX, servers: document.servers };
-  return `'use strict';
-(() => {
-  const settings = ${JSON.stringify(settings)};
-  const here = new URL(settings.apiPrefix, location.href).href;
-  const absolute = settings.servers.map((server) => ({ ...server, url: new URL(server.url, location.href).href }));
-  const listed = absolute.filter((server) => server.url === here);
-  const servers = [...(listed.length > 0 ? listed.slice(0, 1) : [{ url: here, description: 'This server' }]), ...absolute.filter((server) => server.url !== here)];
-  Scalar.createApiReference('#app', {
-    url: settings.documentUrl,
-    servers,
-    proxyUrl: '',
-    withDefaultFonts: false,
-    telemetry: false,
-    agent: { disabled: true },
-    showDeveloperTools: 'never',
-    documentDownloadType: 'direct',
-    persistAuth: false,
-    defaultOpenAllTags: true,
-    authentication: { preferredSecurityScheme: 'bearerAuth' },
-    _integration: 'fastify',
-  });
-})();
-`;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-function pageHtml(title: string, scripts: readonly StaticAsset[]): string {
-  const tags = scripts.map((asset) => `    <script src="${DOCS_PATH}/${asset.file}"></script>\n`).join('');
+/** The page: the first view, Scalar's hidden mount point, the start script (which loads Scalar's bundle after the first paint). */
+function pageHtml(document: DocsDocument, files: { style: StaticAsset; start: StaticAsset; scalar: StaticAsset }): string {
+  const path = (asset: StaticAsset) => `${DOCS_PATH}/${asset.file}`;
   return `<!doctype html>
 <html lang="en">
   <head>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>${escapeHtml(title)}: API reference</title>
+    <title>${escapeHtml(document.info.title)}: API reference</title>
     <link rel="icon" href="data:,">
+    <link rel="stylesheet" href="${path(files.style)}">
   </head>
   <body>
-    <noscript>This page needs JavaScript. The OpenAPI document is at <a href="${getOpenApiDocument.path}">${getOpenApiDocument.path}</a>.</noscript>
-    <div id="app"></div>
-${tags}  </body>
+${firstViewHtml(document, getOpenApiDocument.path)}
+    <div id="${APP_ID}" class="docs-pending"></div>
+    <script src="${path(files.start)}" data-scalar="${path(files.scalar)}"></script>
+  </body>
 </html>
 `;
 }
 
 /**
- * GET /docs: the API reference, rendered in the browser by Scalar from /v1/openapi.json, without a
- * key (like the document). Everything it loads comes from here: /docs/assets/ holds Scalar's
- * bundle and the start script under content-hashed names; anything else under /docs is 404.
+ * GET /docs: the API reference, without a key (like the document): first the document as
+ * server-side HTML, shown at once, then Scalar's interactive reference, rendered in the browser
+ * from /v1/openapi.json, in its place. Everything it loads comes from here: /docs/assets/ holds
+ * the style sheet, the start script and Scalar's bundle under content-hashed names; anything else
+ * under /docs is 404.
  * Every other rule of the pipeline applies as to any answer; the page brings its own
  * Content-Security-Policy, which the pipeline keeps (it sets the JSON policy only where an answer has none).
  */
 export function docsRoutes(openApiDocument: Record<string, unknown>) {
   const document = docsDocument(openApiDocument);
-  const start = StaticAsset.named('docs', 'js', JAVASCRIPT_CONTENT_TYPE, Buffer.from(startScript(document)));
+  const firstOperation = operationsByTag(document)[0]!.operations[0]!.operation.summary;
+  const settings = { documentUrl: getOpenApiDocument.path, apiPrefix: API_PREFIX, servers: document.servers, firstOperation, firstViewId: FIRST_VIEW_ID };
+  const start = StaticAsset.named('docs', 'js', JAVASCRIPT_CONTENT_TYPE, Buffer.from(startScript(settings)));
+  const style = StaticAsset.named('docs', 'css', fileTypeOf('docs.css').contentType, Buffer.from(FIRST_VIEW_CSS));
+  const files = new Map([start, style].map((asset) => [asset.file, asset]));
   const policy = docsContentSecurityPolicy(document);
   // Made at the first request, with Scalar's bundle: only then is the bundle's name known.
-  const docsPage = loadOnce(async () => new HtmlPage(pageHtml(document.info.title, [await scalarBundle(), start]), policy));
+  const docsPage = loadOnce(async () => new HtmlPage(pageHtml(document, { style, start, scalar: await scalarBundle() }), policy));
 
   return async (app: FastifyInstance): Promise<void> => {
     const config = { access: 'public', operation: 'docs' } as const;
@@ -128,7 +99,7 @@ export function docsRoutes(openApiDocument: Record<string, unknown>) {
     }
     app.get(`${DOCS_PATH}/*`, { config }, async (request, reply) => {
       const name = (request.params as { '*': string })['*'];
-      const asset = name === start.file ? start : name.startsWith('assets/scalar-') ? await scalarBundle() : undefined;
+      const asset = files.get(name) ?? (name.startsWith('assets/scalar-') ? await scalarBundle() : undefined);
       if (asset?.file !== name) throw new ApiError('not_found', `No such file; the API reference is at ${DOCS_PATH}.`);
       return sendAnswer(reply, await asset.answer(request));
     });

@@ -40,15 +40,18 @@ function assertChromium(): void {
 export async function launchChromium(t: TestContext): Promise<BrowserContext> {
   assertChromium();
   const profile = await mkdtemp(join(tmpdir(), 'chromium-profile-'));
-  t.after(() => rm(profile, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(profile, {
+  const launched = chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 900 },
   });
-  t.after(() => context.close());
-  return context;
+  // One hook, as after hooks run in the order they were added: the browser exits before its profile is removed.
+  t.after(async () => {
+    await (await launched.catch(() => undefined))?.close();
+    await rm(profile, { recursive: true, force: true });
+  });
+  return launched;
 }
 
 /**
