@@ -6,6 +6,7 @@ import { shareMetricsWithPrimary } from './metrics/cluster.js';
 import { startMetricsServer } from './metrics/server.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { openStore } from './store/open.js';
+import { onStopSignals } from './stop-signals.js';
 
 export interface ServeOptions {
   /** Load DEMO_PETS when the store has no entries. */
@@ -67,18 +68,18 @@ async function serveMetrics(app: FastifyInstance, metrics: ServiceMetrics, confi
  * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, for
  * SHUTDOWN_DRAIN_MS, so a load balancer moves its clients away), then stop listening, close idle
  * connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS, close the store and exit 0.
+ * A copy of the first signal (REPEATED_SIGNAL_MS) is no new request; a later signal exits at once.
  */
 function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrainMs' | 'shutdownTimeoutMs'>, worker: boolean): void {
   const timeoutMs = config.shutdownTimeoutMs;
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
+  onStopSignals((request, signal) => {
+    if (request === 'copy') return void app.log.info({ signal }, 'the same signal again at once: already shutting down');
+    if (request === 'stop-now') {
       // A worker may get one signal twice (its primary's and a process-group kill); its primary's second signal kills it.
       if (worker) return;
       app.log.warn({ signal }, 'second signal: exiting without waiting');
       process.exit(1);
     }
-    stopping = true;
     app.log.info({ signal, drainMs: config.shutdownDrainMs, connections: app.connections.size }, 'shutting down: draining connections');
     const drained = app.connections.drain(config.shutdownDrainMs, () => {
       app.log.info({ connections: app.connections.size }, 'shutting down: finishing in-flight requests; no longer listening');
@@ -100,7 +101,5 @@ function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrain
           process.exit(1);
         },
       );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  });
 }
