@@ -65,9 +65,10 @@ async function serveMetrics(app: FastifyInstance, metrics: ServiceMetrics, confi
 }
 
 /**
- * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, for
- * SHUTDOWN_DRAIN_MS, so a load balancer moves its clients away), then stop listening, close idle
- * connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS, close the store and exit 0.
+ * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, until no
+ * connection is left or SHUTDOWN_DRAIN_MS is up, so a load balancer moves its clients away), then
+ * stop listening, close idle connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS,
+ * close the store and exit 0.
  * A copy of the first signal (REPEATED_SIGNAL_MS) is no new request; a later signal exits at once.
  */
 function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrainMs' | 'shutdownTimeoutMs'>, worker: boolean): void {

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { DRAIN_RECONNECT_GRACE_MS } from '../src/http/connections.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './backends.js';
 import { BIN, halfSentPatch, sleep, startServerProcess, waitFor } from './process.js';
 
@@ -103,6 +105,62 @@ test('a bad setting stops the process with a message naming it', async () => {
     return err.code === 2;
   });
 });
+
+/** A drain far longer than any test here may take: a process that waited it out would hit the test's timeout. */
+const LONG_DRAIN = { SHUTDOWN_DRAIN_MS: '60000' };
+
+// About shutting down, not the store: once, on SQLite.
+test('stopping an idle server: with no connection open the drain ends at once, and it exits 0 (decisions 7.5)', { timeout: 20_000 }, async (t) => {
+  const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN });
+  server.proc.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  assert.match(server.stdout(), /"connections":0,"msg":"shutting down: draining connections"/);
+  assert.match(server.stdout(), /shut down cleanly/);
+});
+
+test('stopping a busy server: it answers through the drain, each answer closing its connection, and exits once the last one closed (decisions 7.5)', { timeout: 20_000 }, async (t) => {
+  const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN });
+  const kept = await keepAliveConnection(server.port);
+  assert.match(await kept.get('/healthz'), /^HTTP\/1\.1 200 .*\r\nconnection: keep-alive\r\n/is);
+
+  server.proc.kill('SIGTERM');
+  await waitFor(() => server.stdout().includes('shutting down: draining connections'));
+  // A new connection is still accepted and answered; /readyz tells the load balancer to go elsewhere.
+  const ready = await keepAliveConnection(server.port);
+  assert.match(await ready.get('/readyz'), /^HTTP\/1\.1 503 .*\r\nconnection: close\r\n/is);
+  await ready.closed;
+  await sleep(DRAIN_RECONNECT_GRACE_MS * 2);
+  assert.equal(server.proc.exitCode, null, 'the open connection keeps the drain going');
+  assert.doesNotMatch(server.stdout(), /no longer listening/);
+
+  // The connection open since before the signal: answered, and closed by its answer; then the process exits.
+  assert.match(await kept.get('/healthz'), /^HTTP\/1\.1 200 .*\r\nconnection: close\r\n/is);
+  await kept.closed;
+  assert.equal(await server.exited, 0);
+  assert.match(server.stdout(), /shut down cleanly/);
+});
+
+/** A raw keep-alive connection: `get` sends one request and resolves with its whole answer. */
+async function keepAliveConnection(port: number): Promise<{ get: (path: string) => Promise<string>; closed: Promise<unknown> }> {
+  const socket = connect(port, '127.0.0.1');
+  const closed = new Promise((done) => socket.on('close', done));
+  await new Promise((done) => socket.once('connect', done));
+  const get = (path: string) =>
+    new Promise<string>((done) => {
+      let answer = '';
+      const read = (chunk: Buffer) => {
+        answer += chunk.toString('latin1');
+        const end = answer.indexOf('\r\n\r\n');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(answer)?.[1] ?? -1);
+        if (end < 0 || length < 0 || answer.length < end + 4 + length) return;
+        socket.off('data', read);
+        done(answer);
+      };
+      socket.on('data', read);
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    });
+  return { get, closed };
+}
 
 async function createKey(env: Record<string, string>): Promise<string> {
   const { stdout } = await run(BIN, ['keys', 'create', '--name', 'test', '--scope', 'inventory:write'], { env: { ...process.env, ...env } });
