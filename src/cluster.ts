@@ -4,6 +4,7 @@ import { ConfigError, type Config, type LogLevel } from './config.js';
 import { firstRunBanner, prepareStore } from './first-run.js';
 import { clusterMetrics } from './metrics/cluster.js';
 import { startMetricsServer } from './metrics/server.js';
+import { explainListenError } from './port-in-use.js';
 import { openStore, parseDatabaseUrl } from './store/open.js';
 import { onStopSignals } from './stop-signals.js';
 
@@ -133,6 +134,8 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
       port: config.metricsPort,
       render: clusterMetrics(),
       onError: (err) => log('error', 'could not gather the workers’ metrics', { err: err instanceof Error ? err.message : String(err) }),
+    }).catch((err: unknown) => {
+      throw explainListenError(err, config.metricsPort ?? 0, 'METRICS_PORT');
     });
     log('info', `metrics listening at http://${config.metricsHost}:${served.port}/metrics`, { port: served.port });
   }

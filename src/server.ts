@@ -5,6 +5,7 @@ import { firstRunBanner, prepareStore } from './first-run.js';
 import { shareMetricsWithPrimary } from './metrics/cluster.js';
 import { startMetricsServer } from './metrics/server.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
+import { explainListenError } from './port-in-use.js';
 import { openStore } from './store/open.js';
 import { onStopSignals } from './stop-signals.js';
 
@@ -36,8 +37,12 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   // Before listening, so a signal that follows the first request is always handled.
   handleSignals(app, config, options.worker ?? false);
   try {
-    if (metrics) await serveMetrics(app, metrics, config, options.worker ?? false);
-    await app.listen({ port: config.port, host: config.host });
+    if (metrics) await serveMetrics(app, metrics, config, options.worker ?? false).catch((err: unknown) => {
+      throw explainListenError(err, config.metricsPort ?? 0, 'METRICS_PORT');
+    });
+    await app.listen({ port: config.port, host: config.host }).catch((err: unknown) => {
+      throw explainListenError(err, config.port, 'PORT');
+    });
   } catch (err) {
     // Closing the store too: an open PostgreSQL pool would keep the failed process alive.
     await app.close();

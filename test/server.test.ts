@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { DRAIN_RECONNECT_GRACE_MS } from '../src/http/connections.js';
@@ -104,6 +104,25 @@ test('a bad setting stops the process with a message naming it', async () => {
     assert.match(err.stderr, /LOG_LEVEL must be one of/);
     return err.code === 2;
   });
+});
+
+test('a port in use: one line naming it and how to choose another, no stack, exit 1; METRICS_PORT alike', async (t) => {
+  const taken = createServer();
+  await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
+  t.after(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const env = { ...process.env, DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, HOST: '127.0.0.1' };
+  const failures: [Record<string, string>, string][] = [
+    [{ PORT: String(port) }, `petstore-inventory: port ${port} is already in use; choose another: PORT=${port + 1} npm start (or serve --port ${port + 1})\n`],
+    [{ PORT: '0', METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' }, `petstore-inventory: metrics port ${port} is already in use; choose another: METRICS_PORT=${port + 1}\n`],
+  ];
+  for (const [settings, line] of failures) {
+    await assert.rejects(run(BIN, ['serve'], { env: { ...env, ...settings } }), (err: { code: number; stderr: string }) => {
+      assert.equal(err.code, 1);
+      assert.equal(err.stderr, line);
+      return true;
+    });
+  }
 });
 
 /** A drain far longer than any test here may take: a process that waited it out would hit the test's timeout. */
