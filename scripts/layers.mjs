@@ -14,7 +14,7 @@ export const LAYERS = [
   ['metrics'],
   ['http', 'routes'],
   ['app.ts', 'first-run.ts'],
-  ['server.ts'],
+  ['server.ts', 'stop-signals.ts', 'port-in-use.ts'],
   ['cluster.ts'],
   ['cli'],
 ];

@@ -4,7 +4,9 @@ import { ConfigError, type Config, type LogLevel } from './config.js';
 import { firstRunBanner, prepareStore } from './first-run.js';
 import { clusterMetrics } from './metrics/cluster.js';
 import { startMetricsServer } from './metrics/server.js';
+import { explainListenError } from './port-in-use.js';
 import { openStore, parseDatabaseUrl } from './store/open.js';
+import { onStopSignals } from './stop-signals.js';
 
 /** The first restart of a crashed worker waits this long; each further crash in CRASH_WINDOW_MS doubles it. */
 export const RESTART_DELAY_MS = 500;
@@ -25,7 +27,8 @@ export interface ClusterOptions {
 /**
  * The primary of `serve --workers N`: prepares the store once (migrations, demo pets, first-run
  * key), forks N workers that listen on one shared port, restarts a worker that dies, and on
- * SIGTERM/SIGINT stops them all gracefully. Resolves once the workers are forked; the process
+ * SIGTERM/SIGINT stops them all gracefully (a copy of that signal within REPEATED_SIGNAL_MS is no
+ * new request; a later signal kills them). Resolves once the workers are forked; the process
  * exits by itself: 0 after a clean shutdown, 1 when a worker cannot start or will not stop.
  */
 export async function startCluster(config: Config, options: ClusterOptions): Promise<void> {
@@ -113,19 +116,16 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
     restarts.add(timer);
   });
 
-  let signalled = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) {
+  onStopSignals((request, signal) => {
+    if (request === 'copy') return log('info', 'the same signal again at once: already shutting down', { signal });
+    if (request === 'stop-now') {
       log('warn', 'second signal: killing workers without waiting', { signal });
       for (const worker of live) worker.process.kill('SIGKILL');
       process.exit(1);
     }
-    signalled = true;
     // Already stopping (a worker could not start): the workers have their SIGTERM.
     if (!stopping) stop('shutting down', { signal });
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  });
 
   if (config.metricsPort !== undefined) {
     // One scrape sees the whole instance: the primary asks every worker and serves the sum.
@@ -134,6 +134,8 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
       port: config.metricsPort,
       render: clusterMetrics(),
       onError: (err) => log('error', 'could not gather the workers’ metrics', { err: err instanceof Error ? err.message : String(err) }),
+    }).catch((err: unknown) => {
+      throw explainListenError(err, config.metricsPort ?? 0, 'METRICS_PORT');
     });
     log('info', `metrics listening at http://${config.metricsHost}:${served.port}/metrics`, { port: served.port });
   }

@@ -5,7 +5,9 @@ import { firstRunBanner, prepareStore } from './first-run.js';
 import { shareMetricsWithPrimary } from './metrics/cluster.js';
 import { startMetricsServer } from './metrics/server.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
+import { explainListenError } from './port-in-use.js';
 import { openStore } from './store/open.js';
+import { onStopSignals } from './stop-signals.js';
 
 export interface ServeOptions {
   /** Load DEMO_PETS when the store has no entries. */
@@ -35,8 +37,12 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   // Before listening, so a signal that follows the first request is always handled.
   handleSignals(app, config, options.worker ?? false);
   try {
-    if (metrics) await serveMetrics(app, metrics, config, options.worker ?? false);
-    await app.listen({ port: config.port, host: config.host });
+    if (metrics) await serveMetrics(app, metrics, config, options.worker ?? false).catch((err: unknown) => {
+      throw explainListenError(err, config.metricsPort ?? 0, 'METRICS_PORT');
+    });
+    await app.listen({ port: config.port, host: config.host }).catch((err: unknown) => {
+      throw explainListenError(err, config.port, 'PORT');
+    });
   } catch (err) {
     // Closing the store too: an open PostgreSQL pool would keep the failed process alive.
     await app.close();
@@ -64,21 +70,22 @@ async function serveMetrics(app: FastifyInstance, metrics: ServiceMetrics, confi
 }
 
 /**
- * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, for
- * SHUTDOWN_DRAIN_MS, so a load balancer moves its clients away), then stop listening, close idle
- * connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS, close the store and exit 0.
+ * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, until no
+ * connection is left or SHUTDOWN_DRAIN_MS is up, so a load balancer moves its clients away), then
+ * stop listening, close idle connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS,
+ * close the store and exit 0.
+ * A copy of the first signal (REPEATED_SIGNAL_MS) is no new request; a later signal exits at once.
  */
 function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrainMs' | 'shutdownTimeoutMs'>, worker: boolean): void {
   const timeoutMs = config.shutdownTimeoutMs;
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
+  onStopSignals((request, signal) => {
+    if (request === 'copy') return void app.log.info({ signal }, 'the same signal again at once: already shutting down');
+    if (request === 'stop-now') {
       // A worker may get one signal twice (its primary's and a process-group kill); its primary's second signal kills it.
       if (worker) return;
       app.log.warn({ signal }, 'second signal: exiting without waiting');
       process.exit(1);
     }
-    stopping = true;
     app.log.info({ signal, drainMs: config.shutdownDrainMs, connections: app.connections.size }, 'shutting down: draining connections');
     const drained = app.connections.drain(config.shutdownDrainMs, () => {
       app.log.info({ connections: app.connections.size }, 'shutting down: finishing in-flight requests; no longer listening');
@@ -100,7 +107,5 @@ function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrain
           process.exit(1);
         },
       );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  });
 }

@@ -248,17 +248,28 @@ describe('serve --workers, whatever the backend', () => {
     );
   });
 
-  test('a worker that cannot listen (port in use) makes the primary exit 1 instead of restarting it', async (t) => {
+  test('a worker that cannot listen (an address not on this machine) makes the primary exit 1 instead of restarting it', async (t) => {
+    // 192.0.2.1 is reserved for documentation (RFC 5737): no machine has it, so binding it fails in each worker.
+    const env = { ...process.env, DATABASE_URL: `sqlite:${tempDir(t)}/inventory.db`, HOST: '192.0.2.1', PORT: '0' };
+    await assert.rejects(run(BIN, ['serve', '--workers', '2'], { env }), (err: { code: number; stderr: string; stdout: string }) => {
+      assert.equal(err.code, 1);
+      assert.match(err.stderr, /EADDRNOTAVAIL/);
+      assert.match(err.stderr, /worker \d+ exited with code 1 before it listened; stopping/);
+      assert.doesNotMatch(err.stdout, /restarting/);
+      return true;
+    });
+  });
+
+  test('a port in use: the primary says so in one line, naming it and how to choose another, before it starts any worker; exit 1', async (t) => {
     const taken = createServer();
     await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
     t.after(() => taken.close());
-    const port = String((taken.address() as AddressInfo).port);
-    const env = { ...process.env, DATABASE_URL: `sqlite:${tempDir(t)}/inventory.db`, HOST: '127.0.0.1', PORT: port };
+    const port = (taken.address() as AddressInfo).port;
+    const env = { ...process.env, DATABASE_URL: `sqlite:${tempDir(t)}/inventory.db`, HOST: '127.0.0.1', PORT: String(port) };
     await assert.rejects(run(BIN, ['serve', '--workers', '2'], { env }), (err: { code: number; stderr: string; stdout: string }) => {
       assert.equal(err.code, 1);
-      assert.match(err.stderr, /EADDRINUSE/);
-      assert.match(err.stderr, /worker \d+ exited with code 1 before it listened; stopping/);
-      assert.doesNotMatch(err.stdout, /restarting/);
+      assert.equal(err.stderr, `petstore-inventory: port ${port} is already in use; choose another: PORT=${port + 1} npm start (or serve --port ${port + 1})\n`);
+      assert.doesNotMatch(err.stdout, /starting workers/);
       return true;
     });
   });

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { DRAIN_RECONNECT_GRACE_MS } from '../src/http/connections.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './support/backends.js';
 import { BIN, halfSentPatch, sleep, startServerProcess, waitFor } from './support/process.js';
 
@@ -103,6 +105,81 @@ test('a bad setting stops the process with a message naming it', async () => {
     return err.code === 2;
   });
 });
+
+test('a port in use: one line naming it and how to choose another, no stack, exit 1; METRICS_PORT alike', async (t) => {
+  const taken = createServer();
+  await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
+  t.after(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const env = { ...process.env, DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, HOST: '127.0.0.1' };
+  const failures: [Record<string, string>, string][] = [
+    [{ PORT: String(port) }, `petstore-inventory: port ${port} is already in use; choose another: PORT=${port + 1} npm start (or serve --port ${port + 1})\n`],
+    [{ PORT: '0', METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' }, `petstore-inventory: metrics port ${port} is already in use; choose another: METRICS_PORT=${port + 1}\n`],
+  ];
+  for (const [settings, line] of failures) {
+    await assert.rejects(run(BIN, ['serve'], { env: { ...env, ...settings } }), (err: { code: number; stderr: string }) => {
+      assert.equal(err.code, 1);
+      assert.equal(err.stderr, line);
+      return true;
+    });
+  }
+});
+
+/** A drain far longer than any test here may take: a process that waited it out would hit the test's timeout. */
+const LONG_DRAIN = { SHUTDOWN_DRAIN_MS: '60000' };
+
+// About shutting down, not the store: once, on SQLite.
+test('stopping an idle server: with no connection open the drain ends at once, and it exits 0 (decisions 7.5)', { timeout: 20_000 }, async (t) => {
+  const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN });
+  server.proc.kill('SIGTERM');
+  assert.equal(await server.exited, 0);
+  assert.match(server.stdout(), /"connections":0,"msg":"shutting down: draining connections"/);
+  assert.match(server.stdout(), /shut down cleanly/);
+});
+
+test('stopping a busy server: it answers through the drain, each answer closing its connection, and exits once the last one closed (decisions 7.5)', { timeout: 20_000 }, async (t) => {
+  const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN });
+  const kept = await keepAliveConnection(server.port);
+  assert.match(await kept.get('/healthz'), /^HTTP\/1\.1 200 .*\r\nconnection: keep-alive\r\n/is);
+
+  server.proc.kill('SIGTERM');
+  await waitFor(() => server.stdout().includes('shutting down: draining connections'));
+  // A new connection is still accepted and answered; /readyz tells the load balancer to go elsewhere.
+  const ready = await keepAliveConnection(server.port);
+  assert.match(await ready.get('/readyz'), /^HTTP\/1\.1 503 .*\r\nconnection: close\r\n/is);
+  await ready.closed;
+  await sleep(DRAIN_RECONNECT_GRACE_MS * 2);
+  assert.equal(server.proc.exitCode, null, 'the open connection keeps the drain going');
+  assert.doesNotMatch(server.stdout(), /no longer listening/);
+
+  // The connection open since before the signal: answered, and closed by its answer; then the process exits.
+  assert.match(await kept.get('/healthz'), /^HTTP\/1\.1 200 .*\r\nconnection: close\r\n/is);
+  await kept.closed;
+  assert.equal(await server.exited, 0);
+  assert.match(server.stdout(), /shut down cleanly/);
+});
+
+/** A raw keep-alive connection: `get` sends one request and resolves with its whole answer. */
+async function keepAliveConnection(port: number): Promise<{ get: (path: string) => Promise<string>; closed: Promise<unknown> }> {
+  const socket = connect(port, '127.0.0.1');
+  const closed = new Promise((done) => socket.on('close', done));
+  await new Promise((done) => socket.once('connect', done));
+  const get = (path: string) =>
+    new Promise<string>((done) => {
+      let answer = '';
+      const read = (chunk: Buffer) => {
+        answer += chunk.toString('latin1');
+        const end = answer.indexOf('\r\n\r\n');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(answer)?.[1] ?? -1);
+        if (end < 0 || length < 0 || answer.length < end + 4 + length) return;
+        socket.off('data', read);
+        done(answer);
+      };
+      socket.on('data', read);
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    });
+  return { get, closed };
+}
 
 async function createKey(env: Record<string, string>): Promise<string> {
   const { stdout } = await run(BIN, ['keys', 'create', '--name', 'test', '--scope', 'inventory:write'], { env: { ...process.env, ...env } });

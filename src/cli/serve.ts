@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
 import { loadConfig, readSetting, SETTINGS } from '../config.js';
+import { checkPortsFree } from '../port-in-use.js';
 import type { CliIO } from './io.js';
 import { parseCommandArgs, type Command } from './command.js';
 import { helpOption, SETTING_FLAG_OPTIONS, settingFlagsHelp, settingOverrides } from './setting-flags.js';
@@ -41,6 +42,7 @@ export const serveCommand: Command = {
     const [workersName, workersText] = values.workers === undefined ? ['WORKERS', io.env.WORKERS] : ['--workers', values.workers];
     const workers = readSetting(workersName, workersText, SETTINGS.WORKERS.value);
     const demo = values.demo ?? false;
+    if (!cluster.isWorker) await checkPortsFree(config);
     // Made here, not by the server, so that "Created a new store" comes before the first-run key.
     if (!cluster.isWorker) await createStoreIfMissing(config.databaseUrl, io);
     // Loaded here, not above: the other commands and --help start without the server's modules.

@@ -114,7 +114,7 @@ export const SETTINGS = {
   SHUTDOWN_DRAIN_MS: {
     key: 'shutdownDrainMs',
     value: integer({ default: 5_000, min: 0, max: 3_600_000 }),
-    doc: 'after `SIGTERM`/`SIGINT`, how long the service keeps answering (each answer with `Connection: close`, `/readyz` 503) before it stops listening, in ms; `0` skips the drain',
+    doc: 'after `SIGTERM`/`SIGINT`, how long at most the service keeps answering (each answer with `Connection: close`, `/readyz` 503) before it stops listening, in ms: less once no connection is left, none with none open; `0` skips the drain',
   },
   METRICS_PORT: {
     key: 'metricsPort',

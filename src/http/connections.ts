@@ -23,6 +23,11 @@ export interface ConnectionOptions {
 /** A connection that sent nothing since its last answer for this long is closed at the end of a drain (a fresh one gets time to send). */
 export const DRAIN_IDLE_GRACE_MS = 250;
 /**
+ * The drain ends this long after its last connection closed, unless a new one opens: a client
+ * whose connection an answer closed reconnects within milliseconds, and is answered (decisions 7.5).
+ */
+export const DRAIN_RECONNECT_GRACE_MS = 250;
+/**
  * Requests one connection may have waiting behind the one being answered. HTTP/1.1 clients that
  * pipeline send a few; past this the connection is closed, since the queue is memory a client
  * could otherwise grow without reading a single answer.
@@ -62,8 +67,8 @@ interface Connection {
  *   answers a request whose body has not arrived in time with 408 and closes its connection.
  * - At `maxConnections`, the longest-idle connection is closed to admit a new one; with none idle,
  *   the new one gets 503 and is closed. Idle connections thus never lock out a new client.
- * - `drain` closes each connection after its next answer, then stops listening and closes the
- *   idle ones, and resolves once no connection is left.
+ * - `drain` closes each connection after its next answer until none is left or its time is up,
+ *   then stops listening and closes the idle ones, and resolves once no connection is left.
  *
  * Per request this costs a map lookup, a listener on the response and two set operations: no
  * timer, no closure and no await.
@@ -83,6 +88,8 @@ export class ConnectionManager {
   #sweep: NodeJS.Timeout | undefined;
   #server: Server | undefined;
   #handler: RequestHandler | undefined;
+  /** During a drain's time: told when the last connection closes and when one opens. */
+  #drainWatch: { emptied: () => void; connected: () => void } | undefined;
   readonly #onFinish: (this: ServerResponse) => void;
 
   constructor(options: ConnectionOptions) {
@@ -150,16 +157,17 @@ export class ConnectionManager {
   }
 
   /**
-   * Drains: every answer from now on closes its connection (Connection: close) for `drainMs`,
-   * then the listener closes (`onStopListening` is told), and each idle connection is closed;
-   * resolves when none is left. Requests already sent are answered.
+   * Drains: every answer from now on closes its connection (Connection: close) for `drainMs`, or
+   * less when no connection is left (at once when none is open), then the listener closes
+   * (`onStopListening` is told), and each idle connection is closed; resolves when none is left.
+   * Requests already sent are answered.
    */
   async drain(drainMs: number, onStopListening: () => void = () => {}): Promise<void> {
     this.draining = true;
     for (const conn of this.#open.values()) {
       if (conn.res && !conn.res.headersSent && !conn.queue?.length) conn.res.shouldKeepAlive = false;
     }
-    await sleep(drainMs);
+    await this.#drainTime(drainMs);
     const server = this.#server;
     // Stop accepting without closing idle connections at once (http.Server#close would): a fresh one may be sending.
     if (server?.listening) NetServer.prototype.close.call(server);
@@ -171,6 +179,25 @@ export class ConnectionManager {
       }
       await sleep(25);
     }
+  }
+
+  /** Resolves after `drainMs`, or DRAIN_RECONNECT_GRACE_MS after no connection is left, or at once when none is open. */
+  #drainTime(drainMs: number): Promise<void> {
+    if (this.#open.size === 0) return Promise.resolve();
+    return new Promise((done) => {
+      let grace: NodeJS.Timeout | undefined;
+      const end = () => {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        this.#drainWatch = undefined;
+        done();
+      };
+      const timer = setTimeout(end, drainMs);
+      this.#drainWatch = {
+        emptied: () => (grace = setTimeout(end, DRAIN_RECONNECT_GRACE_MS)),
+        connected: () => clearTimeout(grace),
+      };
+    });
   }
 
   /** Stops the sweep (the app closes). */
@@ -198,6 +225,7 @@ export class ConnectionManager {
     };
     this.#open.set(socket, conn);
     this.#idle.add(conn);
+    this.#drainWatch?.connected();
     socket.once('close', () => this.#forget(conn, false));
   }
 
@@ -210,9 +238,10 @@ export class ConnectionManager {
   }
 
   #forget(conn: Connection, destroy: boolean): void {
-    this.#open.delete(conn.socket);
+    const known = this.#open.delete(conn.socket);
     this.#idle.delete(conn);
     if (destroy) conn.socket.destroy();
+    if (known && this.#open.size === 0) this.#drainWatch?.emptied();
   }
 
   #start(conn: Connection, req: IncomingMessage, res: ServerResponse): void {

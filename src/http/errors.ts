@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { errorAnswer } from '../operations/answer.js';
-import { validationToApiError } from '../operations/validation.js';
+import { validationToApiError, type AcceptedInput } from '../operations/validation.js';
 import type { RequestPipeline } from '../pipeline/pipeline.js';
 import { contextOf, sendAnswer } from './fastify-pipeline.js';
 
@@ -20,10 +20,13 @@ const FRAMEWORK_ERRORS: Record<string, (bodyLimit: number) => ApiError> = {
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: () => new ApiError('unsupported_media_type', 'A QUERY request must send Content-Type.'),
 };
 
+/** A route not built from an operation: it declares no query parameters and no body. */
+const NOTHING_ACCEPTED: AcceptedInput = { query: {}, bodyFields: [], requiredBodyFields: [] };
+
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The fields the route's body accepts, named in validation messages. */
-    bodyFields?: readonly string[];
+    /** What the route's query and body accept, named in validation messages. */
+    accepted?: AcceptedInput;
   }
 }
 
@@ -65,7 +68,7 @@ export function answerUndecodableUrl(pipeline: RequestPipeline, request: Fastify
 function fromFramework(err: FastifyError, request: FastifyRequest, bodyLimit: number): unknown {
   if (err instanceof ApiError) return err;
   if (err.validation) {
-    return validationToApiError(err.validation, err.validationContext, request.body, request.routeOptions.config.bodyFields ?? []);
+    return validationToApiError(err.validation, err.validationContext, request.body, request.routeOptions.config.accepted ?? NOTHING_ACCEPTED);
   }
   const mapped = err.code ? FRAMEWORK_ERRORS[err.code] : undefined;
   if (mapped) return mapped(bodyLimit);

@@ -3,7 +3,7 @@ import type { Static, TObject } from 'typebox';
 import { ApiError } from '../errors.js';
 import type { OperationSpec } from './operation.js';
 import { compileSchemaValidator } from './schema-validator.js';
-import { validationToApiError } from './validation.js';
+import { acceptedInput, validationToApiError } from './validation.js';
 
 /** Media types a JSON body may be sent as. */
 export const JSON_MEDIA_TYPES = ['application/json', 'application/merge-patch+json'] as const;
@@ -26,7 +26,8 @@ const PLAIN_JSON_CONTENT_TYPES = new Set(JSON_MEDIA_TYPES.flatMap((t) => [t, `${
 
 /**
  * The body of a request with a JSON media type, or an ApiError: a content coding (the body would
- * be read as what it is not), wrong charset, empty, not JSON, nested too deep, prototype keys.
+ * be read as what it is not), wrong charset, not JSON, nested too deep, prototype keys. An empty
+ * body is undefined, as no body is: the operation's check names the fields it needs.
  */
 export function parseJsonBody(headers: Pick<IncomingHttpHeaders, 'content-type' | 'content-encoding'>, text: string): unknown {
   const contentEncoding = headers['content-encoding'];
@@ -37,7 +38,7 @@ export function parseJsonBody(headers: Pick<IncomingHttpHeaders, 'content-type' 
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new ApiError('unsupported_media_type', `The body must be UTF-8 JSON; charset "${charset}" is not supported.`);
   }
-  if (text.trim() === '') throw new ApiError('missing_field', 'The request body is empty; send a JSON object such as {"quantity": 5}.');
+  if (text.trim() === '') return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -76,21 +77,16 @@ function checkStructure(root: unknown): void {
   }
 }
 
-/** The fields an operation's body accepts, for messages. */
-export function bodyFields(spec: OperationSpec): string[] {
-  return Object.keys(spec.body?.schema.properties ?? {});
-}
-
 /**
  * The operation's body check, compiled the way Fastify compiles it for the route (the same
  * compiler, the same schema), so that both lanes refuse a body with the same error.
  */
 export function bodyValidator<S extends TObject>(spec: OperationSpec & { body: { schema: S } }): (body: unknown) => Static<S> {
   const check = compileSchemaValidator({ schema: spec.body.schema, httpPart: 'body' });
-  const fields = bodyFields(spec);
+  const accepted = acceptedInput(spec);
   return (body) => {
     const checked = check(body);
-    if (checked.error) throw validationToApiError(checked.error, 'body', body, fields);
+    if (checked.error) throw validationToApiError(checked.error, 'body', body, accepted);
     return body as Static<S>;
   };
 }

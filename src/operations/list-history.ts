@@ -1,12 +1,12 @@
 import { Type, type Static } from 'typebox';
 import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/history.js';
-import { ApiError } from '../errors.js';
 import { stringifyJson } from '../json.js';
 import { HistoryPage } from '../schemas/inventory.js';
 import type { History } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { notFound, PET_ID_PARAM } from './item-parts.js';
 import type { OperationSpec } from './operation.js';
+import { invalidQueryParameter } from './validation.js';
 
 export const HISTORY_LIMIT_MAX = 500;
 export const HISTORY_LIMIT_DEFAULT = 100;
@@ -22,6 +22,12 @@ const HistoryQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** What each query parameter accepts, in the words its refusal says. */
+const HISTORY_QUERY_ACCEPTS = {
+  limit: `an integer from 1 to ${HISTORY_LIMIT_MAX}`,
+  cursor: 'the nextCursor of the previous page, unchanged',
+} as const satisfies Record<keyof Static<typeof HistoryQuery>, string>;
+
 export const listInventoryHistory = {
   operationId: 'listInventoryHistory',
   method: 'GET',
@@ -34,6 +40,7 @@ export const listInventoryHistory = {
   scope: 'inventory:read',
   pathParams: PET_ID_PARAM,
   querystring: HistoryQuery,
+  queryAccepts: HISTORY_QUERY_ACCEPTS,
   responses: {
     200: { description: 'One page of changes, newest first', schema: HistoryPage },
     404: { description: 'The pet has no inventory entry, current or retired', errorCodes: ['not_found'] },
@@ -44,7 +51,7 @@ export const listInventoryHistory = {
 function parseCursor(cursor: string | undefined): bigint | undefined {
   if (cursor === undefined) return undefined;
   const rowId = parseHistoryCursor(cursor);
-  if (rowId === undefined) throw new ApiError('invalid_parameter', 'Query parameter "cursor" is not valid: pass nextCursor from the previous page unchanged.');
+  if (rowId === undefined) throw invalidQueryParameter('cursor', HISTORY_QUERY_ACCEPTS.cursor);
   return rowId;
 }
 

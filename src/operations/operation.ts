@@ -34,6 +34,8 @@ export interface OperationSpec {
   /** Request headers the operation reads (extensions such as If-Match), for the document. */
   requestHeaders?: Record<string, { description: string; schema: TSchema }>;
   querystring?: TObject;
+  /** What each parameter of `querystring` accepts, in words ("an integer from 1 to 500"), for the message refusing a bad value. */
+  queryAccepts?: Readonly<Record<string, string>>;
   body?: { schema: TObject; contentTypes: readonly string[]; description: string };
   /** Success and operation-specific error responses; the common errors are added for every operation. */
   responses: Record<number, ResponseSpec>;

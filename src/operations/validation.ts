@@ -1,4 +1,5 @@
 import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
+import type { OperationSpec } from './operation.js';
 
 /** One schema validation error, as the validator (and Fastify, which runs the same one) reports it. */
 export interface SchemaError {
@@ -15,6 +16,25 @@ export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   reason: 'invalid_reason',
 };
 
+/** What an operation's query and body accept, named in the messages that refuse them. */
+export interface AcceptedInput {
+  /** Each query parameter, and what it accepts in words ("an integer from 1 to 500"). */
+  query: Readonly<Record<string, string>>;
+  /** The fields the body accepts. */
+  bodyFields: readonly string[];
+  /** The ones of them it requires. */
+  requiredBodyFields: readonly string[];
+}
+
+/** What the operation's query and body accept, from its declaration. */
+export function acceptedInput(spec: OperationSpec): AcceptedInput {
+  return {
+    query: spec.queryAccepts ?? {},
+    bodyFields: Object.keys(spec.body?.schema.properties ?? {}),
+    requiredBodyFields: spec.body?.schema.required ?? [],
+  };
+}
+
 /** Codes a JSON body can fail with, whatever its fields. */
 export const BODY_SHAPE_ERROR_CODES: readonly ErrorCode[] = ['missing_field', 'unknown_field', 'invalid_body', 'malformed_json'];
 
@@ -22,29 +42,22 @@ export const BODY_SHAPE_ERROR_CODES: readonly ErrorCode[] = ['missing_field', 'u
  * Turns schema validation errors into one API error. When a body has several problems the
  * most basic one wins: not an object, then unknown fields, missing fields, bad values.
  */
-export function validationToApiError(
-  errors: readonly SchemaError[],
-  part: string | undefined,
-  body: unknown,
-  allowedFields: readonly string[],
-): ApiError {
+export function validationToApiError(errors: readonly SchemaError[], part: string | undefined, body: unknown, accepted: AcceptedInput): ApiError {
   if (part === 'querystring') {
     const unknown = errors.find((e) => e.keyword === 'additionalProperties');
     const name = (unknown?.params as { additionalProperties?: string[] } | undefined)?.additionalProperties?.[0];
-    if (name !== undefined) return new ApiError('invalid_parameter', `Unknown query parameter "${name}".`);
-    const field = errors[0]?.instancePath.split('/')[1] ?? 'query';
-    return new ApiError('invalid_parameter', `Query parameter "${field}" is not valid: ${errors[0]?.message ?? 'invalid'}.`);
+    if (name !== undefined) return unknownQueryParameter(name, Object.keys(accepted.query));
+    const field = errors[0]?.instancePath.split('/')[1] ?? '';
+    return invalidQueryParameter(field, accepted.query[field]);
   }
-  if (body === undefined) {
-    return new ApiError('missing_field', `A JSON body is required with the field(s) ${allowedFields.join(', ')}.`);
-  }
+  if (body === undefined) return missingBody(accepted);
   if (errors.some((e) => e.instancePath === '' && e.keyword === 'type')) {
     return new ApiError('invalid_body', `The request body must be a JSON object, not ${describe(body)}.`);
   }
   for (const e of errors) {
     if (e.keyword !== 'additionalProperties') continue;
     const name = (e.params as { additionalProperties?: string[] }).additionalProperties?.[0];
-    return new ApiError('unknown_field', `Unknown field "${name}": the body accepts only ${allowedFields.join(', ')}.`);
+    return new ApiError('unknown_field', `Unknown field "${name}": the body accepts only ${accepted.bodyFields.join(', ')}.`);
   }
   for (const e of errors) {
     if (e.keyword !== 'required') continue;
@@ -57,6 +70,28 @@ export function validationToApiError(
   if (!code) return new ApiError('invalid_body');
   const given = (body as Record<string, unknown>)[field!];
   return new ApiError(code, `${ERROR_CATALOGUE[code].message.replace(/\.$/, '')}; got ${preview(given)}.`);
+}
+
+/** A query parameter whose value is refused: what it accepts, in words (never the schema's pattern). */
+export function invalidQueryParameter(name: string, accepts: string | undefined): ApiError {
+  if (accepts === undefined) return new ApiError('invalid_parameter', `Query parameter "${name}" is not valid.`);
+  return new ApiError('invalid_parameter', `Query parameter "${name}" must be ${accepts}.`);
+}
+
+function unknownQueryParameter(name: string, accepted: readonly string[]): ApiError {
+  const takes = accepted.length === 0 ? 'this operation takes none' : `this operation takes only ${inWords(accepted.map((n) => `"${n}"`))}`;
+  return new ApiError('invalid_parameter', `Unknown query parameter "${name}": ${takes}.`);
+}
+
+/** No body, or an empty one (decisions 3.4): the fields to send, the required ones marked. */
+function missingBody(accepted: AcceptedInput): ApiError {
+  const fields = accepted.bodyFields.map((f) => `"${f}" (${accepted.requiredBodyFields.includes(f) ? 'required' : 'optional'})`);
+  return new ApiError('missing_field', `The request body is empty: send a JSON object with ${inWords(fields)}.`);
+}
+
+/** a; a and b; a, b and c: a list as a sentence says it. */
+function inWords(items: readonly string[]): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
 /** A short, safe rendering of a rejected value for an error message. */

@@ -2,8 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import { Type, type TObject, type TString } from 'typebox';
 import type { Principal } from '../domain/api-key.js';
 import { parsePetId } from '../domain/pet-id.js';
-import { bodyFields } from '../operations/body.js';
 import { NoQuery, type OperationSpec } from '../operations/operation.js';
+import { acceptedInput } from '../operations/validation.js';
 
 /** /v1/inventory/{petId} -> /v1/inventory/:petId */
 export function routerPath(path: string): string {
@@ -32,7 +32,7 @@ export function routeOptions<const S extends OperationSpec>(spec: S) {
   return {
     method: spec.method,
     url: routerPath(spec.path),
-    config: { access: spec.scope ?? ('public' as const), operation: spec.operationId, bodyFields: bodyFields(spec) },
+    config: { access: spec.scope ?? ('public' as const), operation: spec.operationId, accepted: acceptedInput(spec) },
     schema: schema as RouteSchema<S>,
   };
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -176,6 +177,53 @@ test('npm start passes SIGTERM on to the server: it stops cleanly and leaves no 
   assert.match(out, /shut down cleanly/);
   await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'the port is closed');
 });
+
+/**
+ * Ctrl-C in a terminal: the terminal sends SIGINT to the whole foreground process group, so the
+ * server gets it from the terminal and again from npm, which forwards its own copy (decisions 7.5).
+ */
+for (const args of [[], ['--workers', '2']]) {
+  test(`Ctrl-C on npm start${args.length ? ` -- ${args.join(' ')}` : ''}: SIGINT to the process group drains once and exits 0`, async (t) => {
+    const { env } = tempStore(t);
+    // A process group of its own, as a terminal gives the command it runs in the foreground.
+    const npm = spawn('npm', ['start', ...(args.length ? ['--', ...args] : [])], {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      detached: true,
+      env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', npm_config_update_notifier: 'false' },
+    });
+    let out = '';
+    npm.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    npm.stderr.resume();
+    const exited = new Promise<number | null>((done) => npm.on('exit', (code) => done(code)));
+    t.after(() => {
+      try {
+        process.kill(-npm.pid!, 'SIGKILL');
+      } catch {
+        // The group has exited.
+      }
+    });
+    const processes = args.length ? 2 : 1;
+    await waitFor(() => out.split('Server listening at').length - 1 === processes, 30_000);
+    if (args.length) await waitFor(() => out.split('"worker listening"').length - 1 === processes);
+    const port = Number(/Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1]);
+    // A connection kept open holds the drain until npm's copy of the signal has arrived.
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((done) => socket.once('data', done).write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+
+    process.kill(-npm.pid!, 'SIGINT');
+    await waitFor(() => out.includes('shutting down'));
+    // The kernel does not queue a signal already pending: on a busy machine the two copies may reach the server as one.
+    const copySeen = await waitFor(() => out.includes('the same signal again at once: already shutting down'), 2000).then(
+      () => true,
+      () => false,
+    );
+    t.diagnostic(copySeen ? 'the server got SIGINT twice' : 'the two SIGINTs reached the server as one');
+    socket.destroy();
+    assert.equal(await exited, 0, out.slice(-2000));
+    assert.doesNotMatch(out, /second signal/);
+    assert.match(out, args.length ? /"exitCode":0,"msg":"all workers stopped"/ : /"msg":"shut down cleanly"/);
+  });
+}
 
 function isAlive(pid: number): boolean {
   try {

@@ -52,12 +52,29 @@ for (const backend of BACKENDS) {
 
       test('400 invalid_parameter for a bad limit or cursor or an unknown parameter; 404 not_found; 401 without a key', async (t) => {
         const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
-        for (const query of ['?limit=0', '?limit=501', '?limit=2.5', '?limit=ten', '?cursor=abc', '?cursor=h0', '?page=2']) {
-          assertError(await history(api, '1', query), 400, 'invalid_parameter');
+        // Each message says in words what the parameter accepts, never the schema's pattern.
+        const limitMessage = 'Query parameter "limit" must be an integer from 1 to 500.';
+        const cursorMessage = 'Query parameter "cursor" must be the nextCursor of the previous page, unchanged.';
+        const refusals: [string, string][] = [
+          ['?limit=0', limitMessage],
+          ['?limit=501', limitMessage],
+          ['?limit=2.5', limitMessage],
+          ['?limit=ten', limitMessage],
+          ['?limit=abc', limitMessage],
+          ['?limit=', limitMessage],
+          ['?limit=1&limit=2', limitMessage],
+          ['?cursor=abc', cursorMessage],
+          ['?cursor=h0', cursorMessage],
+          ['?cursor=', cursorMessage],
+          [`?cursor=h${'1'.repeat(40)}`, cursorMessage],
+          ['?page=2', 'Unknown query parameter "page": this operation takes only "limit" and "cursor".'],
+        ];
+        for (const [query, message] of refusals) {
+          assert.equal(assertError(await history(api, '1', query), 400, 'invalid_parameter').message, message, query);
         }
         // Past the int64 row ids: refused, never a 500 from the store's binding.
         for (const cursor of ['h9223372036854775808', 'h9999999999999999999', 'h10000000000000000000']) {
-          assertError(await history(api, '1', `?cursor=${cursor}`), 400, 'invalid_parameter');
+          assert.equal(assertError(await history(api, '1', `?cursor=${cursor}`), 400, 'invalid_parameter').message, cursorMessage);
         }
         assert.equal((await history(api, '1', '?cursor=h9223372036854775807')).status, 200, 'the largest row id is a cursor');
         assertError(await history(api, '2'), 404, 'not_found');
