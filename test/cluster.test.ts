@@ -5,7 +5,7 @@ import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { BACKENDS, backendSkip, createTestDatabase } from './support/backends.js';
-import { BIN, halfSentPatch, startServerProcess, tempDir, waitFor, type ServerProcess } from './support/process.js';
+import { BIN, halfSentPatch, isAlive, startServerProcess, tempDir, waitFor, type ServerProcess } from './support/process.js';
 
 const run = promisify(execFile);
 
@@ -62,14 +62,6 @@ async function childPids(server: ServerProcess): Promise<number[]> {
   return stdout.split('\n').filter((l) => l.trim() !== '').map(Number).sort(byNumber);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** One request on a connection of its own, so the cluster hands each to the next worker. */
 function send(server: ServerProcess, key: string, method: string, path: string, body?: object): Promise<{ status: number; text: string }> {
@@ -183,7 +175,7 @@ for (const backend of BACKENDS) {
       assert.match(patch.response(), /^HTTP\/1\.1 200 /);
       assert.equal(await server.exited, 0, server.stdout());
       assert.deepEqual(
-        workers.filter((pid) => alive(pid)),
+        workers.filter((pid) => isAlive(pid)),
         [],
       );
       assert.match(server.stdout(), /"msg":"all workers stopped"/);
@@ -206,7 +198,7 @@ for (const backend of BACKENDS) {
 
       server.proc.kill('SIGINT');
       assert.equal(await server.exited, 0, server.stdout());
-      assert.ok(!alive(survivor) && !alive(replacement));
+      assert.ok(!isAlive(survivor) && !isAlive(replacement));
     });
   });
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BIN, startServerProcess, waitFor } from '../support/process.js';
+import { BIN, isAlive, startServerProcess, waitFor } from '../support/process.js';
 import { runCli } from '../support/cli.js';
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -225,11 +225,3 @@ for (const args of [[], ['--workers', '2']]) {
   });
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,10 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { createTestDatabase } from '../support/backends.js';
-import { sleep } from '../support/process.js';
+import { freePort, isAlive, sleep } from '../support/process.js';
 import { httpAnswer, httpDifference, matchesShown } from './expected-output.js';
 import { ROOT, steps, type CodeBlock } from './markdown.js';
 import { ShellSession } from './shell.js';
@@ -184,16 +183,6 @@ export class ExampleRun {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 async function answersHealth(port: number): Promise<boolean> {
   try {
@@ -211,14 +200,6 @@ function readText(path: string): string {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {

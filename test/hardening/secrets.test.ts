@@ -4,7 +4,8 @@ import { CONFIG_VARIABLES } from '../../src/config.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { rawExchange, rawRequest, type RawAnswer } from '../support/raw-http.js';
 import { byScale } from '../support/scale.js';
-import { freePort, nearMisses, pets, startService } from '../support/service.js';
+import { freePort } from '../support/process.js';
+import { nearMisses, pets, startService } from '../support/service.js';
 
 /**
  * After a run with keys of every kind (valid, read-only, revoked, expired, the other environment's,

@@ -1,11 +1,10 @@
-import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 import { issueApiKey } from '../../src/auth/issue-key.js';
 import type { Scope } from '../../src/domain/api-key.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import type { Store } from '../../src/store/store.js';
 import { createTestDatabase, type Backend, type TestDatabase } from './backends.js';
-import { sleep, spawnServer, startServerProcess, type ServerProcess } from './process.js';
+import { freePort, sleep, spawnServer, startServerProcess, type ServerProcess } from './process.js';
 
 /** Keys of every kind a client could send; only `write` and `read` are valid on a production instance. */
 export interface KeySet {
@@ -82,18 +81,6 @@ async function startQuietServer(t: TestContext, env: Record<string, string>): Pr
     if (await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false)) break;
   }
   return { ...server, port, baseUrl };
-}
-
-/** A loopback port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** Near misses of a key: one character changed, truncated, one character more, the other environment's prefix. */
