@@ -129,7 +129,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);
-  const purge = schedulePruning(store.maintenance, config, app.log);
+  const purge = schedulePruning(store, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
   });

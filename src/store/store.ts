@@ -1,4 +1,5 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
+import type { InventoryEvent } from '../domain/event.js';
 import type { HistoryEntry } from '../domain/history.js';
 import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
 import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
@@ -8,7 +9,7 @@ import type { InventoryItem } from '../schemas/inventory.js';
  * A store is a few narrow ports, each implemented by every backend (src/store/<backend>/, one
  * file per port, the same names in each) and held to one contract suite over all of them
  * (test/store/). A caller asks for the port it needs, or a Pick of it, never the whole store. A new
- * capability of the store (an event log, webhook deliveries) is a port of its own here.
+ * capability of the store (the event log, webhook deliveries) is a port of its own here.
  *
  * A resolved write is durable: it survives the process being killed the next instant, and by
  * default a power loss. Failures to reach the store reject with StoreUnavailableError (503).
@@ -24,6 +25,8 @@ export interface Store {
   readonly keys: ApiKeys;
   /** The change history of each entry. */
   readonly history: History;
+  /** The ordered log of every committed change of an entry's quantity or status. */
+  readonly events: Events;
   /** What operators and timers need: durability, readiness, pruning. */
   readonly maintenance: Maintenance;
   /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
@@ -48,6 +51,9 @@ export interface Entries {
  * Writing the entries. Every write follows the same rules, in one transaction:
  * - a change of quantity writes its history row (decisions 5.4; the no-op rule is
  *   domain `writesChange`); creating, retiring or reviving an entry writes none;
+ * - every creation, revival, change of quantity that writes a history row, and retirement
+ *   appends one event (Events): applyChange's with source api and the change's key and request,
+ *   the others' with source cli; an idempotent replay or a refused change appends none;
  * - the store version is bumped last, so versions commit in order and changesSince never misses a
  *   committed write, from any process or instance;
  * - a change with an idempotency key follows domain/idempotency.ts: replayed, refused, or applied
@@ -98,6 +104,41 @@ export interface History {
   listHistory(petId: bigint, page: { limit: number; before?: bigint }): Promise<HistoryEntry[] | undefined>;
 }
 
+/**
+ * The event log: one event per committed change of an entry (see Changes), numbered by `seq` in
+ * commit order, so a reader that follows seq never misses one that commits later.
+ */
+export interface Events {
+  /**
+   * At most `limit` events with seq above `after`, oldest first, in one consistent read with the
+   * head; `pruned` (and no items) when events after `after` were already pruned.
+   */
+  readEvents(after: number, limit: number): Promise<EventPage>;
+  /** The newest seq committed (0 before the first event). */
+  head(): Promise<number>;
+  /**
+   * Calls `listener` soon after events may have been appended, by this process or, where the
+   * backend can tell (PostgreSQL's NOTIFY), by another: a hint to read sooner, never the only way
+   * to learn of an event. Returns the function that stops the calls. Closing the store stops
+   * every listener; once it is closed, this throws StoreUnavailableError.
+   */
+  onAppended(listener: () => void): () => void;
+  /**
+   * Drops events that occurred before `before`, oldest first (by seq), in short transactions,
+   * stopping at the first that is not old; a reader after a dropped seq gets `pruned`. Resolves to how many.
+   */
+  purgeEvents(before: Date): Promise<number>;
+}
+
+/** The answer of readEvents. */
+export interface EventPage {
+  items: InventoryEvent[];
+  /** The newest seq committed, read with the items. */
+  head: number;
+  /** Events after the given seq were pruned: the reader must reload the list and follow from `head`. */
+  pruned: boolean;
+}
+
 /** Durability, readiness and pruning. Pruning deletes in short transactions, so requests' writes interleave with it. */
 export interface Maintenance {
   /** The settings that make a write durable, for each connection that writes (the server logs them at start). */
@@ -124,6 +165,8 @@ export interface EntryChanges {
   removed: bigint[];
   /** `items` is the whole list (asked from -1, or the store cannot tell what changed): the reader replaces what it holds. */
   complete: boolean;
+  /** The event log's head in the same read: the list at `version` holds every event up to it and none after (X-Events-Head). */
+  eventsHead: number;
 }
 
 /**

@@ -1,0 +1,44 @@
+import { Type, type Static } from 'typebox';
+import { ChangeReason, PetId, PetStatus } from './inventory.js';
+import { QUANTITY_MAX, QUANTITY_MIN } from './values.js';
+
+/** What happened to an entry: it appeared (or was revived), its quantity or status changed, it was retired. */
+export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
+
+const Count = (description: string) =>
+  Type.Union([Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX }), Type.Null()], { description });
+
+/** One change of stock, as the feed, the stream and webhooks send it (extension: change events). */
+export const InventoryEventSchema = Type.Object(
+  {
+    id: Type.String({ description: 'evt_ and the seq: the same event has the same id wherever it is delivered' }),
+    seq: Type.Integer({ minimum: 1, description: 'Increases strictly in commit order and is never reused; gaps are allowed' }),
+    type: Type.Unsafe<(typeof EVENT_TYPES)[number]>({
+      type: 'string',
+      enum: [...EVENT_TYPES],
+      description: 'inventory.created: an entry appeared; inventory.updated: its quantity or status changed; inventory.deleted: it was retired',
+    }),
+    occurredAt: Type.String({ format: 'date-time', description: 'When the change was committed (RFC 3339, UTC)' }),
+    data: Type.Object(
+      {
+        petId: PetId,
+        status: PetStatus,
+        previousQuantity: Count('The quantity before the change; null when the entry appeared'),
+        quantity: Count('The quantity after the change; null when the entry was retired'),
+        version: Type.Integer({ minimum: 1, description: "The entry's version after the change, as in its ETag: a consumer drops an event older than what it holds" }),
+        reason: Type.Union([ChangeReason, Type.Null()], { description: 'The reason sent with the change, or null' }),
+        source: Type.Unsafe<'api' | 'cli'>({ type: 'string', enum: ['api', 'cli'], description: "api: a request; cli: the operator's command line" }),
+        keyId: Type.Union([Type.String(), Type.Null()], { description: 'Id of the API key that made the change; null for the CLI' }),
+        requestId: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the request; null for the CLI' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type InventoryEventBody = Static<typeof InventoryEventSchema>;
+
+export const EventPageSchema = Type.Object(
+  { items: Type.Array(InventoryEventSchema, { description: 'Events after the given seq, oldest first; empty when caught up' }) },
+  { additionalProperties: false },
+);
