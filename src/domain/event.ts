@@ -1,7 +1,8 @@
 import type { ChangeReason, PetStatus } from '../schemas/inventory.js';
+import { EVENT_TYPES } from '../schemas/values.js';
 
-/** What happened to an entry: it appeared (or was revived), its quantity or status changed, it was retired. */
-export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
+// Declared with the wire format's enumerations (the schemas, a layer below, build on it).
+export { EVENT_TYPES };
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Who made the change: a request to the API (the dashboard's too), or the operator's CLI (add, import, remove, first run). */

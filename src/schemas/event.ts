@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../domain/event.js';
 import { ChangeReason, PetId, PetStatus } from './inventory.js';
-import { QUANTITY_MAX, QUANTITY_MIN } from './values.js';
+import { EVENT_TYPES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
 const Count = (description: string) =>
   Type.Union([Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX }), Type.Null()], { description });
