@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Type, type Static } from 'typebox';
 import { ApiError } from '../errors.js';
 import { headerValue } from './header-value.js';
-import { AFTER_ACCEPTS, AfterParam, EVENTS_HEAD_DOC, invalidAfter, parseSeq } from './list-events.js';
+import { AFTER_ACCEPTS, AfterParam, EVENTS_HEAD_DOC, invalidAfter, parseSeq, SEQ_MAX } from './list-events.js';
 import type { OperationSpec } from './operation.js';
 
 export const EVENT_STREAM_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
@@ -43,7 +43,7 @@ export function streamStart(request: { headers: IncomingHttpHeaders; query: Stat
   const lastEventId = headerValue(request, 'last-event-id');
   if (lastEventId !== undefined) {
     const seq = parseSeq(lastEventId.trim());
-    if (seq === undefined) throw new ApiError('invalid_parameter', `Last-Event-ID must be the id of an event the stream sent: ${AFTER_ACCEPTS}.`);
+    if (seq === undefined) throw new ApiError('invalid_parameter', `Last-Event-ID must be the id of an event this stream sent: an integer from 0 to ${SEQ_MAX}.`);
     return seq;
   }
   if (request.query.after === undefined) return undefined;

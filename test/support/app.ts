@@ -64,6 +64,8 @@ export interface TestAppOptions {
   metrics?: AppOptions['metrics'];
   /** The built dashboard /dashboard serves (see buildApp); default the project's dist/dashboard. */
   dashboardDirectory?: string;
+  /** How often an idle event stream gets a comment line (see buildApp). */
+  eventHeartbeatMs?: number;
 }
 
 /** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
@@ -92,6 +94,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     ...(options.rules ? { rules: options.rules } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.dashboardDirectory ? { dashboardDirectory: options.dashboardDirectory } : {}),
+    ...(options.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: options.eventHeartbeatMs } : {}),
   });
   toClose.push(app);
 
