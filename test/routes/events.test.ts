@@ -5,6 +5,7 @@ import { BACKENDS, backendSkip } from '../support/backends.js';
 import { StreamClient, type SseMessage } from '../support/event-stream.js';
 import { PET_1_AND_INT64_MAX, INT64_MAX_ID } from '../support/pets.js';
 import { patch } from '../support/requests.js';
+import { setQuantity } from '../support/store.js';
 
 /** The data of an event message, parsed. */
 function dataOf(message: SseMessage): { seq: number; type: string; data: { petId: number; quantity: number | null } } {
@@ -124,23 +125,33 @@ for (const backend of BACKENDS) {
       assert.ok(client.seqs[0]! > head);
     });
 
-    test('a comment line at each heartbeat; neither the answer timeout nor keep-alive cuts a quiet stream; it counts as one request', async (t) => {
+    test('a comment line at each heartbeat; neither the answer timeout, the request timeout nor keep-alive cuts a quiet stream', async (t) => {
       const api = await buildTestApp(t, {
         backend,
         transport: 'http',
         items: PET_1_AND_INT64_MAX,
-        eventHeartbeatMs: 50,
-        // An answer must end within 100 + 2 * 100 ms, a request arrive within 100 ms, an idle connection close after 100 ms.
-        config: { REQUEST_TIMEOUT_MS: '100', STORE_TIMEOUT_MS: '100', KEEP_ALIVE_TIMEOUT_MS: '100', RATE_LIMIT_PER_MINUTE: '3' },
+        eventHeartbeatMs: 100,
+        // An answer must end within 1000 + 2 * 1000 ms, a request arrive within 1000 ms, an idle connection close after 100 ms.
+        config: { REQUEST_TIMEOUT_MS: '1000', STORE_TIMEOUT_MS: '1000', KEEP_ALIVE_TIMEOUT_MS: '100' },
       });
       const client = await stream(t, api).opened();
       assert.equal(client.status, 200);
-      assert.equal(client.headers.ratelimit?.includes('r=2'), true, 'the stream is one request of the key');
-      // Well past every one of those timeouts.
-      await client.until((c) => c.messages.filter((m) => m.comment !== undefined).length >= 30, 'thirty heartbeats');
-      await patch(api, '1', { quantity: 4 });
+      // 45 heartbeats 100 ms apart at the least: past every one of those timeouts.
+      await client.until((c) => c.messages.filter((m) => m.comment !== undefined).length >= 45, 'forty-five heartbeats');
+      // The change through the store itself: no other request of this test is subject to those short timeouts.
+      await setQuantity(api.store, 1n, 4);
       await client.until((c) => c.events.length === 1, 'an event after the quiet');
-      // The heartbeats and the event cost the key nothing: two requests are left, then 429.
+      assert.equal(dataOf(client.events[0]!).data.quantity, 4);
+    });
+
+    test('a stream is one request to the rate limit, whatever it carries', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PET_1_AND_INT64_MAX, eventHeartbeatMs: 20, config: { RATE_LIMIT_PER_MINUTE: '3' } });
+      const client = await stream(t, api).opened();
+      assert.equal(client.status, 200);
+      assert.match(String(client.headers.ratelimit), /;r=2;/, 'the stream took one request of the key');
+      for (let q = 1; q <= 5; q++) await setQuantity(api.store, 1n, q);
+      await client.until((c) => c.events.length === 5 && c.messages.filter((m) => m.comment !== undefined).length >= 5, 'five events and five heartbeats');
+      // The heartbeats and the events cost the key nothing: two requests are left, then 429.
       for (let i = 0; i < 2; i++) assert.equal((await api.request({ method: 'GET', url: '/v1/events?limit=1', key: api.keys.read })).status, 200);
       assertError(await api.request({ method: 'GET', url: '/v1/events?limit=1', key: api.keys.read }), 429, 'rate_limited');
     });
