@@ -1,7 +1,9 @@
-import type { ChangeReason, PetStatus } from '../schemas/inventory.js';
+import { EVENT_TYPES } from '../schemas/event.js';
+import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
+import type { InventoryEntry, QuantityChange } from './inventory.js';
 
-/** What happened to an entry: it appeared (or was revived), its quantity or status changed, it was retired. */
-export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
+// Declared with the wire schema (a layer below), kept importable from here.
+export { EVENT_TYPES };
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Who made the change: a request to the API (the dashboard's too), or the operator's CLI (add, import, remove, first run). */
@@ -55,4 +57,44 @@ export function eventJson(e: InventoryEvent): string {
     `"version":${e.version},"reason":${jsonOrNull(e.reason)},"source":"${e.source}","keyId":${jsonOrNull(e.keyId)},` +
     `"requestId":${jsonOrNull(e.requestId)}}}`
   );
+}
+
+/** An event before the store gives it its seq, in the transaction of its change. */
+export type NewEvent = Omit<InventoryEvent, 'seq'>;
+
+/**
+ * Which event each write appends (the store's Changes rule): SQLite builds them with these;
+ * PostgreSQL writes the same columns in SQL, and the store contract suite holds both to them.
+ */
+
+/** A change of quantity through the API: its key and request, the entry as the change left it. */
+export function updatedEvent(change: QuantityChange, previousQuantity: number, after: InventoryEntry): NewEvent {
+  return {
+    type: 'inventory.updated',
+    occurredAt: change.at,
+    petId: change.petId,
+    status: after.item.status,
+    previousQuantity,
+    quantity: after.item.quantity,
+    version: after.version,
+    reason: change.reason,
+    source: 'api',
+    keyId: change.keyId,
+    requestId: change.requestId,
+  };
+}
+
+/** An entry the CLI created, or revived (a revival is a creation: no previous quantity). */
+export function createdEvent(item: InventoryItem, version: number, at: Date): NewEvent {
+  const { petId, status, quantity } = item;
+  return { type: 'inventory.created', occurredAt: at, petId, status, previousQuantity: null, quantity, version, reason: null, source: 'cli', keyId: null, requestId: null };
+}
+
+/**
+ * An entry the CLI retired, from the entry as it was: its status, no quantity, and the version
+ * after it (a retirement is a new version, so the event is newer than the entry's last change).
+ */
+export function deletedEvent(before: InventoryEntry, at: Date): NewEvent {
+  const { petId, status } = before.item;
+  return { type: 'inventory.deleted', occurredAt: at, petId, status, previousQuantity: null, quantity: null, version: before.version + 1, reason: null, source: 'cli', keyId: null, requestId: null };
 }

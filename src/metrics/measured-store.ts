@@ -20,6 +20,7 @@ export function measuredStore(store: Store, metrics: Pick<ServiceMetrics, 'store
     changes: measured(store.changes),
     keys: measured(store.keys),
     history: measured(store.history),
+    events: measured(store.events),
     maintenance: measured(store.maintenance),
     close: () => store.close(),
   };
@@ -30,7 +31,7 @@ export function measuredPort<P extends object>(port: P, cellOf: (member: string)
   const measured: Record<string, unknown> = {};
   for (const member of membersOf(port)) {
     const value = (port as Record<string, unknown>)[member];
-    measured[member] = typeof value === 'function' && !UNTIMED.has(member) ? timed(value.bind(port) as (...args: unknown[]) => Promise<unknown>, cellOf(member)) : value;
+    measured[member] = typeof value === 'function' && !UNTIMED.has(member) ? timed(value.bind(port) as (...args: unknown[]) => unknown, cellOf(member)) : value;
   }
   return measured as P;
 }
@@ -44,11 +45,13 @@ function membersOf(port: object): string[] {
   return [...names];
 }
 
-function timed<A extends unknown[], R>(call: (...args: A) => Promise<R>, cell: HistogramCell): (...args: A) => Promise<R> {
+/** The call, timed until its promise settles; a member that answers at once, without a promise (a subscription), is passed through untimed. */
+function timed<A extends unknown[], R>(call: (...args: A) => R, cell: HistogramCell): (...args: A) => R {
   return (...args) => {
     const started = performance.now();
-    const done = () => cell.observe((performance.now() - started) / 1000);
     const result = call(...args);
+    if (!(result instanceof Promise)) return result;
+    const done = () => cell.observe((performance.now() - started) / 1000);
     // The caller handles the outcome; this only times it.
     result.then(done, done);
     return result;

@@ -227,20 +227,20 @@ for (const backend of BACKENDS) {
       await store.changes.addItems([item(1n), item(2n), item(3n)]);
       const v1 = await store.entries.readVersion();
       assert.ok(v1 > v0);
-      assert.deepEqual(await store.entries.changesSince(-1), { version: v1, items: [item(1n), item(2n), item(3n)], removed: [], complete: true });
-      assert.deepEqual(await store.entries.changesSince(v1), { version: v1, items: [], removed: [], complete: false });
+      assert.deepEqual(await store.entries.changesSince(-1), { version: v1, items: [item(1n), item(2n), item(3n)], removed: [], complete: true, eventsHead: 3 });
+      assert.deepEqual(await store.entries.changesSince(v1), { version: v1, items: [], removed: [], complete: false, eventsHead: 3 });
       await store.changes.applyChange(change(2n, 7));
       await store.changes.applyChange(change(2n, 5, { condition: { anyVersion: false, versions: [99] } }));
       const v2 = await store.entries.readVersion();
       assert.ok(v2 > v1);
-      assert.deepEqual(await store.entries.changesSince(v1), { version: v2, items: [item(2n, 5 + 2)], removed: [], complete: false });
+      assert.deepEqual(await store.entries.changesSince(v1), { version: v2, items: [item(2n, 5 + 2)], removed: [], complete: false, eventsHead: 4 });
       await store.changes.addItems([item(0n)]);
       const v3 = await store.entries.readVersion();
-      assert.deepEqual(await store.entries.changesSince(v1), { version: v3, items: [item(0n), item(2n, 7)], removed: [], complete: false });
+      assert.deepEqual(await store.entries.changesSince(v1), { version: v3, items: [item(0n), item(2n, 7)], removed: [], complete: false, eventsHead: 5 });
       await store.changes.retireEntry(1n, { force: true, at: new Date() });
       const v4 = await store.entries.readVersion();
-      assert.deepEqual(await store.entries.changesSince(v3), { version: v4, items: [], removed: [1n], complete: false });
-      assert.deepEqual(await store.entries.changesSince(-1), { version: v4, items: [item(0n), item(2n, 7), item(3n)], removed: [], complete: true });
+      assert.deepEqual(await store.entries.changesSince(v3), { version: v4, items: [], removed: [1n], complete: false, eventsHead: 6 });
+      assert.deepEqual(await store.entries.changesSince(-1), { version: v4, items: [item(0n), item(2n, 7), item(3n)], removed: [], complete: true, eventsHead: 6 });
     });
   });
 }

@@ -88,6 +88,13 @@ const EVERY_CALL = {
   history: {
     listHistory: (s) => s.history.listHistory(1n, { limit: 10 }),
   },
+  events: {
+    readEvents: (s) => s.events.readEvents(0, 10),
+    head: (s) => s.events.head(),
+    // Answers at once: as a call that settles, so that a closed store's refusal is seen like the others'.
+    onAppended: async (s) => s.events.onAppended(() => {}),
+    purgeEvents: (s) => s.events.purgeEvents(new Date()),
+  },
   maintenance: {
     durability: (s) => s.maintenance.durability(),
     ping: (s) => s.maintenance.ping(),
@@ -344,11 +351,12 @@ for (const backend of BACKENDS) {
         assert.equal(complete, false, `${name}: only what changed`);
       }
       const before = await store.entries.readVersion();
+      const eventsHead = await store.events.head();
       await store.keys.insertApiKey(keyRecord(3));
       await store.keys.touchApiKey('key_3', new Date());
       await store.maintenance.purgeIdempotencyRecords(new Date());
       await store.maintenance.purgeHistory(new Date());
-      assert.deepEqual(await store.entries.changesSince(before), { version: before, items: [], removed: [], complete: false }, 'writes of other things move nothing');
+      assert.deepEqual(await store.entries.changesSince(before), { version: before, items: [], removed: [], complete: false, eventsHead }, 'writes of other things move nothing');
     });
 
     it('every connection that writes commits durably: WAL with synchronous=FULL, or synchronous_commit=on', async (t) => {
@@ -428,7 +436,7 @@ for (const backend of BACKENDS) {
       const before = await b.entries.readVersion();
       const retired = await Promise.all([a.changes.retireEntry(7n, { force: true, at }), b.changes.retireEntry(7n, { force: true, at })]);
       assert.deepEqual(retired.map((r) => r.kind).sort(), ['not_found', 'retired']);
-      assert.deepEqual(await b.entries.changesSince(before), { version: await a.entries.readVersion(), items: [], removed: [7n], complete: false });
+      assert.deepEqual(await b.entries.changesSince(before), { version: await a.entries.readVersion(), items: [], removed: [7n], complete: false, eventsHead: await a.events.head() });
     });
 
     if (backend === 'postgres') postgresOnly();

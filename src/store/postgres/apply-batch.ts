@@ -10,6 +10,8 @@ export type Query = <R extends QueryResultRow>(statement: Statement, values: unk
 export interface Database {
   query: Query;
   transaction<T>(fn: (query: Query) => Promise<T>): Promise<T>;
+  /** The NOTIFY channel of the store's event log (events.ts). */
+  channel: string;
 }
 
 /**
@@ -19,6 +21,13 @@ export interface Database {
  * write, store_state is the last lock taken, and batches of several instances cannot deadlock.
  * Every change gets one result row, in the order given: cur is the entry before the change
  * (absent: no entry, or a retired one), newVersion is set when it was applied.
+ *
+ * Each applied change appends its event (ev), with a seq taken from store_state.events_head in
+ * the same update that bumps the store version: that row lock is held until commit, and a
+ * transaction is visible before its locks are released, so the next writer takes its seqs only
+ * once these are visible. Seqs are handed out in commit (and visibility) order: no reader can see
+ * seq n+1 before n (decisions 5.10). The NOTIFY ($9) is sent from the same update, so only when
+ * something was applied, and delivered at commit.
  */
 export const CHANGE_BATCH = {
   name: 'inventory-change-batch',
@@ -26,12 +35,17 @@ export const CHANGE_BATCH = {
                     WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, ord)),
          cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
                  ORDER BY pet_id FOR UPDATE),
-         ok AS (SELECT c.*, cur.quantity AS previous FROM c JOIN cur ON cur.pet_id = c.pet_id
+         ok AS (SELECT c.*, cur.quantity AS previous, cur.status, cur.version + 1 AS new_version FROM c JOIN cur ON cur.pet_id = c.pet_id
                 WHERE c.versions IS NULL OR cur.version = ANY(c.versions::bigint[])),
          hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
                   SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord),
-         bump AS (UPDATE store_state SET version = version + 1
-                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok) RETURNING version),
+         bump AS (UPDATE store_state SET version = version + 1, events_head = events_head + (SELECT count(*) FROM ok)
+                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok)
+                  RETURNING version, events_head, pg_notify($9, events_head::text)),
+         ev AS (INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+                SELECT bump.events_head - (SELECT count(*) FROM ok) + row_number() OVER (ORDER BY ok.ord), 'inventory.updated', ok.at, ok.pet_id,
+                       ok.status, ok.previous, ok.quantity, ok.new_version, ok.reason, 'api', ok.key_id, ok.request_id
+                FROM ok, bump),
          upd AS (UPDATE inventory i SET quantity = ok.quantity, version = i.version + 1, change_seq = bump.version, updated_at = ok.at
                  FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version)
     SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, upd.version AS "newVersion"
@@ -109,7 +123,7 @@ type Applied = ChangeOutcome & { replayed: false };
  */
 export async function applyBatch(db: Database, changes: readonly QuantityChange[]): Promise<ChangeResult[]> {
   const keyed = changes.filter((c): c is Keyed => c.idempotency !== undefined);
-  if (keyed.length === 0) return applyChanges(db.query, changes);
+  if (keyed.length === 0) return applyChanges(db.query, changes, db.channel);
   const hashOf = new Map(keyed.map((c) => [c, idempotencyKeyHash(c.idempotency.key)]));
   return db.transaction(async (query) => {
     const apiKeys = [...new Set(keyed.map((c) => c.keyId))].sort();
@@ -131,7 +145,7 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
     }
 
     const toApply = changes.filter((c) => !earlier.has(c));
-    const applied = toApply.length > 0 ? await applyChanges(query, toApply) : [];
+    const applied = toApply.length > 0 ? await applyChanges(query, toApply, db.channel) : [];
     const outcomes = new Map(toApply.map((c, i) => [c, applied[i]!]));
     const toSave = keyed.filter((c) => outcomes.has(c));
     if (toSave.length > 0) await query(SAVE_OUTCOMES, saveValues(toSave, (c) => hashOf.get(c)!, (c) => outcomes.get(c)!));
@@ -174,7 +188,7 @@ function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outco
 }
 
 /** CHANGE_BATCH for these changes, one result each, in order. */
-async function applyChanges(query: Query, changes: readonly QuantityChange[]): Promise<Applied[]> {
+async function applyChanges(query: Query, changes: readonly QuantityChange[], channel: string): Promise<Applied[]> {
   const versions = (c: QuantityChange) => (c.condition && !c.condition.anyVersion ? `{${c.condition.versions.join(',')}}` : null);
   const { rows } = await query<ResultRow>(CHANGE_BATCH, [
     changes.map((c) => c.petId.toString()),
@@ -185,6 +199,7 @@ async function applyChanges(query: Query, changes: readonly QuantityChange[]): P
     changes.map((c) => c.requestId),
     changes.map((c) => c.reason),
     changes.map(versions),
+    channel,
   ]);
   return changes.map((change, i): Applied => {
     const { petId, quantity, status, version, newVersion } = rows[i]!;

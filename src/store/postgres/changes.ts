@@ -2,6 +2,7 @@ import type { ChangeResult, QuantityChange, RetireOutcome } from '../../domain/i
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
 import { DuplicatePetError, type Changes } from '../store.js';
+import type { EventLog } from './events.js';
 import { inTransaction, type Pooled, type Statement } from './connection.js';
 import { ITEM_COLUMNS } from './entries.js';
 import { importItems } from './import.js';
@@ -18,17 +19,28 @@ const STATEMENTS = {
              version = inventory.version + 1, updated_at = excluded.updated_at
            WHERE inventory.retired_at IS NOT NULL RETURNING pet_id AS "petId"`,
   },
+  // store_state last, as in every write: the store version, and the seqs of the entries' events (see CHANGE_BATCH), in petId order.
   stampInserted: {
     name: 'inventory-stamp-inserted',
-    text: `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
+    text: `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + cardinality($1::bigint[]) WHERE id = 1
+                      RETURNING version, events_head, pg_notify($2, events_head::text)),
+                e AS (INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+                      SELECT s.events_head - cardinality($1::bigint[]) + row_number() OVER (ORDER BY i.pet_id), 'inventory.created', i.updated_at,
+                             i.pet_id, i.status, NULL, i.quantity, i.version, NULL, 'cli', NULL, NULL
+                      FROM inventory i, s WHERE i.pet_id = ANY($1::bigint[]))
            UPDATE inventory SET change_seq = s.version FROM s WHERE pet_id = ANY($1::bigint[])`,
   },
   // The entry's row first, then store_state, as in every write; the version is bumped only when it retires.
   lockEntry: { name: 'inventory-lock', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id = $1 AND retired_at IS NULL FOR UPDATE` },
+  // A retirement is a new version of the entry (decisions 5.9), so its event is newer than the entry's last change.
   retire: {
     name: 'inventory-retire',
-    text: `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
-           UPDATE inventory SET retired_at = $2, updated_at = $2, change_seq = s.version FROM s WHERE pet_id = $1`,
+    text: `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + 1 WHERE id = 1
+                      RETURNING version, events_head, pg_notify($3, events_head::text)),
+                r AS (UPDATE inventory SET retired_at = $2, updated_at = $2, change_seq = s.version, version = inventory.version + 1
+                      FROM s WHERE pet_id = $1 RETURNING inventory.pet_id, inventory.status, inventory.version)
+           INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+           SELECT s.events_head, 'inventory.deleted', $2::timestamptz, r.pet_id, r.status, NULL, NULL, r.version, NULL, 'cli', NULL, NULL FROM s, r`,
   },
 } as const satisfies Record<string, Statement>;
 
@@ -36,9 +48,10 @@ const STATEMENTS = {
  * The PostgreSQL store's writes of entries. Changes of quantity go through the group commit: one
  * statement per batch (one round trip, one commit), or one transaction when changes carry
  * idempotency keys (apply-batch.ts). Creations and retirements lock their rows first and
- * store_state last, as every write does, so writers of several instances never deadlock.
+ * store_state last, as every write does, so writers of several instances never deadlock; each
+ * appends its events with seqs taken in that last update (see CHANGE_BATCH).
  */
-export function changes({ pool, run }: Pooled, groupCommit: GroupCommit<QuantityChange, ChangeResult>): Changes {
+export function changes({ pool, run }: Pooled, groupCommit: GroupCommit<QuantityChange, ChangeResult>, log: EventLog): Changes {
   return {
     applyChange: (change) => groupCommit.submit(change),
     async addItems(items) {
@@ -61,20 +74,28 @@ export function changes({ pool, run }: Pooled, groupCommit: GroupCommit<Quantity
           // The first item that was not inserted is the one SQLite's row-by-row insert stops at.
           const refused = unique.find((i) => !inserted.has(i.petId)) ?? items[repeated];
           if (refused) throw new DuplicatePetError(refused.petId);
-          await client.query(STATEMENTS.stampInserted, [rows.map((r) => r.petId.toString())]);
+          await client.query(STATEMENTS.stampInserted, [rows.map((r) => r.petId.toString()), log.channel]);
         }),
       );
+      if (items.length > 0) log.appended.emit();
     },
-    retireEntry: (petId, options) =>
-      run(() =>
+    async retireEntry(petId, options) {
+      const outcome = await run(() =>
         inTransaction(pool, async (client): Promise<RetireOutcome> => {
           const item = (await client.query<InventoryItem>({ ...STATEMENTS.lockEntry, values: [petId.toString()] })).rows[0];
           if (!item) return { kind: 'not_found' };
           if (item.quantity > 0 && !options.force) return { kind: 'in_stock', item };
-          await client.query({ ...STATEMENTS.retire, values: [petId.toString(), options.at.toISOString()] });
+          await client.query({ ...STATEMENTS.retire, values: [petId.toString(), options.at.toISOString(), log.channel] });
           return { kind: 'retired', item };
         }),
-      ),
-    importItems: (source, plan) => run(() => importItems(pool, source, plan)),
+      );
+      if (outcome.kind === 'retired') log.appended.emit();
+      return outcome;
+    },
+    async importItems(source, plan) {
+      const outcome = await run(() => importItems(pool, source, plan, log.channel));
+      if (outcome.applied && outcome.created + outcome.updated > 0) log.appended.emit();
+      return outcome;
+    },
   };
 }

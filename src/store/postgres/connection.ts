@@ -1,4 +1,4 @@
-import { Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
+import { Client, Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
 
@@ -49,6 +49,11 @@ export function openPool(url: string, options: PostgresStoreOptions): Pool {
   // An idle connection that drops is already out of the pool and the next query reconnects; unhandled, this event would kill the process.
   pool.on('error', ignore);
   return pool;
+}
+
+/** One connection outside the pool, with the same session settings (the event log's LISTEN: a pooled connection goes back to the pool). */
+export function openClient(url: string, options: PostgresStoreOptions): Client {
+  return new Client(poolConfig(url, options));
 }
 
 function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {

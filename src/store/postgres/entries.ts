@@ -13,18 +13,18 @@ const STATEMENTS = {
   nextPage: { name: 'inventory-next-page', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id > $1 AND retired_at IS NULL ORDER BY pet_id LIMIT $2` },
   get: { name: 'inventory-get', text: `SELECT ${ITEM_COLUMNS}, version FROM inventory WHERE pet_id = $1 AND retired_at IS NULL` },
   readVersion: { name: 'store-version', text: 'SELECT version FROM store_state WHERE id = 1' },
-  // One statement is one snapshot: the version and the rows agree.
+  // One statement is one snapshot: the version, the events head (moved with it) and the rows agree.
   // From before a bulk write (reload_from), every entry: the whole list.
   changesSince: {
     name: 'inventory-changes-since',
-    text: `SELECT s.version AS "storeVersion", s.reload_from > $1 AS reload, i.pet_id AS "petId", i.quantity, i.status, i.retired_at IS NOT NULL AS retired
+    text: `SELECT s.version AS "storeVersion", s.events_head AS "eventsHead", s.reload_from > $1 AS reload, i.pet_id AS "petId", i.quantity, i.status, i.retired_at IS NOT NULL AS retired
            FROM store_state s LEFT JOIN inventory i ON i.change_seq > (CASE WHEN s.reload_from > $1 THEN -1 ELSE $1 END)
            WHERE s.id = 1 ORDER BY i.pet_id`,
   },
 } as const satisfies Record<string, Statement>;
 
 type EntryRow = InventoryItem & { version: bigint };
-type ChangedRow = { storeVersion: bigint; reload: boolean; petId: bigint | null; retired: boolean | null } & Omit<InventoryItem, 'petId'>;
+type ChangedRow = { storeVersion: bigint; eventsHead: bigint; reload: boolean; petId: bigint | null; retired: boolean | null } & Omit<InventoryItem, 'petId'>;
 
 /** The PostgreSQL store's reads of entries: each one statement, so one snapshot. */
 export function entries({ query }: Pooled): Entries {
@@ -52,7 +52,7 @@ export function entries({ query }: Pooled): Entries {
         if (!r.retired) items.push({ petId: r.petId, quantity: r.quantity, status: r.status });
         else if (!complete) removed.push(r.petId);
       }
-      return { version: Number(rows[0]!.storeVersion), items, removed, complete };
+      return { version: Number(rows[0]!.storeVersion), items, removed, complete, eventsHead: Number(rows[0]!.eventsHead) };
     },
   };
 }

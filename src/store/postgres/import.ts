@@ -10,6 +10,10 @@ import { BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from './connection.
 const CREATE_STAGING = `CREATE TEMP TABLE import_rows (
   seq bigint NOT NULL, line bigint NOT NULL, item bigint, pet_id bigint NOT NULL, quantity integer NOT NULL, status text NOT NULL)`;
 const COPY_STAGING = 'COPY import_rows (seq, line, item, pet_id, quantity, status) FROM STDIN';
+/** The events of the import, staged before the writes (they need the entries as they were), numbered 1.. in petId order. */
+const CREATE_EVENTS = `CREATE TEMP TABLE import_events (
+  ord bigint NOT NULL, type text NOT NULL, pet_id bigint NOT NULL, status text NOT NULL, previous_quantity integer, quantity integer NOT NULL,
+  version bigint NOT NULL, reason text)`;
 
 /** How many rows repeat a petId of an earlier row. */
 const REPEATS = `SELECT coalesce(sum(n - 1), 0) AS n FROM (SELECT count(*) AS n FROM import_rows GROUP BY pet_id HAVING count(*) > 1) d`;
@@ -48,14 +52,37 @@ const REVIVE = `UPDATE inventory i SET quantity = s.quantity, status = s.status,
 const CREATE = `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
   SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`;
 /**
+ * The event of every entry the import will write (a revival is a creation), with the version the
+ * write will give it: the same rules as the writes above ($1: upsert).
+ */
+const STAGE_EVENTS = `INSERT INTO import_events (ord, type, pet_id, status, previous_quantity, quantity, version, reason)
+  SELECT row_number() OVER (ORDER BY s.pet_id), CASE WHEN c.created THEN 'inventory.created' ELSE 'inventory.updated' END, s.pet_id, s.status,
+    CASE WHEN c.created THEN NULL ELSE i.quantity END, s.quantity, coalesce(i.version + 1, 1), CASE WHEN c.created THEN NULL ELSE 'correction' END
+  FROM import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id, LATERAL (SELECT i.pet_id IS NULL OR i.retired_at IS NOT NULL AS created) c
+  WHERE c.created OR ($1 AND i.quantity <> s.quantity)`;
+/**
+ * With the bump of store_state, last as in every write: the staged events take the seqs after the
+ * head, in the same update (see CHANGE_BATCH), and the NOTIFY ($3) goes with it. $1: how many, $2: when.
+ */
+const APPEND_EVENTS = `e AS (INSERT INTO inventory_events
+      (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+    SELECT s.events_head - $1::bigint + e.ord, e.type, $2::timestamptz, e.pet_id, e.status, e.previous_quantity, e.quantity, e.version, e.reason,
+      'cli', NULL, NULL
+    FROM import_events e, s)`;
+const BUMP_RETURNING = 'RETURNING version, events_head, pg_notify($3, events_head::text)';
+/**
  * A few entries written: they carry WRITING until the store version, bumped last as in every
  * write, is known, and then that version. Many: readers are told to read the whole list again
  * (reload_from), which spares an update of every row written.
  */
 const WRITING = -1;
-const STAMP_WRITTEN = `WITH s AS (UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version)
+const STAMP_WRITTEN = `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + $1::bigint WHERE id = 1 ${BUMP_RETURNING}),
+  ${APPEND_EVENTS}
   UPDATE inventory SET change_seq = s.version FROM s WHERE change_seq = ${WRITING}`;
-const BUMP_FOR_RELOAD = 'UPDATE store_state SET version = version + 1, reload_from = version + 1 WHERE id = 1';
+const BUMP_FOR_RELOAD = `WITH s AS (UPDATE store_state SET version = version + 1, reload_from = version + 1, events_head = events_head + $1::bigint WHERE id = 1
+    ${BUMP_RETURNING}),
+  ${APPEND_EVENTS}
+  SELECT 1`;
 
 type Query = <R extends QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
 
@@ -68,7 +95,7 @@ type Query = <R extends QueryResultRow>(text: string, values?: unknown[]) => Pro
  * request waits on these statements and a million rows take seconds, so they run under
  * BULK_STATEMENT_TIMEOUT_MS, not the store timeout.
  */
-export async function importItems(pool: Pool, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
+export async function importItems(pool: Pool, source: ImportSource, plan: ImportPlan, channel: string): Promise<ImportOutcome> {
   const client = await pool.connect();
   // A connection dropping between statements fails the next one; unhandled, the event would kill the process.
   client.on('error', ignore);
@@ -77,6 +104,7 @@ export async function importItems(pool: Pool, source: ImportSource, plan: Import
   try {
     await query(`SET statement_timeout = ${BULK_STATEMENT_TIMEOUT_MS}`);
     await query(CREATE_STAGING);
+    await query(CREATE_EVENTS);
     const staged = await stage(client, source);
     plan.onPhase?.('checking');
     // Temporary tables get no statistics of their own: without these the planner guesses a size.
@@ -96,7 +124,7 @@ export async function importItems(pool: Pool, source: ImportSource, plan: Import
         if ((await findConflicts(query, plan)).count > 0) throw new Refused();
         if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
         plan.onPhase?.('applying');
-        return write(query, plan, staged);
+        return write(query, plan, staged, channel);
       });
     } catch (err) {
       // Refused, or a petId twice in the file (or one created meanwhile): rolled back; find every problem to list it.
@@ -175,10 +203,10 @@ async function findConflicts(query: Query, plan: ImportPlan): Promise<{ kept: Im
 }
 
 /**
- * The write itself, the entries locked and checked: history and changes of quantity, revivals,
- * creations, then the store version. Without upsert every staged row is a creation (or a revival).
+ * The write itself, the entries locked and checked: the events staged, history and changes of
+ * quantity, revivals, creations, then the store version and the events. Without upsert every staged row is a creation (or a revival).
  */
-async function write(query: Query, plan: ImportPlan, staged: number): Promise<ImportOutcome> {
+async function write(query: Query, plan: ImportPlan, staged: number, channel: string): Promise<ImportOutcome> {
   const counts = plan.upsert ? (await query<{ created: bigint; updated: bigint }>(WRITES))[0]! : { created: staged, updated: 0 };
   const created = Number(counts.created);
   const updated = Number(counts.updated);
@@ -187,6 +215,7 @@ async function write(query: Query, plan: ImportPlan, staged: number): Promise<Im
   // Many: the rows' change_seq is never read (readers reload), so it costs no second pass over them.
   const seq = bulk ? 0 : WRITING;
   const at = plan.change.at.toISOString();
+  if (written > 0) await query(STAGE_EVENTS, [plan.upsert]);
   if (updated > 0) {
     const { keyId, keyName, requestId } = plan.change;
     await query(HISTORY, [at, keyId, keyName, requestId]);
@@ -196,7 +225,7 @@ async function write(query: Query, plan: ImportPlan, staged: number): Promise<Im
     await query(REVIVE, [at, seq]);
     await query(CREATE, [at, seq]);
   }
-  if (written > 0) await query(bulk ? BUMP_FOR_RELOAD : STAMP_WRITTEN);
+  if (written > 0) await query(bulk ? BUMP_FOR_RELOAD : STAMP_WRITTEN, [written, at, channel]);
   return { applied: true, created, updated, unchanged: staged - written };
 }
 

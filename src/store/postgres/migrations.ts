@@ -143,6 +143,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE store_state ADD COLUMN reload_from BIGINT NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 7,
+    name: 'change events',
+    sql: `
+      -- The event log's head (the last seq handed out) and the highest seq pruned. Every write takes its seqs
+      -- from events_head in the update of store_state it already makes last, so seqs are handed out in commit order.
+      ALTER TABLE store_state ADD COLUMN events_head BIGINT NOT NULL DEFAULT 0;
+      ALTER TABLE store_state ADD COLUMN events_pruned BIGINT NOT NULL DEFAULT 0;
+
+      -- One row per committed change of an entry; no index but the primary key (readers and pruning go by seq).
+      CREATE TABLE inventory_events (
+        seq               BIGINT      PRIMARY KEY,
+        type              TEXT        NOT NULL CHECK (type IN ('inventory.created', 'inventory.updated', 'inventory.deleted')),
+        occurred_at       TIMESTAMPTZ NOT NULL,
+        pet_id            BIGINT      NOT NULL,
+        status            TEXT        NOT NULL,
+        previous_quantity INTEGER,
+        quantity          INTEGER,
+        version           BIGINT      NOT NULL,
+        reason            TEXT,
+        source            TEXT        NOT NULL CHECK (source IN ('api', 'cli')),
+        key_id            TEXT,
+        request_id        TEXT
+      );
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

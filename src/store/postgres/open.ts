@@ -1,10 +1,12 @@
 import { clock, DEFAULT_STORE_TIMEOUT_MS } from '../deadline.js';
+import { AppendedSignal, batchAppended } from '../appended.js';
 import { changeGroupCommit } from '../group-commit.js';
 import type { Store } from '../store.js';
 import { applyBatch, type Database } from './apply-batch.js';
 import { changes } from './changes.js';
-import { asUnavailable, inTransaction, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions } from './connection.js';
+import { asUnavailable, inTransaction, openClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions } from './connection.js';
 import { entries } from './entries.js';
+import { channelListener, eventChannel, events } from './events.js';
 import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
@@ -26,21 +28,33 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   const calls = pooled(pool, timeoutMs);
+  const channel = eventChannel(options.schema);
+  // Listens to the other instances' commits only while someone listens to onAppended.
+  const listening = channelListener(() => openClient(url, options), channel, () => appended.emit());
+  const appended = new AppendedSignal(listening);
+  const log = { channel, appended };
   // Where a batch runs, every wait of it ending by `deadline`; a batch is given up once none of its changes is awaited any more.
   const batchDatabase = (deadline: number): Database => ({
     query: (statement, values) => queryOnPool(pool, { ...statement, values }, deadline),
     transaction: (fn) => inTransaction(pool, (client) => fn((statement, values) => queryBy(client, { ...statement, values }, deadline)), deadline),
+    channel,
   });
-  const groupCommit = changeGroupCommit((batch, deadline) => calls.run(() => applyBatch(batchDatabase(deadline ?? clock() + timeoutMs), batch)), { timeoutMs });
+  const groupCommit = changeGroupCommit(async (batch, deadline) => {
+    const results = await calls.run(() => applyBatch(batchDatabase(deadline ?? clock() + timeoutMs), batch));
+    if (batchAppended(results)) appended.emit();
+    return results;
+  }, { timeoutMs });
   let closing: Promise<void> | undefined;
   return {
     backend: 'postgres',
     entries: entries(calls),
-    changes: changes(calls, groupCommit),
+    changes: changes(calls, groupCommit, log),
     keys: keys(calls),
     history: history(calls),
+    events: events(calls, log),
     maintenance: maintenance(calls),
     close() {
+      appended.close();
       closing ??= groupCommit.close().then(() => calls.end());
       return closing;
     },

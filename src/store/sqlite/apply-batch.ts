@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap } from '../../domain/idempotency.js';
+import { updatedEvent, type NewEvent } from '../../domain/event.js';
 import { judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { changeLogWriter } from './change-log.js';
 import { isTransient } from './connection.js';
@@ -15,8 +16,8 @@ export type BatchResult = ChangeResult | ChangeFailure;
 /**
  * The write side of the SQLite store's group commit: one IMMEDIATE transaction per batch. Per
  * change it reads the entry, writes the history row (chained to the pet's previous one) and the
- * entry; per batch it bumps the store version once and logs the pets it changed (what
- * changesSince reads). Each statement is chosen for the pages and work it costs, since this runs
+ * entry; per batch it appends one event per applied change, bumps the store version and the events
+ * head once and logs the pets it changed (what changesSince reads). Each statement is chosen for the pages and work it costs, since this runs
  * for every PATCH: no RETURNING (the new version is the one read + 1, under the write lock), no
  * index on history (rows are chained per pet), no savepoints unless a change fails.
  */
@@ -52,6 +53,8 @@ function applierOn(db: Database.Database): Applier {
 
   const entry = entryReader(db);
   const logWrite = changeLogWriter(db);
+  // The quantity each applied change found, for its event; set only once the change's statements ran.
+  let previous = new Map<QuantityChange, number>();
 
   const applyOne = (change: QuantityChange): ChangeResult => {
     const at = change.at.toISOString();
@@ -69,6 +72,7 @@ function applierOn(db: Database.Database): Applier {
     if (verdict.kind === 'apply') {
       stmt.insertHistory.run(change.quantity, at, change.keyId, change.keyName, change.requestId, change.reason, change.petId);
       stmt.update.run(change.quantity, at, change.petId);
+      previous.set(change, verdict.current.item.quantity);
       outcome = { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: change.quantity }, version: verdict.current.version + 1 } };
     } else {
       outcome = verdict;
@@ -77,14 +81,15 @@ function applierOn(db: Database.Database): Applier {
     return { ...outcome, replayed: false };
   };
 
-  /** Applies each change, then, if any changed an entry, the store version and the change log: last, as in every write. */
+  /** Applies each change, then, if any changed an entry, its events, the store version and the change log: last, as in every write. */
   const applyAll = (changes: readonly QuantityChange[], each: (change: QuantityChange) => BatchResult): BatchResult[] => {
+    previous = new Map();
     const results = changes.map(each);
-    const changed = changes.filter((_, i) => {
-      const r = results[i]!;
-      return 'kind' in r && r.kind === 'updated' && !r.replayed;
+    const events: NewEvent[] = [];
+    results.forEach((r, i) => {
+      if ('kind' in r && r.kind === 'updated' && !r.replayed) events.push(updatedEvent(changes[i]!, previous.get(changes[i]!)!, r.entry));
     });
-    if (changed.length > 0) logWrite(changed.map((c) => c.petId));
+    if (events.length > 0) logWrite(events.map((e) => e.petId), events);
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { NewEvent } from '../../domain/event.js';
 import { BULK_WRITE } from '../store.js';
 
 /**
@@ -15,19 +16,38 @@ const PRUNE_EVERY = 1000;
 
 /**
  * Records a committed write of entries, last in its transaction (so versions commit in order):
- * bumps the store version and logs the pets written, or '*' for a bulk write (more than BULK_WRITE, or 'bulk').
+ * appends its events, bumps the store version and the events head together, and logs the pets
+ * written, or '*' for a bulk write (more than BULK_WRITE, or 'bulk'). `events` are appended with
+ * the seqs after the head, in the order given; a number is how many the write appended itself,
+ * with the seqs right after the head (read in its transaction: SQLite's one write lock keeps any
+ * other writer out until it commits, so seqs are handed out in commit order).
  */
-export function changeLogWriter(db: Database.Database): (petIds: readonly bigint[] | 'bulk') => void {
-  const readVersion = db.prepare('SELECT version FROM store_state WHERE id = 1').pluck();
-  const setVersion = db.prepare('UPDATE store_state SET version = ? WHERE id = 1');
+export function changeLogWriter(db: Database.Database): (petIds: readonly bigint[] | 'bulk', events: readonly NewEvent[] | number) => void {
+  const readState = db.prepare('SELECT version, events_head FROM store_state WHERE id = 1').raw(true);
+  const setState = db.prepare('UPDATE store_state SET version = ?, events_head = ? WHERE id = 1');
   const log = db.prepare('INSERT INTO inventory_changes (seq, pet_ids) VALUES (?, ?)');
   const prune = db.prepare('DELETE FROM inventory_changes WHERE seq <= ?');
-  return (petIds) => {
-    const seq = Number(readVersion.get()) + 1;
-    setVersion.run(seq);
+  const append = eventAppender(db);
+  return (petIds, events) => {
+    const [version, head] = readState.get() as [number, number];
+    const seq = version + 1;
+    let last = head;
+    if (typeof events === 'number') last += events;
+    else for (const event of events) append(++last, event);
+    setState.run(seq, last);
     log.run(seq, petIds === 'bulk' || petIds.length > BULK_WRITE ? '*' : `[${petIds.join(',')}]`);
     if (seq % PRUNE_EVERY === 0) prune.run(seq - CHANGE_LOG_KEPT);
   };
+}
+
+/** Inserts one event with its seq (the table's rowid, given: no second index to keep). */
+function eventAppender(db: Database.Database): (seq: number, event: NewEvent) => void {
+  const insert = db.prepare(
+    `INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  return (seq, e) =>
+    void insert.run(seq, e.type, e.occurredAt.toISOString(), e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId);
 }
 
 /**

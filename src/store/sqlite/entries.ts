@@ -19,22 +19,24 @@ export function entries(db: Database.Database, run: Run): Entries {
     firstPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT ?'),
     nextPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE pet_id > ? AND retired_at IS NULL ORDER BY pet_id LIMIT ?'),
     readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
+    // The events head moves with the version, in the same row: read together, the list at `version` holds every event up to it.
+    readState: db.prepare('SELECT version, events_head FROM store_state WHERE id = 1').raw(true),
   };
   const entry = entryReader(db);
   const changedSince = changeLogReader(db, 'pet_id, quantity, status, retired_at IS NOT NULL');
   // One read transaction: the version and the entries come from one snapshot.
   const changesSince = db.transaction((after: number): EntryChanges => {
-    const version = Number(stmt.readVersion.get());
-    if (version === after) return { version, items: [], removed: [], complete: false };
+    const [version, eventsHead] = stmt.readState.get() as [number, number];
+    if (version === after) return { version, items: [], removed: [], complete: false, eventsHead };
     const changed = after < 0 ? undefined : (changedSince(after) as ChangedRow[] | undefined);
-    if (!changed) return { version, items: (stmt.list.all() as ItemRow[]).map(toItem), removed: [], complete: true };
+    if (!changed) return { version, items: (stmt.list.all() as ItemRow[]).map(toItem), removed: [], complete: true, eventsHead };
     const items: InventoryItem[] = [];
     const removed: bigint[] = [];
     for (const row of changed) {
       if (row[3]) removed.push(row[0]);
       else items.push(toItem([row[0], row[1], row[2]]));
     }
-    return { version, items, removed, complete: false };
+    return { version, items, removed, complete: false, eventsHead };
   });
 
   return {
@@ -46,8 +48,8 @@ export function entries(db: Database.Database, run: Run): Entries {
     changesSince: async (after) =>
       run(() => {
         // Most calls find nothing new: one row answers those, without a transaction.
-        const version = Number(stmt.readVersion.get());
-        return version === after ? { version, items: [], removed: [], complete: false } : changesSince.deferred(after);
+        const [version, eventsHead] = stmt.readState.get() as [number, number];
+        return version === after ? { version, items: [], removed: [], complete: false, eventsHead } : changesSince.deferred(after);
       }),
   };
 }

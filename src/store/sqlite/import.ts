@@ -59,6 +59,18 @@ function importerOn(db: Database.Database): Importer {
       `UPDATE inventory SET quantity = h.quantity, version = version + 1, updated_at = :at, last_history_id = h.id
        FROM (SELECT id, pet_id, quantity FROM inventory_history WHERE id > :after) AS h WHERE inventory.pet_id = h.pet_id`,
     ),
+    // The event of every entry the import will write, before it writes them (a revival is a creation), in petId order, with the seqs after
+    // the head: under the write lock none else is handed out until the import commits. The same columns as the writes below.
+    events: db.prepare(
+      `INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+       SELECT (SELECT events_head FROM store_state WHERE id = 1) + row_number() OVER (ORDER BY s.pet_id),
+              CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN 'inventory.created' ELSE 'inventory.updated' END, :at, s.pet_id, s.status,
+              CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN NULL ELSE i.quantity END, s.quantity, coalesce(i.version + 1, 1),
+              CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN NULL ELSE 'correction' END, 'cli', NULL, NULL
+       FROM temp.import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id
+       WHERE i.pet_id IS NULL OR i.retired_at IS NOT NULL OR (:upsert = 1 AND i.quantity <> s.quantity)
+       ORDER BY s.pet_id`,
+    ),
     revive: db.prepare(
       `UPDATE inventory SET quantity = s.quantity, status = s.status, retired_at = NULL, version = version + 1, updated_at = :at
        FROM temp.import_rows s WHERE inventory.pet_id = s.pet_id AND inventory.retired_at IS NOT NULL`,
@@ -101,6 +113,7 @@ function importerOn(db: Database.Database): Importer {
     const { at: when, ...who } = plan.change;
     const at = when.toISOString();
     const staged = Number(stmt.staged.get());
+    const events = stmt.events.run({ at, upsert: plan.upsert ? 1 : 0 }).changes;
     let updated = 0;
     if (plan.upsert) {
       const after = stmt.lastHistoryId.get() as bigint;
@@ -109,8 +122,8 @@ function importerOn(db: Database.Database): Importer {
     }
     const created = stmt.revive.run({ at }).changes + stmt.create.run({ at }).changes;
     const written = created + updated;
-    if (written > BULK_WRITE) logWrite('bulk');
-    else if (written > 0) logWrite(stmt.written.all(at) as bigint[]);
+    if (written > BULK_WRITE) logWrite('bulk', events);
+    else if (written > 0) logWrite(stmt.written.all(at) as bigint[], events);
     return { applied: true, created, updated, unchanged: staged - written };
   });
 

@@ -163,6 +163,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE inventory ADD COLUMN retired_at TEXT;
     `,
   },
+  {
+    version: 6,
+    name: 'change events',
+    sql: `
+      -- The event log's head (the last seq handed out) and the highest seq pruned, moved with the store version.
+      ALTER TABLE store_state ADD COLUMN events_head INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE store_state ADD COLUMN events_pruned INTEGER NOT NULL DEFAULT 0;
+
+      -- One row per committed change of an entry. seq is the rowid, given explicitly from events_head:
+      -- no index besides the table itself, and a pruned seq is never handed out again. CHECKs as ORs (see history).
+      CREATE TABLE inventory_events (
+        seq               INTEGER PRIMARY KEY,
+        type              TEXT    NOT NULL CHECK (type = 'inventory.created' OR type = 'inventory.updated' OR type = 'inventory.deleted'),
+        occurred_at       TEXT    NOT NULL,
+        pet_id            INTEGER NOT NULL,
+        status            TEXT    NOT NULL,
+        previous_quantity INTEGER,
+        quantity          INTEGER,
+        version           INTEGER NOT NULL,
+        reason            TEXT,
+        source            TEXT    NOT NULL CHECK (source = 'api' OR source = 'cli'),
+        key_id            TEXT,
+        request_id        TEXT
+      ) STRICT;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

@@ -1,9 +1,11 @@
+import { AppendedSignal, batchAppended } from '../appended.js';
 import { changeGroupCommit } from '../group-commit.js';
 import type { Store } from '../store.js';
 import { errorOf, type BatchResult } from './apply-batch.js';
 import { changes } from './changes.js';
 import { asUnavailable, openSqliteConnection, runOn } from './connection.js';
 import { entries } from './entries.js';
+import { events } from './events.js';
 import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
@@ -27,6 +29,7 @@ export function openStore(filename: string, options: { timeoutMs?: number } = {}
   // A private :memory: database exists only on this connection, so it cannot have a writer thread.
   const inThread = filename === ':memory:';
   const writer = inThread ? inThreadWriter(db) : threadWriter(filename);
+  const appended = new AppendedSignal();
   const groupCommit = changeGroupCommit(async (batch) => {
     let results: BatchResult[];
     try {
@@ -34,20 +37,24 @@ export function openStore(filename: string, options: { timeoutMs?: number } = {}
     } catch (err) {
       throw asUnavailable(err);
     }
-    return results.map((result) => ('error' in result ? asUnavailable(errorOf(result)) : result));
+    const answers = results.map((result) => ('error' in result ? asUnavailable(errorOf(result)) : result));
+    if (batchAppended(answers)) appended.emit();
+    return answers;
   }, options);
   const run = runOn(db);
   let closing: Promise<void> | undefined;
   return {
     backend: 'sqlite',
     entries: entries(db, run),
-    changes: changes(db, run, groupCommit),
+    changes: changes(db, run, groupCommit, appended),
     keys: keys(db, run),
     history: history(db, run),
+    events: events(db, run, appended),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {
       closing ??= (async () => {
         if (!db.open) return;
+        appended.close();
         await groupCommit.close();
         await writer.close();
         db.close();

@@ -14,23 +14,23 @@ test('the change log names the pets written since a version, until it cannot: a 
   const read = changeLogReader(db, 'pet_id, quantity');
   const version = () => db.prepare('SELECT version FROM store_state').pluck().get() as number;
 
-  write([2n]);
-  write([1n, 2n]);
+  write([2n], []);
+  write([1n, 2n], []);
   assert.equal(version(), 2);
   assert.deepEqual(read(1), [[1n, 1n], [2n, 2n]]);
   assert.deepEqual(read(0), [[1n, 1n], [2n, 2n]]);
   assert.deepEqual(read(2), []);
 
-  write(Array.from({ length: BULK_WRITE + 1 }, (_, i) => BigInt(i + 10)));
+  write(Array.from({ length: BULK_WRITE + 1 }, (_, i) => BigInt(i + 10)), []);
   assert.equal(read(2), undefined, 'a bulk creation since: read the whole list');
   assert.deepEqual(read(3), []);
-  write('bulk');
+  write('bulk', []);
   assert.equal(read(3), undefined, 'a bulk write names no pets: read the whole list');
   assert.deepEqual(read(4), []);
 
   // Enough writes to prune: only the last CHANGE_LOG_KEPT versions stay.
   db.transaction(() => {
-    for (let i = version(); i < CHANGE_LOG_KEPT + 1000; i++) write([1n]);
+    for (let i = version(); i < CHANGE_LOG_KEPT + 1000; i++) write([1n], []);
   })();
   const rows = db.prepare('SELECT count(*) FROM inventory_changes').pluck().get() as number;
   assert.ok(rows <= CHANGE_LOG_KEPT, `${rows} rows kept`);

@@ -1,0 +1,92 @@
+import type Database from 'better-sqlite3';
+import type { EventSource, EventType, InventoryEvent } from '../../domain/event.js';
+import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
+import type { AppendedSignal } from '../appended.js';
+import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
+import type { EventPage, Events } from '../store.js';
+import { briefly, type Run } from './connection.js';
+
+type EventRow = [
+  seq: bigint,
+  type: string,
+  occurredAt: string,
+  petId: bigint,
+  status: string,
+  previousQuantity: bigint | null,
+  quantity: bigint | null,
+  version: bigint,
+  reason: string | null,
+  source: string,
+  keyId: string | null,
+  requestId: string | null,
+];
+
+/**
+ * The SQLite store's event log, read on the event loop's connection (WAL: a read never waits for
+ * the writer). Events are appended by the writes themselves (change-log.ts), under SQLite's one
+ * write lock, so seq order is commit order. onAppended hears this process's own commits only:
+ * another process on the same file is learned of by reading.
+ */
+export function events(db: Database.Database, run: Run, appended: AppendedSignal): Events {
+  const stmt = {
+    state: db.prepare('SELECT events_head, events_pruned FROM store_state WHERE id = 1').raw(true),
+    head: db.prepare('SELECT events_head FROM store_state WHERE id = 1').pluck(),
+    page: db
+      .prepare(
+        `SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id
+         FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ?`,
+      )
+      .raw(true)
+      .safeIntegers(true),
+    // The oldest events, by seq, which is commit order.
+    oldest: db.prepare('SELECT seq, occurred_at FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ?').raw(true),
+    prune: db.prepare('DELETE FROM inventory_events WHERE seq <= ?'),
+    setPruned: db.prepare('UPDATE store_state SET events_pruned = max(events_pruned, ?) WHERE id = 1'),
+  };
+  // One read transaction: the head, the pruned mark and the events come from one snapshot.
+  const read = db.transaction((after: number, limit: number): EventPage => {
+    const [head, pruned] = stmt.state.get() as [number, number];
+    if (after < pruned) return { items: [], head, pruned: true };
+    return { items: (stmt.page.all(after, limit) as EventRow[]).map(toEvent), head, pruned: false };
+  });
+  // Events are pruned as a prefix of seqs (the leading run that is old enough), and the mark moved with them.
+  const pruneStep = (after: number, cutoff: string) =>
+    db
+      .transaction(() => {
+        const head = stmt.oldest.all(after, PRUNE_BATCH) as [seq: number, at: string][];
+        const { last, more } = oldPrefix(head, (at) => at < cutoff);
+        if (last === undefined) return { deleted: 0 };
+        const deleted = stmt.prune.run(last).changes;
+        stmt.setPruned.run(last);
+        return more ? { deleted, next: last } : { deleted };
+      })
+      .immediate();
+
+  return {
+    readEvents: async (after, limit) => run(() => read.deferred(after, limit)),
+    head: async () => run(() => Number(stmt.head.get())),
+    onAppended: (listener) => appended.on(listener),
+    async purgeEvents(before) {
+      const cutoff = before.toISOString();
+      return inBatches(0, async (after) => run(() => briefly(db, () => pruneStep(after, cutoff))));
+    },
+  };
+}
+
+function toEvent(row: EventRow): InventoryEvent {
+  const count = (n: bigint | null) => (n === null ? null : Number(n));
+  return {
+    seq: Number(row[0]),
+    type: row[1] as EventType,
+    occurredAt: new Date(row[2]),
+    petId: row[3],
+    status: row[4] as PetStatus,
+    previousQuantity: count(row[5]),
+    quantity: count(row[6]),
+    version: Number(row[7]),
+    reason: row[8] as ChangeReason | null,
+    source: row[9] as EventSource,
+    keyId: row[10],
+    requestId: row[11],
+  };
+}
