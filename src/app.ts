@@ -3,11 +3,13 @@ import type { Writable } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { Authenticator } from './auth/authenticator.js';
 import { FailureThrottle } from './auth/throttle.js';
+import { EventHub } from './cache/event-hub.js';
 import { ListCache } from './cache/list-cache.js';
 import type { Config } from './config.js';
 import { schedulePruning } from './prune-timer.js';
 import { ConnectionManager } from './http/connections.js';
 import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
+import { EventStreams } from './http/event-streams.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
 import { registerPipeline } from './http/fastify-pipeline.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -25,6 +27,7 @@ import { standardRules } from './pipeline/rules.js';
 import { callingKeyRoutes } from './routes/calling-key.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { docsRoutes } from './routes/docs.js';
+import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
@@ -53,10 +56,12 @@ export interface AppOptions {
   metrics?: ServiceMetrics;
   /** The built dashboard that /dashboard serves (index.html, assets/); default the project's dist/dashboard. */
   dashboardDirectory?: string;
+  /** How often an idle event stream gets a comment line, in ms (default 15 s; tests shorten it). */
+  eventHeartbeatMs?: number;
 }
 
 /** Builds the service as a Fastify instance that never listens; server.ts does. */
-export async function buildApp({ config, store: given, logStream, rules, metrics, dashboardDirectory }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store: given, logStream, rules, metrics, dashboardDirectory, eventHeartbeatMs }: AppOptions): Promise<FastifyInstance> {
   const store = metrics ? measuredStore(given, metrics) : given;
   let closing = false;
   // Set once the app is built; until then every request goes to Fastify.
@@ -124,6 +129,18 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   });
   const listCache = new ListCache(store.entries, { timeoutMs: config.storeTimeoutMs, observer: metrics?.listCache });
   metrics?.countEntriesWith(() => listCache.entries());
+  const hub = new EventHub(store.events, {
+    onError: (err) => app.log.warn({ err }, 'could not read the event log; the streams wait for the next read'),
+    ...(metrics && { observer: metrics.eventHub }),
+  });
+  const streams = new EventStreams(config.maxEventStreams, { hub, events: store.events }, {
+    ...(eventHeartbeatMs !== undefined && { heartbeatMs: eventHeartbeatMs }),
+    onError: (err) => app.log.warn({ err }, 'an event stream could not read the log; it ends, and its client reconnects'),
+  });
+  if (metrics) {
+    metrics.followEvents({ hub, streams: () => streams.size });
+    hub.followAlways();
+  }
 
   app.setValidatorCompiler(compileSchemaValidator);
   app.decorate('store', store);
@@ -132,6 +149,9 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   const purge = schedulePruning(store.maintenance, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
+    // Before the server closes: it waits for every open answer, and a stream never ends by itself.
+    streams.close();
+    hub.close();
   });
   app.addHook('onClose', async () => {
     purge.stop();
@@ -154,6 +174,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   await app.register(dashboardRoutes({ directory: dashboardDirectory }));
   await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
   await app.register(historyRoutes);
+  await app.register(eventRoutes({ pipeline, events: store.events, streams }));
   await app.register(callingKeyRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 

@@ -30,6 +30,10 @@ export const ERROR_CATALOGUE = {
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   precondition_failed: { status: 412, message: 'The entry has changed since the given ETag.' },
   precondition_required: { status: 428, message: 'This operation requires an If-Match header.' },
+  events_pruned: {
+    status: 410,
+    message: 'The events after this seq were pruned: reload the list, then follow the events from the seq in X-Events-Head.',
+  },
   idempotency_key_reused: {
     status: 422,
     message: 'This Idempotency-Key was already used with a different request.',

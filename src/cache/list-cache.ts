@@ -14,6 +14,8 @@ export class ListSnapshot extends EncodedBody {
   constructor(
     readonly version: number,
     body: Buffer,
+    /** The event log's head read with this version: the list holds every event up to it and none after (X-Events-Head). */
+    readonly eventsHead: number,
   ) {
     super(body, LIST_COMPRESSION);
     this.etags = [this.etag(), ...CONTENT_ENCODINGS.map((e) => this.etag(e))];
@@ -70,14 +72,19 @@ export class ListCache {
     const changes = await this.#entries.changesSince(known?.version ?? -1);
     const unchanged = known !== undefined && changes.version === known.version;
     this.#observer?.read(!unchanged);
-    if (unchanged) return known;
+    if (unchanged) {
+      if (changes.eventsHead === known.eventsHead) return known;
+      // No entry changed, yet the log moved on (never expected: each event bumps the version); the head must still be this read's.
+      this.#snapshot = new ListSnapshot(known.version, known.body, changes.eventsHead);
+      return this.#snapshot;
+    }
     if (known && !changes.complete) {
       this.#body.apply(changes.items);
       this.#body.remove(changes.removed);
     } else {
       this.#body.reset(changes.items);
     }
-    this.#snapshot = new ListSnapshot(changes.version, this.#body.render());
+    this.#snapshot = new ListSnapshot(changes.version, this.#body.render(), changes.eventsHead);
     return this.#snapshot;
   }
 }

@@ -160,6 +160,11 @@ export const SETTINGS = {
     value: integer({ default: 10_000, min: 1, max: 10_000_000 }),
     doc: "most live idempotency records one API key may hold; a PATCH with a new `Idempotency-Key` beyond is `429 rate_limited`, with `Retry-After` until the key's oldest record expires",
   },
+  MAX_EVENT_STREAMS: {
+    key: 'maxEventStreams',
+    value: integer({ default: 1000, min: 0, max: 1_000_000 }),
+    doc: 'open event streams (`GET /v1/events/stream`) per process; a stream beyond is `503 service_unavailable`; `0` turns streams off (the feed stays)',
+  },
   HISTORY_RETENTION_DAYS: {
     key: 'historyRetentionDays',
     value: integer({ default: 0, min: 0, max: 36_500 }),

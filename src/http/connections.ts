@@ -55,6 +55,8 @@ interface Connection {
   timedOutAt: number;
   /** An unparseable request behind the one being answered: its Error answer goes out once that one's has. */
   pendingError: NodeJS.ErrnoException | undefined;
+  /** Its answer is a stream (Server-Sent Events), open as long as the client reads it; this ends it cleanly. */
+  endStream: (() => void) | undefined;
 }
 
 /**
@@ -69,6 +71,8 @@ interface Connection {
  *   the new one gets 503 and is closed. Idle connections thus never lock out a new client.
  * - `drain` closes each connection after its next answer until none is left or its time is up,
  *   then stops listening and closes the idle ones, and resolves once no connection is left.
+ * - A stream (`streaming`) is an answer with no end of its own: no answer timeout applies to it,
+ *   and a drain ends it at its start, so the drain never waits for one.
  *
  * Per request this costs a map lookup, a listener on the response and two set operations: no
  * timer, no closure and no await.
@@ -138,6 +142,18 @@ export class ConnectionManager {
     this.#start(conn, req, res);
   };
 
+  /**
+   * Marks the answer on `res` as a stream that lasts as long as its client reads it: the answer
+   * timeout no longer applies to it, and a drain ends it with `end` when it starts. False while
+   * draining: the caller refuses the stream instead (it would be ended at once).
+   */
+  streaming(res: ServerResponse, end: () => void): boolean {
+    if (this.draining) return false;
+    const conn = this.#open.get(res.req.socket);
+    if (conn !== undefined && conn.res === res) conn.endStream = end;
+    return true;
+  }
+
   /** A client error Node raised before a request existed: answered in the Error shape after any answer still due on the connection. */
   clientError(err: NodeJS.ErrnoException, socket: Socket): void {
     // A reset connection has nobody to answer.
@@ -167,6 +183,8 @@ export class ConnectionManager {
     for (const conn of this.#open.values()) {
       if (conn.res && !conn.res.headersSent && !conn.queue?.length) conn.res.shouldKeepAlive = false;
     }
+    // Streams never end by themselves: ended now, their clients reconnect elsewhere while this instance drains.
+    for (const conn of [...this.#open.values()]) conn.endStream?.();
     await this.#drainTime(drainMs);
     const server = this.#server;
     // Stop accepting without closing idle connections at once (http.Server#close would): a fresh one may be sending.
@@ -222,6 +240,7 @@ export class ConnectionManager {
       closing: false,
       timedOutAt: 0,
       pendingError: undefined,
+      endStream: undefined,
     };
     this.#open.set(socket, conn);
     this.#idle.add(conn);
@@ -260,6 +279,7 @@ export class ConnectionManager {
     if (conn === undefined || conn.res !== res) return;
     conn.req = undefined;
     conn.res = undefined;
+    conn.endStream = undefined;
     const socket = conn.socket;
     // Node ends the socket after an answer with Connection: close, before this runs.
     if (!socket.writable) {
@@ -321,7 +341,7 @@ export class ConnectionManager {
       if (!req.complete && now - conn.startedAt >= limit) {
         conn.timedOutAt = now;
         timeOut(req, conn.res!);
-      } else if (now - conn.startedAt >= this.#options.answerTimeoutMs + this.#sweepEveryMs) {
+      } else if (conn.endStream === undefined && now - conn.startedAt >= this.#options.answerTimeoutMs + this.#sweepEveryMs) {
         // Its answer has not gone out in all that time: the client is not reading it (or nothing will).
         this.#forget(conn, true);
       }

@@ -66,6 +66,8 @@ export interface CellMetricOptions<L extends string> {
   help: string;
   labelNames: readonly L[];
   registry: Registry;
+  /** How the cluster aggregate combines the workers' values (default sum). */
+  aggregator?: 'sum' | 'max';
 }
 
 /** A prom-client counter whose values are read from cells when scraped. */
@@ -80,6 +82,7 @@ export class CellCounter<L extends string> {
       help: options.help,
       labelNames: options.labelNames,
       registers: [options.registry],
+      ...(options.aggregator && { aggregator: options.aggregator }),
       collect() {
         this.reset();
         for (const { labels, cell } of cells.entries()) this.inc(labels, cell.value);

@@ -3,8 +3,8 @@ import type { Store } from '../store/store.js';
 import type { HistogramCell } from './cells.js';
 import type { ServiceMetrics } from './service-metrics.js';
 
-/** Members not timed: what the server asks once at start, not work a request waits on. */
-const UNTIMED = new Set(['durability']);
+/** Members not timed: what the server asks once at start, not work a request waits on; onAppended registers a listener and returns at once. */
+const UNTIMED = new Set(['durability', 'onAppended']);
 
 /**
  * The store, with the time of each call observed by member (the `operation` label) and backend.

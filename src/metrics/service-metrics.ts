@@ -1,5 +1,7 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { EventHub, EventHubObserver } from '../cache/event-hub.js';
 import type { ListCacheObserver } from '../cache/list-cache.js';
+import { EVENT_TYPES, type EventType } from '../domain/event.js';
 import { OPERATIONS } from '../operations/index.js';
 import { OTHER_OPERATIONS } from '../pipeline/context.js';
 import type { RequestObserver } from '../pipeline/pipeline.js';
@@ -9,6 +11,8 @@ import { CellCounter, CellHistogram, type CounterCell, type HistogramCell } from
 
 /** Seconds: the fast lane answers in well under a millisecond, a frozen store in seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Seconds from a change's commit to its event on the streams: a poll is 0.2 s, a promise 1 s. */
+const LAG_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Changes per batch, up to the group commit's most. */
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, BATCH_MAX];
 /** Statuses are counted in an array indexed by the status code. */
@@ -45,6 +49,9 @@ export class ServiceMetrics implements RequestObserver {
   readonly #batches: HistogramCell;
   readonly #onBatch: (size: unknown) => void;
   #entries: (() => Promise<number>) | undefined;
+  readonly #eventsRead: Record<EventType, CounterCell>;
+  readonly #streamLag: HistogramCell;
+  #events: { hub: Pick<EventHub, 'head'>; streams: () => number } | undefined;
 
   constructor() {
     const registry = this.registry;
@@ -110,6 +117,45 @@ export class ServiceMetrics implements RequestObserver {
         }
       },
     });
+    const eventsRead = new CellCounter({
+      name: 'inventory_events_appended_total',
+      help:
+        'Events appended to the event log, by type, as this process read them from the log since it started (it follows the log while metrics are on): ' +
+        'the changes of every process and instance and of the CLI, not only this one’s; every worker reads the same log, so a cluster reports the largest count.',
+      labelNames: ['type'],
+      registry,
+      aggregator: 'max',
+    });
+    this.#eventsRead = Object.fromEntries(EVENT_TYPES.map((type) => [type, eventsRead.cell({ type })])) as Record<EventType, CounterCell>;
+    this.#streamLag = new CellHistogram({
+      name: 'inventory_event_stream_lag_seconds',
+      help:
+        'Time from an event’s occurredAt (the store’s clock at commit) to its writing on this process’s live streams (this clock), once per event ' +
+        'fanned out; replays of older events are not counted. Clock skew between the database and this host shows here.',
+      labelNames: [],
+      buckets: LAG_BUCKETS,
+      registry,
+    }).cell({});
+    const events = () => this.#events;
+    new Gauge({
+      name: 'inventory_events_head',
+      help: 'The newest event seq, as this process last read the log (every 0.2 s while metrics are on).',
+      registers: [registry],
+      // Every worker reads the same log.
+      aggregator: 'max',
+      collect() {
+        const head = events()?.hub.head;
+        if (head !== undefined) this.set(head);
+      },
+    });
+    new Gauge({
+      name: 'inventory_event_streams',
+      help: 'Event streams (GET /v1/events/stream) open on this process, up to MAX_EVENT_STREAMS.',
+      registers: [registry],
+      collect() {
+        this.set(events()?.streams() ?? 0);
+      },
+    });
     collectDefaultMetrics({ register: registry });
     this.#onBatch = (size) => this.#batches.observe(size as number);
     batchChannel.subscribe(this.#onBatch);
@@ -119,6 +165,21 @@ export class ServiceMetrics implements RequestObserver {
   countEntriesWith(count: () => Promise<number>): void {
     this.#entries = count;
   }
+
+  /** Where the event gauges read their figures: the process's hub and its open streams. */
+  followEvents(events: { hub: Pick<EventHub, 'head'>; streams: () => number }): void {
+    this.#events = events;
+  }
+
+  /** For the event hub: each page of the log it read, and when it fanned it out to the streams. */
+  readonly eventHub: EventHubObserver = {
+    read: (events, fannedOutAt) => {
+      for (const event of events) {
+        this.#eventsRead[event.type].value++;
+        if (fannedOutAt !== undefined) this.#streamLag.observe(Math.max(0, (fannedOutAt - event.occurredAt.getTime()) / 1000));
+      }
+    },
+  };
 
   /** For the pipeline, every request of both lanes: a Map lookup, an array index and a few additions. */
   completed(operation: string, status: number, seconds: number): void {

@@ -2,6 +2,7 @@ import type { TSchema } from 'typebox';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validation.js';
 import { CallingKey, Scope } from '../schemas/calling-key.js';
+import { EventPageSchema, InventoryEventSchema } from '../schemas/event.js';
 import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
 import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
 
@@ -15,6 +16,8 @@ const NAMED_SCHEMAS = new Map<TSchema, string>([
   [ChangeReason, 'ChangeReason'],
   [HistoryItem, 'HistoryItem'],
   [HistoryPage, 'HistoryPage'],
+  [InventoryEventSchema, 'InventoryEvent'],
+  [EventPageSchema, 'EventPage'],
   [Scope, 'Scope'],
   [CallingKey, 'CallingKey'],
   [ErrorSchema, 'Error'],
@@ -216,7 +219,7 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
   return {
     description: r.description,
     headers,
-    ...(schema ? { content: { 'application/json': { schema } } } : {}),
+    ...(schema ? { content: { [r.contentType ?? 'application/json']: { schema } } } : {}),
     ...(extension ? { 'x-extension': true } : {}),
   };
 }

@@ -8,6 +8,8 @@ export interface ResponseSpec {
   description: string;
   /** The body of a success response; absent for responses without a body. */
   schema?: TSchema;
+  /** The media type of that body, when not JSON (a stream of Server-Sent Events). */
+  contentType?: string;
   /** For an error response: the codes its Error body can carry. */
   errorCodes?: readonly ErrorCode[];
   /** Response headers beyond the common ones; `required` ones are always sent with this status. */

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { PET_ID_INT64_NOTE, petIdDescription, type InventoryItem } from '../../src/schemas/inventory.js';
 import { assertError, buildTestApp, failingOn } from '../support/app.js';
 import type { OpenApiDoc } from '../support/contract.js';
+import { StreamClient } from '../support/event-stream.js';
 
 const PETS: InventoryItem[] = [{ petId: 1n, quantity: 5, status: 'available' }];
 
@@ -156,30 +157,57 @@ test('every documented response of both operations is reachable and matches the 
   await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/inventory/1/history?limit=0', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/inventory/2/history', key: api.keys.read });
+  // The change events: the feed, its refusals, a pruned position; the stream's refusal and, over a socket, the stream itself.
+  await api.request({ method: 'GET', url: '/v1/events?after=0&limit=5', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/events?limit=0', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/events/stream?after=x', key: api.keys.read });
+  const events = await buildTestApp(t, { items: PETS, transport: 'http' });
+  await events.request({ method: 'PATCH', url: '/v1/inventory/1', key: events.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
+  const live = await new StreamClient(events.baseUrl, { key: events.keys.read }).opened();
+  events.contract.check('GET', '/v1/events/stream', live.status, live.headers, '');
+  live.close();
+  await events.store.events.purgeEvents(new Date(Date.now() + 60_000));
+  await events.request({ method: 'GET', url: '/v1/events?after=0', key: events.keys.read });
   const strict = await buildTestApp(t, { items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
   await strict.request({ method: 'PATCH', url: '/v1/inventory/1', key: strict.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
-  for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await strict.request({ method: 'GET', url, key: 'nope' });
+  for (const url of ['/v1/inventory/1', '/v1/inventory/1/history', '/v1/events', '/v1/events/stream']) await strict.request({ method: 'GET', url, key: 'nope' });
   await api.request({ method: 'GET', url: '/v1/openapi.json?x=1' });
   // Two failures (the limit) get 401; after that the address is throttled: 429 on both.
   await patch('/v1/inventory/1', '{"quantity":1}', {}, 'nope');
   await api.request({ method: 'GET', url: '/v1/inventory', key: 'nope' });
   await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
-  for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await api.request({ method: 'GET', url, key: api.keys.read });
+  for (const url of ['/v1/inventory/1', '/v1/inventory/1/history', '/v1/events', '/v1/events/stream']) await api.request({ method: 'GET', url, key: api.keys.read });
   await patch('/v1/inventory/1', '{"quantity":1}');
 
-  const failing = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'changesSince', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')) });
+  const failing = await buildTestApp(t, {
+    items: PETS,
+    wrapStore: (s) =>
+      failingOn(
+        failingOn(failingOn(failingOn(failingOn(failingOn(s, 'changesSince', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')), 'readEvents', new Error('boom')),
+        'head',
+        new StoreUnavailableError('down'),
+      ),
+  });
   assertError(await failing.request({ method: 'GET', url: '/v1/inventory', key: failing.keys.read }), 500, 'internal_error');
   assertError(
     await failing.request({ method: 'PATCH', url: '/v1/inventory/1', key: failing.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' }),
     503,
     'service_unavailable',
   );
-  const broken = await buildTestApp(t, { items: PETS, wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'applyChange', new Error('boom')), 'changesSince', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')) });
+  const broken = await buildTestApp(t, {
+    items: PETS,
+    wrapStore: (s) =>
+      failingOn(
+        failingOn(failingOn(failingOn(failingOn(failingOn(s, 'applyChange', new Error('boom')), 'changesSince', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')), 'readEvents', new StoreUnavailableError('down')),
+        'head',
+        new Error('boom'),
+      ),
+  });
   await broken.request({ method: 'GET', url: '/v1/inventory', key: broken.keys.read });
   await broken.request({ method: 'PATCH', url: '/v1/inventory/1', key: broken.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
 
   for (const app of [failing, broken]) {
-    for (const url of ['/v1/inventory/1', '/v1/inventory/1/history']) await app.request({ method: 'GET', url, key: app.keys.read });
+    for (const url of ['/v1/inventory/1', '/v1/inventory/1/history', '/v1/events', '/v1/events/stream']) await app.request({ method: 'GET', url, key: app.keys.read });
   }
   // The calling key: its statuses come from authentication, which the operation needs alone.
   const keys = await buildTestApp(t, { config: { RATE_LIMIT_PER_MINUTE: '3' } });
@@ -191,7 +219,7 @@ test('every documented response of both operations is reachable and matches the 
   const lookupDown = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'findApiKeyByHash', new StoreUnavailableError('down')) });
   for (const app of [lookupBroken, lookupDown]) await app.request({ method: 'GET', url: '/v1/key', key: app.keys.read });
   const seen = new Set(
-    [api, strict, failing, broken, keys, lookupBroken, lookupDown].flatMap((app) => [...app.contract.seen]),
+    [api, strict, events, failing, broken, keys, lookupBroken, lookupDown].flatMap((app) => [...app.contract.seen]),
   );
   const doc = await documentOf(t);
   for (const [path, ops] of Object.entries(doc.paths)) {

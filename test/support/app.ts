@@ -64,6 +64,8 @@ export interface TestAppOptions {
   metrics?: AppOptions['metrics'];
   /** The built dashboard /dashboard serves (see buildApp); default the project's dist/dashboard. */
   dashboardDirectory?: string;
+  /** How often an idle event stream gets a comment line (see buildApp). */
+  eventHeartbeatMs?: number;
 }
 
 /** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
@@ -92,6 +94,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     ...(options.rules ? { rules: options.rules } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.dashboardDirectory ? { dashboardDirectory: options.dashboardDirectory } : {}),
+    ...(options.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: options.eventHeartbeatMs } : {}),
   });
   toClose.push(app);
 
@@ -179,7 +182,7 @@ export function assertError(res: TestResponse, status: number, code: string): { 
 /** Each port of a store, and each member of each port. */
 type PortName = Exclude<keyof Store, 'backend' | 'close'>;
 type PortMember = { [P in PortName]: keyof Store[P] }[PortName];
-const PORT_NAMES: readonly PortName[] = ['entries', 'changes', 'keys', 'history', 'maintenance'];
+const PORT_NAMES: readonly PortName[] = ['entries', 'changes', 'keys', 'history', 'events', 'maintenance'];
 
 /** The real store, except that `member` (of whichever port has it) rejects with `error`: for the paths only a broken store reaches. */
 export function failingOn(store: Store, member: PortMember, error: Error): Store {

@@ -79,6 +79,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of stock, oldest first
+         * @description Every committed change of an entry (created, quantity or status updated, deleted), in commit order: the events with a seq above `after`, oldest first; an empty page means caught up. To follow the stock: load GET /v1/inventory, note its X-Events-Head, then ask for the events after it, and after the last seq of each page. Events older than the retention are pruned: 410 events_pruned then says to reload the list.
+         *
+         *     Requires the scope `inventory:read`.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of stock as they happen (Server-Sent Events)
+         * @description The events of GET /v1/events as a Server-Sent Events stream: each as `id: <seq>`, `event: <type>`, `data: <the event JSON>`. It starts after Last-Event-ID, else after `after`, else at the head; replays what was missed, then sends each change as it commits, on every instance. A comment line every 15 s keeps it open through proxies. When the position was pruned it sends `event: reset` with data {"head": <seq>}: reload the list, then the stream goes on after that seq. When the service shuts down the stream ends: reconnect with Last-Event-ID. Send the key in the Authorization header (fetch, not a browser EventSource, which cannot).
+         *
+         *     Requires the scope `inventory:read`.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/key": {
         parameters: {
             query?: never;
@@ -184,6 +228,51 @@ export interface components {
             /** @description Pass as cursor for the next (older) page; null on the last page */
             nextCursor: string | null;
         };
+        InventoryEvent: {
+            /** @description evt_ and the seq: the same event has the same id wherever it is delivered */
+            id: string;
+            /** @description Increases strictly in commit order and is never reused; gaps are allowed */
+            seq: number;
+            /**
+             * @description inventory.created: an entry appeared; inventory.updated: its quantity or status changed; inventory.deleted: it was retired
+             * @enum {string}
+             */
+            type: "inventory.created" | "inventory.updated" | "inventory.deleted";
+            /**
+             * Format: date-time
+             * @description When the change was committed (RFC 3339, UTC)
+             */
+            occurredAt: string;
+            data: {
+                /**
+                 * Format: int64
+                 * @description Identifier of the animal this entry tracks. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992).
+                 */
+                petId: bigint;
+                status: components["schemas"]["PetStatus"];
+                /** @description The quantity before the change; null when the entry appeared */
+                previousQuantity: number | null;
+                /** @description The quantity after the change; null when the entry was retired */
+                quantity: number | null;
+                /** @description The entry's version after the change, as in its ETag: a consumer drops an event older than what it holds */
+                version: number;
+                /** @description The reason sent with the change, or null */
+                reason: components["schemas"]["ChangeReason"] | null;
+                /**
+                 * @description api: a request; cli: the operator's command line
+                 * @enum {string}
+                 */
+                source: "api" | "cli";
+                /** @description Id of the API key that made the change; null for the CLI */
+                keyId: string | null;
+                /** @description X-Request-Id of the request; null for the CLI */
+                requestId: string | null;
+            };
+        };
+        EventPage: {
+            /** @description Events after the given seq, oldest first; empty when caught up */
+            items: components["schemas"]["InventoryEvent"][];
+        };
         /**
          * @description A permission of an API key: inventory:read (the GET operations) or inventory:write (GET and PATCH)
          * @enum {string}
@@ -204,7 +293,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "events_pruned" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code */
@@ -246,6 +335,8 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     /** @description Strong entity tag of the list at this store version (one per content coding) */
                     ETag: string;
+                    /** @description The newest event seq, read with the answer: follow GET /v1/events?after=<it> (or the stream) from here, without a gap or a double (extension: change events) */
+                    "X-Events-Head": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -258,6 +349,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    /** @description The newest event seq, read with the answer: follow GET /v1/events?after=<it> (or the stream) from here, without a gap or a double */
+                    "X-Events-Head": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -830,6 +923,264 @@ export interface operations {
                         code?: "not_found";
                         /** @constant */
                         status?: 404;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events with a seq above this one (default 0: from the oldest kept) */
+                after?: string;
+                /** @description Events per page, 1 to 1000 (default 100) */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events, oldest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The newest event seq, read with the answer: follow GET /v1/events?after=<it> (or the stream) from here, without a gap or a double */
+                    "X-Events-Head": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description Events after `after` were pruned: reload the list and follow from the seq in X-Events-Head */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The newest event seq, read with the answer: follow GET /v1/events?after=<it> (or the stream) from here, without a gap or a double */
+                    "X-Events-Head": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "events_pruned";
+                        /** @constant */
+                        status?: 410;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events with a seq above this one (default 0: from the oldest kept) */
+                after?: string;
+            };
+            header?: {
+                /** @description The id of the last event received (its seq): the stream resumes after it, and wins over `after` */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream of events, oldest first, open until the client leaves, the service shuts down, or the client reads too slowly */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The newest event seq when the stream opened */
+                    "X-Events-Head": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
                     };
                 };
             };

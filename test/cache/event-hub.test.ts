@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EVENT_PAGE, EventHub, type EventSubscriber } from '../../src/cache/event-hub.js';
+import type { InventoryEvent } from '../../src/domain/event.js';
+import { MemoryEvents } from '../support/memory-events.js';
+
+/** A subscriber that keeps what it is given, as a stream does: only events above its position. */
+class Recorder implements EventSubscriber {
+  readonly seqs: number[] = [];
+  resets: number[] = [];
+  constructor(public position: number) {}
+  deliver(events: readonly InventoryEvent[]): void {
+    for (const e of events) {
+      if (e.seq <= this.position) continue;
+      this.seqs.push(e.seq);
+      this.position = e.seq;
+    }
+  }
+  reset(head: number): void {
+    this.resets.push(head);
+    this.position = head;
+  }
+}
+
+const WAIT_MS = 10_000;
+
+async function until(done: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
+  while (!done()) {
+    if (Date.now() > deadline) assert.fail(`no ${what} within ${WAIT_MS} ms`);
+    await new Promise((wake) => setTimeout(wake, 10));
+  }
+}
+
+test('one read of the log serves every subscriber, each event once and in order', async (t) => {
+  const log = new MemoryEvents();
+  const hub = new EventHub(log, { pollMs: 60_000 });
+  t.after(() => hub.close());
+  const start = await hub.ready();
+  const subscribers = Array.from({ length: 50 }, () => new Recorder(start));
+  for (const s of subscribers) hub.join(s);
+  const readsBefore = log.reads;
+  for (let i = 1; i <= 5; i++) log.append(BigInt(i), i);
+  await until(() => subscribers.every((s) => s.seqs.length === 5), 'delivery to every subscriber');
+  for (const s of subscribers) assert.deepEqual(s.seqs, [1, 2, 3, 4, 5]);
+  // The hints of five appends coalesce: a read under way is followed by one more at most.
+  assert.ok(log.reads - readsBefore <= 5, `${log.reads - readsBefore} reads for 50 subscribers`);
+});
+
+test('without a hint (a change through another instance) the poll brings the event', async (t) => {
+  const log = new MemoryEvents();
+  const hub = new EventHub(log, { pollMs: 20 });
+  t.after(() => hub.close());
+  const s = new Recorder(await hub.ready());
+  hub.join(s);
+  log.append(1n, 3, { hint: false });
+  await until(() => s.seqs.length === 1, 'the polled event');
+  assert.deepEqual(s.seqs, [1]);
+});
+
+test('a page at a time: more than a page of events arrives whole, in order', async (t) => {
+  const log = new MemoryEvents();
+  const hub = new EventHub(log, { pollMs: 60_000 });
+  t.after(() => hub.close());
+  const s = new Recorder(await hub.ready());
+  hub.join(s);
+  for (let i = 0; i < EVENT_PAGE * 2 + 5; i++) log.append(1n, i, { hint: false });
+  log.append(1n, 0);
+  await until(() => s.seqs.length === EVENT_PAGE * 2 + 6, 'every event');
+  assert.deepEqual(s.seqs, Array.from({ length: EVENT_PAGE * 2 + 6 }, (_, i) => i + 1));
+});
+
+test('a subscriber may join only at or ahead of the hub; gaps in seq are followed', async (t) => {
+  const log = new MemoryEvents();
+  log.append(1n, 1);
+  const hub = new EventHub(log, { pollMs: 60_000 });
+  t.after(() => hub.close());
+  assert.equal(await hub.ready(), 1);
+  assert.throws(() => hub.join(new Recorder(0)), /behind the hub/);
+  const s = new Recorder(1);
+  hub.join(s);
+  log.append(1n, 2, { skip: 3 });
+  await until(() => s.seqs.length === 1, 'the event after the gap');
+  assert.deepEqual(s.seqs, [5]);
+});
+
+test('when the hub finds its position pruned, every subscriber is reset to the head', async (t) => {
+  const log = new MemoryEvents();
+  const hub = new EventHub(log, { pollMs: 60_000 });
+  t.after(() => hub.close());
+  const s = new Recorder(await hub.ready());
+  hub.join(s);
+  log.append(1n, 1, { hint: false });
+  log.append(1n, 2, { hint: false });
+  log.pruneThrough(2);
+  log.append(1n, 3);
+  await until(() => s.resets.length === 1, 'the reset');
+  assert.deepEqual(s.resets, [3], 'to the head the read saw');
+  log.append(1n, 4);
+  await until(() => s.seqs.length === 1, 'the next event');
+  assert.deepEqual(s.seqs, [4]);
+});
+
+test('with no subscriber left the hub stops reading and listening; followAlways keeps it on', async (t) => {
+  const log = new MemoryEvents();
+  const hub = new EventHub(log, { pollMs: 10 });
+  t.after(() => hub.close());
+  const s = new Recorder(await hub.ready());
+  hub.join(s);
+  assert.equal(log.listeners, 1);
+  hub.leave(s);
+  assert.equal(log.listeners, 0);
+  assert.equal(hub.position, undefined);
+  const reads = log.reads;
+  await new Promise((wake) => setTimeout(wake, 100));
+  assert.equal(log.reads, reads, 'no read with nobody to serve');
+  hub.followAlways();
+  await until(() => log.reads > reads, 'a read while following always');
+  log.append(7n, 1);
+  await until(() => hub.head === 1, 'the head seen');
+});
