@@ -108,7 +108,8 @@ async function readHead(context: FollowContext, signal: AbortSignal): Promise<nu
   const response = await context.fetch(new Request(`${apiBase(context)}/events?limit=1`, { headers: context.headers, signal }));
   const head = eventsHeadOf(response);
   if ((response.ok || response.status === 410) && head !== undefined) {
-    await response.body?.cancel().catch(() => undefined);
+    // Read to the end (one event at most), not cancelled: a browser would count a cancelled answer as a failed request.
+    await response.arrayBuffer().catch(() => undefined);
     return head;
   }
   if (response.ok) throw unexpectedAnswer(response, '', 'the answer has no X-Events-Head');
