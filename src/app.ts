@@ -146,7 +146,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);
-  const purge = schedulePruning(store.maintenance, config, app.log);
+  const purge = schedulePruning(store, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
     // Before the server closes: it waits for every open answer, and a stream never ends by itself.

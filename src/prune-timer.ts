@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
-import type { Maintenance } from './store/store.js';
+import type { Events, Maintenance } from './store/store.js';
 
-/** How often each instance deletes expired idempotency records and, with a retention, old history. */
+/** How often each instance deletes expired idempotency records and, with a retention, old history and events. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -27,14 +27,14 @@ export interface PruneTimer {
 
 /**
  * Every `intervalMs`, deletes what the store need not keep: expired idempotency records (a lookup
- * ignores them: dead weight) and, when HISTORY_RETENTION_DAYS is set, history older than that.
- * Runs never overlap; each deletes in short transactions (see the store's purge members), so the
- * writes of requests interleave. With several instances each runs it: the steps are cheap and
- * idempotent.
+ * ignores them: dead weight), when HISTORY_RETENTION_DAYS is set history older than that, and when
+ * EVENTS_RETENTION_DAYS is set (7 by default) events older than that. Runs never overlap; each
+ * deletes in short transactions (see the store's purge members), so the writes of requests
+ * interleave. With several instances each runs it: the steps are cheap and idempotent.
  */
 export function schedulePruning(
-  maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>,
-  settings: Pick<Config, 'historyRetentionDays'>,
+  store: { maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>; events: Pick<Events, 'purgeEvents'> },
+  settings: Pick<Config, 'historyRetentionDays' | 'eventsRetentionDays'>,
   log: PruneLog,
   intervalMs = PRUNE_INTERVAL_MS,
   firstRunWithinMs = FIRST_PRUNE_WITHIN_MS,
@@ -44,14 +44,21 @@ export function schedulePruning(
   const failed = (what: string) => (err: unknown) => {
     if (!stopped) log.warn({ err }, `could not purge ${what}`);
   };
+  const olderThan = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
   const run = async () => {
     const now = new Date();
-    const records = await maintenance.purgeIdempotencyRecords(now).catch(failed('idempotency records'));
+    const records = await store.maintenance.purgeIdempotencyRecords(now).catch(failed('idempotency records'));
     let rows: number | void = 0;
     if (settings.historyRetentionDays > 0 && !stopped) {
-      rows = await maintenance.purgeHistory(new Date(now.getTime() - settings.historyRetentionDays * DAY_MS)).catch(failed('history'));
+      rows = await store.maintenance.purgeHistory(olderThan(now, settings.historyRetentionDays)).catch(failed('history'));
     }
-    if (records || rows) log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0 }, 'housekeeping deleted old rows');
+    let events: number | void = 0;
+    if (settings.eventsRetentionDays > 0 && !stopped) {
+      events = await store.events.purgeEvents(olderThan(now, settings.eventsRetentionDays)).catch(failed('events'));
+    }
+    if (records || rows || events) {
+      log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0, events: events ?? 0 }, 'housekeeping deleted old rows');
+    }
   };
   const runNow = () => {
     running ??= run().finally(() => {

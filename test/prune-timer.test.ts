@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { schedulePruning, type PruneLog } from '../src/prune-timer.js';
 import { openTestStore } from './support/backends.js';
-import { change } from './support/store.js';
+import { change, importPlan, importSource } from './support/store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -26,14 +26,14 @@ test('housekeeping deletes expired idempotency records, and history past HISTORY
   const history = async () => (await store.history.listHistory(1n, { limit: 10 }))!.map((r) => r.quantity);
 
   const log = recordingLog();
-  const keepAll = schedulePruning(store.maintenance, { historyRetentionDays: 0 }, log);
+  const keepAll = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 0 }, log);
   t.after(() => keepAll.stop());
   await keepAll.runNow();
   assert.deepEqual(await history(), [0, 1, 29, 31, 35, 40], 'HISTORY_RETENTION_DAYS=0 keeps every row');
-  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0 }, message: 'housekeeping deleted old rows' }]);
 
   // On its timer, as a server runs it.
-  const thirtyDays = schedulePruning(store.maintenance, { historyRetentionDays: 30 }, log, 20);
+  const thirtyDays = schedulePruning(store, { historyRetentionDays: 30, eventsRetentionDays: 0 }, log, 20);
   t.after(() => thirtyDays.stop());
   for (let waited = 0; (await history()).length > 3; waited += 20) {
     assert.ok(waited < 3000, 'pruned within 3 s on a 20 ms timer');
@@ -48,11 +48,35 @@ test('the first run comes soon after start, not an interval later: an instance r
   await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
   await store.changes.applyChange(change(1n, 0, { idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(Date.now() - 1000), recordsPerKey: 10 } }));
   const log = recordingLog();
-  const hourly = schedulePruning(store.maintenance, { historyRetentionDays: 0 }, log, 3_600_000, 50);
+  const hourly = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 0 }, log, 3_600_000, 50);
   t.after(() => hourly.stop());
   for (let waited = 0; log.lines.length === 0; waited += 20) {
     assert.ok(waited < 3000, 'a first run within 3 s, with the first run due within 50 ms');
     await sleep(20);
   }
-  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0 }, message: 'housekeeping deleted old rows' }]);
+});
+
+test('housekeeping deletes events past EVENTS_RETENTION_DAYS, oldest first, and a reader behind them is told; 0 keeps them all', async (t) => {
+  const store = await openTestStore('sqlite', t);
+  const now = Date.now();
+  // Created 40 days ago by an import, then changed 35, 31, 29 and 1 days ago: events 1 to 5.
+  await store.changes.importItems(importSource([{ petId: 1n, quantity: 0, status: 'available' }]), importPlan(false, new Date(now - 40 * DAY_MS)));
+  for (const daysAgo of [35, 31, 29, 1]) await store.changes.applyChange(change(1n, daysAgo, { at: new Date(now - daysAgo * DAY_MS) }));
+  const seqs = async (after: number) => (await store.events.readEvents(after, 10)).items.map((e) => e.seq);
+  assert.deepEqual(await seqs(0), [1, 2, 3, 4, 5]);
+
+  const log = recordingLog();
+  const keepAll = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 0 }, log);
+  t.after(() => keepAll.stop());
+  await keepAll.runNow();
+  assert.deepEqual(await seqs(0), [1, 2, 3, 4, 5], 'EVENTS_RETENTION_DAYS=0 keeps every event');
+
+  const thirtyDays = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 30 }, log);
+  t.after(() => thirtyDays.stop());
+  await thirtyDays.runNow();
+  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 0, historyRows: 0, events: 3 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual(await store.events.readEvents(0, 10), { items: [], head: 5, pruned: true });
+  assert.deepEqual(await store.events.readEvents(2, 10), { items: [], head: 5, pruned: true });
+  assert.deepEqual(await seqs(3), [4, 5]);
 });

@@ -170,6 +170,11 @@ export const SETTINGS = {
     value: integer({ default: 0, min: 0, max: 36_500 }),
     doc: "days of change history to keep; older rows are deleted every hour, except each entry's newest. `0` keeps everything",
   },
+  EVENTS_RETENTION_DAYS: {
+    key: 'eventsRetentionDays',
+    value: integer({ default: 7, min: 0, max: 36_500 }),
+    doc: 'days of change events the feed keeps; older ones are deleted every hour, and a reader behind them must reload the list. `0` keeps everything',
+  },
   // No key: only `serve` reads it; the other commands run in one process whatever it says.
   WORKERS: {
     value: workerCount({ default: 1 }),

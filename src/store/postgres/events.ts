@@ -95,8 +95,21 @@ export function events({ query }: Pooled, log: EventLog): Events {
   };
 }
 
-function toEvent({ seq, version, ...rest }: EventRow): InventoryEvent {
-  return { seq: Number(seq), ...rest, version: Number(version) };
+function toEvent(r: EventRow): InventoryEvent {
+  return {
+    seq: Number(r.seq),
+    type: r.type,
+    occurredAt: r.occurredAt,
+    petId: r.petId,
+    status: r.status,
+    previousQuantity: r.previousQuantity,
+    quantity: r.quantity,
+    version: Number(r.version),
+    reason: r.reason,
+    source: r.source,
+    keyId: r.keyId,
+    requestId: r.requestId,
+  };
 }
 
 /**
