@@ -4,6 +4,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from './support/backends.js';
 import { BIN, startServerProcess, withDeadline, type ServerProcess } from './support/process.js';
+import { StreamClient } from './support/event-stream.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 const run = promisify(execFile);
@@ -47,6 +48,29 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     assert.ok(versions.length > 0);
     // Exactly one of them found an empty store and printed a first-run key.
     assert.equal(servers.filter((s) => s.stderr().includes('First run')).length, 1);
+  });
+
+  test('a change through A is streamed by B, and by A, without NOTIFY being needed for correctness (the poll)', async (t) => {
+    const { key, a, b } = await twoInstances(t, 3);
+    const onB = await new StreamClient(b.baseUrl, { key }).opened();
+    const onA = await new StreamClient(a.baseUrl, { key }).opened();
+    t.after(() => [onA, onB].forEach((s) => s.close()));
+    assert.deepEqual([onA.status, onB.status], [200, 200]);
+    const sentAt = Date.now();
+    assert.equal((await call(a, key, 'PATCH', '/v1/inventory/2', { quantity: 41 })).status, 200);
+    await onB.until((s) => s.events.length === 1, 'the change through A on B');
+    t.diagnostic(`streamed by the other instance ${Date.now() - sentAt} ms after the PATCH was sent`);
+    const event = JSON.parse(onB.events[0]!.data!) as { type: string; data: { petId: number; quantity: number; source: string } };
+    assert.deepEqual([event.type, event.data.petId, event.data.quantity, event.data.source], ['inventory.updated', 2, 41, 'api']);
+    await onA.until((s) => s.events.length === 1, 'the change on A too');
+    assert.deepEqual(onA.seqs, onB.seqs);
+    // And the other way round, with the list's head as the handoff on both.
+    const list = await call(a, key, 'GET', '/v1/inventory');
+    assert.equal(Number(list.headers.get('x-events-head')), onB.seqs[0]);
+    assert.equal((await call(b, key, 'PATCH', '/v1/inventory/3', { quantity: 7 })).status, 200);
+    await onA.until((s) => s.events.length === 2, 'the change through B on A');
+    await onB.until((s) => s.events.length === 2, 'the change through B on B');
+    assert.deepEqual(onA.seqs, onB.seqs);
   });
 
   test('a PATCH through A is seen by the next GET through B', async (t) => {

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { DRAIN_RECONNECT_GRACE_MS } from '../src/http/connections.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './support/backends.js';
+import { StreamClient } from './support/event-stream.js';
 import { BIN, halfSentPatch, sleep, startServerProcess, waitFor } from './support/process.js';
 
 const run = promisify(execFile);
@@ -155,6 +156,20 @@ test('stopping a busy server: it answers through the drain, each answer closing 
   // The connection open since before the signal: answered, and closed by its answer; then the process exits.
   assert.match(await kept.get('/healthz'), /^HTTP\/1\.1 200 .*\r\nconnection: close\r\n/is);
   await kept.closed;
+  assert.equal(await server.exited, 0);
+  assert.match(server.stdout(), /shut down cleanly/);
+});
+
+test('stopping a server with event streams open: the drain ends them at once, cleanly, and exits 0 without waiting for them (decisions 7.8)', { timeout: 30_000 }, async (t) => {
+  const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN });
+  await waitFor(() => /^ {4}inv_live_\S+$/m.test(server.stderr()));
+  const key = /^ {4}(inv_live_\S+)$/m.exec(server.stderr())![1]!;
+  const streams = await Promise.all([1, 2].map(() => new StreamClient(server.baseUrl, { key }).opened()));
+  t.after(() => streams.forEach((s) => s.close()));
+  assert.deepEqual(streams.map((s) => s.status), [200, 200]);
+  server.proc.kill('SIGTERM');
+  // Ended by the server (the stream's end, not a reset connection), so each client reconnects elsewhere at once.
+  assert.deepEqual(await Promise.all(streams.map((s) => s.ended)), ['end', 'end']);
   assert.equal(await server.exited, 0);
   assert.match(server.stdout(), /shut down cleanly/);
 });

@@ -1,8 +1,8 @@
+import { EVENT_TYPES } from '../schemas/event.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
-import { EVENT_TYPES } from '../schemas/values.js';
 import type { InventoryEntry, QuantityChange } from './inventory.js';
 
-// Declared with the wire format's enumerations (the schemas, a layer below, build on it).
+// Declared with the wire schema (a layer below), kept importable from here.
 export { EVENT_TYPES };
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -15,6 +15,3 @@ export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
 
 /** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH). */
 export const SCOPES = ['inventory:read', 'inventory:write'] as const;
-
-/** What happened to an entry: it appeared (or was revived), its quantity or status changed, it was retired. */
-export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;

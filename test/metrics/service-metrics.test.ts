@@ -6,6 +6,7 @@ import { OPERATION_LABELS, ServiceMetrics } from '../../src/metrics/service-metr
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { assertError, buildTestApp, type TestApp } from '../support/app.js';
+import { StreamClient } from '../support/event-stream.js';
 import { sample } from '../support/prometheus.js';
 
 const PETS: InventoryItem[] = Array.from({ length: 5 }, (_, i) => ({ petId: BigInt(i + 1), quantity: i, status: 'available' }));
@@ -81,6 +82,40 @@ for (const backend of BACKENDS) {
       // Labels are the code's words: operations and statuses only.
       const labelValues = new Set([...text.matchAll(/operation="([^"]*)"/g)].map((m) => m[1]!));
       assert.ok([...labelValues].every((v) => OPERATION_LABELS.includes(v) || /^[a-z][A-Za-z]+$/.test(v)), [...labelValues].join());
+    });
+
+    test('the event log: its head, open streams, events appended by type as read from the log, the lag to the streams', async (t) => {
+      const metrics = new ServiceMetrics();
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, metrics });
+      const write = { authorization: `Bearer ${api.keys.write}` };
+      const client = await new StreamClient(api.baseUrl, { key: api.keys.read }).opened();
+      t.after(() => client.close());
+      for (let q = 1; q <= 3; q++) {
+        assert.equal(await overSocket(api.baseUrl, 'PATCH', '/v1/inventory/2', write, JSON.stringify({ quantity: 10 + q })), 200);
+        await client.until((c) => c.events.length === q, `event ${q} on the stream`);
+      }
+      const head = client.seqs.at(-1)!;
+      // The hub reads the log every 0.2 s: wait for it to have seen the last event, however long the machine takes.
+      let text = await metrics.render();
+      for (let tries = 0; sample(text, 'inventory_events_head') !== head && tries < 200; tries++) {
+        await new Promise((wake) => setTimeout(wake, 50));
+        text = await metrics.render();
+      }
+      assert.equal(sample(text, 'inventory_events_head'), head);
+      assert.equal(sample(text, 'inventory_event_streams'), 1);
+      assert.equal(sample(text, 'inventory_events_appended_total', { type: 'inventory.updated' }), 3, 'the changes since the process started following');
+      assert.equal(sample(text, 'inventory_events_appended_total', { type: 'inventory.created' }), 0);
+      const lagged = sample(text, 'inventory_event_stream_lag_seconds_count') ?? 0;
+      assert.ok(lagged >= 1 && lagged <= 3, `${lagged} events measured on their way to a live stream`);
+      assert.equal(sample(text, 'inventory_event_stream_lag_seconds_bucket', { le: '+Inf' }), lagged);
+      client.close();
+      await client.ended;
+      for (let tries = 0; sample(text, 'inventory_event_streams') !== 0 && tries < 200; tries++) {
+        await new Promise((wake) => setTimeout(wake, 50));
+        text = await metrics.render();
+      }
+      assert.equal(sample(text, 'inventory_event_streams'), 0);
+      assert.equal(sample(text, 'inventory_http_requests_total', { operation: 'streamEvents', status: '200' }), 1, 'a stream is counted once, when it ends');
     });
   });
 }
