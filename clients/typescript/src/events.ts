@@ -99,7 +99,7 @@ export async function* followEvents(context: FollowContext, options: FollowOptio
 }
 
 /** The base URL without a trailing slash. */
-export function apiBase(context: Pick<FollowContext, 'baseUrl'>): string {
+function apiBase(context: Pick<FollowContext, 'baseUrl'>): string {
   return context.baseUrl.replace(/\/+$/, '');
 }
 
@@ -117,7 +117,7 @@ async function readHead(context: FollowContext, signal: AbortSignal): Promise<nu
 }
 
 /** The InventoryApiError of a non-2xx answer, from its body (the service's Error object, or whatever came instead). */
-export async function answerError(response: Response): Promise<InventoryApiError> {
+async function answerError(response: Response): Promise<InventoryApiError> {
   const text = await response.text().catch(() => '');
   let body: unknown = text;
   try {

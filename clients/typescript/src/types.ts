@@ -22,38 +22,14 @@ export type ServiceErrorCode = components['schemas']['Error']['code'];
 /** listInventoryIfChanged's result: the list and its ETag, or only the ETag while the list is the one that ETag names. */
 export type InventoryIfChanged = { changed: true; items: InventoryItem[]; etag: string } | { changed: false; etag: string };
 
-/** What happened to an entry: it appeared (or came back), its quantity or status changed, it was retired. */
-export type InventoryEventType = 'inventory.created' | 'inventory.updated' | 'inventory.deleted';
-
 /**
  * One committed change of stock, as the feed and the stream send it: `seq` increases in commit
  * order, `data.petId` is an exact bigint, `data.version` is the entry's version after the change
  * (the number in its ETag), so an event older than what a consumer holds can be dropped.
  */
-export interface InventoryEvent {
-  /** evt_ and the seq. */
-  id: string;
-  seq: number;
-  type: InventoryEventType;
-  /** When the change was committed, RFC 3339 in UTC. */
-  occurredAt: string;
-  data: {
-    petId: bigint;
-    status: PetStatus;
-    /** null when the entry appeared. */
-    previousQuantity: number | null;
-    /** null when the entry was retired. */
-    quantity: number | null;
-    version: number;
-    reason: ChangeReason | null;
-    /** api: a request; cli: the operator's command line. */
-    source: 'api' | 'cli';
-    /** The API key that made the change; null for the CLI. */
-    keyId: string | null;
-    /** X-Request-Id of the request that made it; null for the CLI. */
-    requestId: string | null;
-  };
-}
+export type InventoryEvent = components['schemas']['InventoryEvent'];
+/** What happened to an entry: it appeared (or came back), its quantity or status changed, it was retired. */
+export type InventoryEventType = InventoryEvent['type'];
 
 /** A page of the feed: the events after the position asked for, oldest first (empty when caught up), and the newest seq (X-Events-Head). */
 export interface EventPage {
