@@ -119,10 +119,14 @@ export interface Events {
   /**
    * Calls `listener` soon after events may have been appended, by this process or, where the
    * backend can tell (PostgreSQL's NOTIFY), by another: a hint to read sooner, never the only way
-   * to learn of an event. Returns the function that stops the calls.
+   * to learn of an event. Returns the function that stops the calls. Closing the store stops
+   * every listener; once it is closed, this throws StoreUnavailableError.
    */
   onAppended(listener: () => void): () => void;
-  /** Drops events that occurred before `before`, oldest first, in short transactions; a reader after a dropped seq gets `pruned`. Resolves to how many. */
+  /**
+   * Drops events that occurred before `before`, oldest first (by seq), in short transactions,
+   * stopping at the first that is not old; a reader after a dropped seq gets `pruned`. Resolves to how many.
+   */
   purgeEvents(before: Date): Promise<number>;
 }
 

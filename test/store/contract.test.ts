@@ -344,9 +344,11 @@ for (const backend of BACKENDS) {
       await store.changes.addItems([item(1n), item(2n)]);
       for (const name of Object.keys(WRITES_SEEN) as (keyof Changes)[]) {
         const before = await store.entries.readVersion();
+        const eventsBefore = await store.events.head();
         const written = await WRITES_SEEN[name](store);
-        const { version, items, removed, complete } = await store.entries.changesSince(before);
+        const { version, items, removed, complete, eventsHead } = await store.entries.changesSince(before);
         assert.ok(version > before, `${name} moved the store version`);
+        assert.equal(eventsHead - eventsBefore, written.items.length + written.removed.length, `${name}: one event per entry written, read with the list`);
         assert.deepEqual({ items, removed }, written, `${name}: changesSince returns what it wrote`);
         assert.equal(complete, false, `${name}: only what changed`);
       }

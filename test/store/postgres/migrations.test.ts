@@ -64,4 +64,28 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     assert.deepEqual(await store.entries.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });
+
+  it('a schema of version 6 is migrated with an empty event log at head 0, which its next change starts', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    await adminQuery(`
+      CREATE SCHEMA ${schema};
+      SET search_path = ${schema};
+      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 6)
+        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
+        .join('\n')}
+      INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version, change_seq) VALUES (1, 3, 'available', now(), now(), 4, 7);
+      UPDATE store_state SET version = 7;
+    `);
+
+    const store = await db.open();
+    assert.deepEqual(await store.events.readEvents(0, 10), { items: [], head: 0, pruned: false });
+    assert.deepEqual(await store.entries.changesSince(7), { version: 7, items: [], removed: [], complete: false, eventsHead: 0 });
+    await store.changes.applyChange(change(1n, 5));
+    const { items } = await store.events.readEvents(0, 10);
+    assert.deepEqual(items.map((e) => [e.seq, e.type, e.previousQuantity, e.quantity, e.version]), [[1, 'inventory.updated', 3, 5, 5]]);
+    assert.equal((await store.entries.changesSince(7)).eventsHead, 1);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
 });

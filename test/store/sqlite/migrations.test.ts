@@ -104,3 +104,27 @@ test('a store of schema version 4 is migrated with every entry still stocked, an
   assert.equal((await store.changes.retireEntry(1n, { force: false, at: new Date() })).kind, 'retired');
   assert.deepEqual(await store.entries.listInventory(), [{ petId: 2n, quantity: 4, status: 'available' }]);
 });
+
+test('a store of schema version 5 is migrated with an empty event log at head 0, which its next change starts', async (t) => {
+  const filename = join(tempDir(t), 'v5.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 5)) {
+    for (const [name, fn] of Object.entries(m.functions ?? {})) old.function(name, { deterministic: true }, fn);
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const at = '2026-01-01T00:00:00.000Z';
+  old.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version) VALUES (1, 3, 'available', '${at}', '${at}', 4)`);
+  old.exec("UPDATE store_state SET version = 7; INSERT INTO inventory_changes (seq, pet_ids) VALUES (7, '[1]')");
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  assert.deepEqual(await store.events.readEvents(0, 10), { items: [], head: 0, pruned: false });
+  assert.deepEqual(await store.entries.changesSince(7), { version: 7, items: [], removed: [], complete: false, eventsHead: 0 });
+  await store.changes.applyChange(change(1n, 5));
+  const { items } = await store.events.readEvents(0, 10);
+  assert.deepEqual(items.map((e) => [e.seq, e.type, e.previousQuantity, e.quantity, e.version]), [[1, 'inventory.updated', 3, 5, 5]]);
+  assert.equal((await store.entries.changesSince(7)).eventsHead, 1);
+});
