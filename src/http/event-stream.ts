@@ -90,9 +90,11 @@ export class EventStream implements EventSubscriber {
         continue;
       }
       // Caught up with the log as of that read; join the hub if it is not ahead (checked and joined in one turn).
-      const hubPosition = await this.#hub.ready();
+      // Else read again: the hub moved on meanwhile, or stopped (its last stream left) and must start anew.
+      await this.#hub.ready();
       if (this.#ended) return;
-      if ((this.#hub.position ?? hubPosition) <= this.position) {
+      const hubPosition = this.#hub.position;
+      if (hubPosition !== undefined && hubPosition <= this.position) {
         this.#hub.join(this);
         return;
       }
