@@ -73,6 +73,66 @@ export function withQuantity(model: InventoryModel, index: number, quantity: num
   return { ...model, quantities, counts: { ...model.counts, outOfStock } };
 }
 
+/** What the change events say of an entry: its quantity and status now, or null once retired. */
+export type EntryChange = InventoryItem | null;
+/** Entries' changes by their id digits. */
+export type EntryChanges = ReadonlyMap<string, EntryChange>;
+
+/**
+ * The model with the entries' changes applied. Changes of quantity or status copy the two arrays
+ * once for the whole batch (ids, and so a sort by id and the search, stay as they are); an entry
+ * that appeared or was retired builds the model again, once for the batch, in id order.
+ */
+export function withChanges(model: InventoryModel, changes: EntryChanges): InventoryModel {
+  let reshaped = false;
+  for (const [id, change] of changes) {
+    if (model.indexOf.has(id) !== (change !== null)) {
+      reshaped = true;
+      break;
+    }
+  }
+  if (reshaped) return rebuilt(model, changes);
+  let quantities: Int32Array | undefined;
+  let statuses: Uint8Array | undefined;
+  for (const [id, change] of changes) {
+    const index = model.indexOf.get(id);
+    if (index === undefined || change === null) continue;
+    const status = STATUSES.indexOf(change.status);
+    if (model.quantities[index] !== change.quantity) (quantities ??= model.quantities.slice())[index] = change.quantity;
+    if (model.statuses[index] !== status) (statuses ??= model.statuses.slice())[index] = status;
+  }
+  if (!quantities && !statuses) return model;
+  const next = { ...model, quantities: quantities ?? model.quantities, statuses: statuses ?? model.statuses };
+  return { ...next, counts: countsOf(next) };
+}
+
+/** The model built again from its rows and the changes: retired ones out, new ones in at their place by id. */
+function rebuilt(model: InventoryModel, changes: EntryChanges): InventoryModel {
+  const added = [...changes.entries()]
+    .flatMap(([id, change]) => (change !== null && !model.indexOf.has(id) ? [change] : []))
+    .sort((a, b) => (a.petId < b.petId ? -1 : a.petId > b.petId ? 1 : 0));
+  const items: InventoryItem[] = [];
+  let next = 0;
+  for (let i = 0; i < model.size; i++) {
+    const petId = model.ids[i]!;
+    while (next < added.length && added[next]!.petId < petId) items.push(added[next++]!);
+    const change = changes.get(model.idText[i]!);
+    if (change === null) continue;
+    items.push(change ?? { petId, quantity: model.quantities[i]!, status: STATUSES[model.statuses[i]!]! });
+  }
+  while (next < added.length) items.push(added[next++]!);
+  return buildModel(items);
+}
+
+function countsOf(model: Pick<InventoryModel, 'size' | 'quantities' | 'statuses'>): StatusCounts {
+  const counts: StatusCounts = { available: 0, pending: 0, sold: 0, total: model.size, outOfStock: 0 };
+  for (let i = 0; i < model.size; i++) {
+    counts[STATUSES[model.statuses[i]!]!]++;
+    if (model.quantities[i] === 0) counts.outOfStock++;
+  }
+  return counts;
+}
+
 // A sort key packs the value above the row index: value * 2^21 + index stays below 2^53 for every
 // quantity (< 2^31) and up to 2 million rows, so Float64Array's numeric sort orders by value, then
 // by API order (id ascending), with no comparator. Past 2 million rows the comparator sort is used.

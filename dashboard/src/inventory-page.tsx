@@ -89,7 +89,7 @@ export function InventoryPage({ session, onSignOut }: Props) {
       </header>
       {!session.canWrite && <p class="note">This key is read-only: you can look but not edit.</p>}
       {model && <Counts counts={model.counts} />}
-      <Toolbar filter={filter} onFilter={setFilter} shown={rows.length} total={model?.size ?? 0} refreshedAt={inventory.refreshedAt} refreshError={inventory.error} />
+      <Toolbar filter={filter} onFilter={setFilter} shown={rows.length} total={model?.size ?? 0} refreshedAt={inventory.refreshedAt} refreshError={inventory.error} live={inventory.live} />
       <div role="alert" class="alert">
         {alert}
       </div>

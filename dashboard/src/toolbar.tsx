@@ -2,6 +2,7 @@ import type { PetStatus } from '@petstore/inventory-client';
 import { STATUSES, type RowFilter } from './inventory-model.js';
 import { describeError, formatCount } from './messages.js';
 import { startMeasure } from './timing.js';
+import { REFRESH_INTERVAL_MS } from './use-inventory.js';
 
 interface Props {
   filter: RowFilter;
@@ -10,9 +11,11 @@ interface Props {
   total: number;
   refreshedAt: Date | null;
   refreshError: unknown;
+  /** The stream of changes is open: they show as they happen. */
+  live: boolean;
 }
 
-export function Toolbar({ filter, onFilter, shown, total, refreshedAt, refreshError }: Props) {
+export function Toolbar({ filter, onFilter, shown, total, refreshedAt, refreshError, live }: Props) {
   const update = (next: RowFilter) => {
     startMeasure('dashboard:filter');
     onFilter(next);
@@ -38,7 +41,12 @@ export function Toolbar({ filter, onFilter, shown, total, refreshedAt, refreshEr
         Showing {formatCount(shown)} of {formatCount(total)}
       </p>
       <p class="freshness">
-        {refreshedAt ? `Last refreshed ${refreshedAt.toLocaleTimeString()}` : 'Not refreshed yet'}
+        {/* Said when it changes (rarely), unlike the time beside it. */}
+        <span class={live ? 'live-state live' : 'live-state'} aria-live="polite">
+          {live ? 'Live' : 'Not live'}
+        </span>
+        {live ? ' · changes show as they happen' : ` · checking every ${REFRESH_INTERVAL_MS / 1000} s · `}
+        {live ? null : refreshedAt ? `Last refreshed ${refreshedAt.toLocaleTimeString()}` : 'Not refreshed yet'}
         {refreshError ? <span class="stale"> · the last check failed: {describeError(refreshError)}</span> : null}
       </p>
     </div>

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { InventoryItem, PetStatus } from '@petstore/inventory-client';
 import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../src/edits.js';
 import { newIdempotencyKey } from '../src/idempotency.js';
-import { buildModel, filterRows, sortRows, STATUSES, withQuantity, type SortColumn } from '../src/inventory-model.js';
+import { buildModel, filterRows, sortRows, STATUSES, withChanges, withQuantity, type EntryChange, type EntryChanges, type SortColumn } from '../src/inventory-model.js';
 
 /** The dashboard's table logic, outside the browser: its sort and filter against a plain comparator sort of objects. */
 
@@ -114,4 +114,35 @@ test('an add-or-remove that is not a whole number is refused, never saved as the
   // A typographic minus or dash, as keyboards and phones type it, is a minus.
   assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u22122')), { quantity: 8 });
   assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u20133')), { quantity: 7 });
+});
+
+test('withChanges applies what the events say: quantities and statuses in place, new and retired entries at their place by id', () => {
+  // In id order, as the API lists them.
+  const items = randomItems(2000, 11).sort((x, y) => (x.petId < y.petId ? -1 : x.petId > y.petId ? 1 : 0));
+  const model = buildModel(items);
+  const [a, b, c] = [items[5]!, items[1000]!, items[1999]!];
+  const inPlace: EntryChanges = new Map([
+    [a.petId.toString(), { ...a, quantity: a.quantity + 7 }],
+    [b.petId.toString(), { ...b, quantity: 0, status: b.status === 'sold' ? 'available' : 'sold' }],
+  ]);
+  const updated = withChanges(model, inPlace);
+  const expected = items.map((i) => (inPlace.get(i.petId.toString()) ?? i));
+  assert.deepEqual(updated, buildModel(expected), 'the same model as the list with those values');
+  assert.equal(updated.ids, model.ids, 'ids shared: the sort by id and the search need not run again');
+  assert.notEqual(updated.quantities, model.quantities);
+  assert.deepEqual(model, buildModel(items), 'the model it was given is left as it was');
+  assert.equal(withChanges(model, new Map([[a.petId.toString(), a]])), model, 'a change to what it holds already is no change');
+
+  // 2^53 + 1 between its neighbours; a retired entry leaves; a quantity changes in the same batch.
+  const between = { petId: 2n ** 53n + 1n, quantity: 3, status: 'pending' as const };
+  const first = { petId: -9223372036854775808n, quantity: 1, status: 'available' as const };
+  const reshaped: EntryChanges = new Map<string, EntryChange>([
+    [between.petId.toString(), between],
+    [first.petId.toString(), first],
+    [c.petId.toString(), null],
+    [a.petId.toString(), { ...a, quantity: 1 }],
+  ]);
+  const withoutC = items.filter((i) => i !== c && i.petId !== between.petId && i.petId !== first.petId).map((i) => (i === a ? { ...a, quantity: 1 } : i));
+  const want = [...withoutC, between, first].sort((x, y) => (x.petId < y.petId ? -1 : x.petId > y.petId ? 1 : 0));
+  assert.deepEqual(withChanges(model, reshaped), buildModel(want));
 });

@@ -71,8 +71,11 @@ const PET = {
   gone: 700008n,
   lost: 700009n,
   errors: 700010n,
+  // Below errors' id: the errors test wants its pet first when the test's pets are sorted by id, descending.
+  live: 700000n,
+  fallback: 170000n,
 } as const;
-const OWN_QUANTITY: Record<keyof typeof PET, number> = { edit: 5, delta: 10, conflict: 30, twice: 20, history: 9, a11y: 4, policy: 6, gone: 2, lost: 8, errors: 2 };
+const OWN_QUANTITY: Record<keyof typeof PET, number> = { edit: 5, delta: 10, conflict: 30, twice: 20, history: 9, a11y: 4, policy: 6, gone: 2, lost: 8, errors: 2, live: 3, fallback: 12 };
 
 /**
  * Pets 1 to 600 (a few out of stock), the int64 edges, both sides of 2^53 and a few negative ids.
@@ -139,9 +142,10 @@ async function session(t: TestContext, viewport = VIEWPORT): Promise<Session> {
   return { page, context, traffic };
 }
 
-/** Opens /dashboard and signs in with `key`; resolves once the first rows show. */
-async function signedIn(t: TestContext, api: TestApp, key: string, viewport = VIEWPORT): Promise<Session> {
+/** Opens /dashboard and signs in with `key` (after `before`, given the page); resolves once the first rows show. */
+async function signedIn(t: TestContext, api: TestApp, key: string, viewport = VIEWPORT, before?: (page: Page) => Promise<unknown>): Promise<Session> {
   const s = await session(t, viewport);
+  await before?.(s.page);
   const loaded = await s.page.goto(`${api.baseUrl}/dashboard`);
   assert.equal(loaded?.status(), 200);
   await signIn(s.page, key);
@@ -296,6 +300,64 @@ async function assertShownBeside(page: Page, field: Locator, text: string, inval
   assert.ok(gap >= 0 && gap <= 24, `just below the field (${gap} px): ${where}`);
   assert.ok(shown.box.left <= shown.field.right && shown.box.right >= shown.field.left, `under the field, not off to a side: ${where}`);
   assert.equal(await statusWith(page, 'Saved pet').count(), 0, 'the "Saved ..." from before is gone');
+}
+
+/** Waits until the page says it is live, or not (the word beside the refresh time). */
+async function liveState(page: Page, state: 'Live' | 'Not live', timeout = 15_000): Promise<void> {
+  await page.locator('.freshness').getByText(state, { exact: true }).waitFor({ timeout });
+}
+
+/** Every answer to GET /v1/inventory from now on. */
+function recordLists(page: Page): Response[] {
+  const lists: Response[] = [];
+  page.on('response', (r) => {
+    if (new URL(r.url()).pathname === '/v1/inventory' && r.request().method() === 'GET') lists.push(r);
+  });
+  return lists;
+}
+
+/**
+ * With a filter, a search, a sort, the table scrolled, one row's history open and another row in an editor with a typed
+ * value, `change` has someone else change a third row's quantity and waits until the page shows it; everything the user
+ * set up is still as it was.
+ */
+async function othersChangeKeepsPlace(page: Page, api: TestApp, change: (petId: bigint, quantity: number) => Promise<void>): Promise<void> {
+  await statusFilter(page).selectOption({ label: 'available' });
+  await search(page, '1', matching('available', '1'));
+  await sortAndCheck(page, 'Pet ID', false);
+  assert.equal(await columnHeader(page, 'Pet ID').getAttribute('aria-sort'), 'descending');
+  await scrollTable(page, 1000);
+  const shown = await eventually(async () => {
+    const rows = await readRows(page);
+    assert.ok(rows.length >= 6 && rows[0]!.rowIndex > 2, 'the rows further down');
+    return rows;
+  });
+  const middle = Math.floor(shown.length / 2);
+  const [selected, mine, theirs] = [shown[middle - 1]!, shown[middle]!, shown[middle + 1]!];
+  const [selectedPet, minePet, theirsPet] = [BigInt(selected.petId), BigInt(mine.petId), BigInt(theirs.petId)];
+  await button(page, `History of pet ${selectedPet}`).click();
+  const history = page.getByRole('region', { name: `History of pet ${selectedPet}`, exact: true });
+  await history.waitFor();
+  await openEditor(page, minePet);
+  await editor(page, minePet).quantity.fill('123');
+  const scrolled = await scrollTable(page);
+  assert.ok(scrolled > 0, 'the table is scrolled');
+
+  const was = quantityIn(theirs);
+  await change(theirsPet, was + 1000);
+  assert.ok(Math.abs((await scrollTable(page)) - scrolled) <= 2, 'the scroll position stays');
+  assert.equal(await editor(page, minePet).quantity.inputValue(), '123', 'the typed value stays');
+  assert.equal(await button(page, `History of pet ${selectedPet}`).getAttribute('aria-pressed'), 'true', 'the selected row stays selected');
+  assert.ok(await history.isVisible(), 'its history stays open');
+  assert.equal(await searchField(page).inputValue(), '1');
+  assert.equal(await statusFilter(page).inputValue(), 'available');
+  assert.equal(await columnHeader(page, 'Pet ID').getAttribute('aria-sort'), 'descending');
+  assert.equal(await rowCount(page), matching('available', '1') + 1);
+  await page.keyboard.press('Escape');
+  await editor(page, minePet).quantity.waitFor({ state: 'detached' });
+  await button(history, 'Close history').click();
+  // Left as it was found, for the tests after this one.
+  await changeInApi(api, theirsPet, was);
 }
 
 function serious(findings: AxeFinding[], state: string): string[] {
@@ -515,13 +577,19 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
 
   await t.test("an error only the service can see is shown in the service's words", { timeout }, async (st) => {
     const petId = PET.gone;
-    const { page } = await signedIn(st, api, api.keys.write);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The page must not hear of the retirement before Save: its stream of changes is held from the start (so it polls).
+    const { page } = await signedIn(st, api, api.keys.write, VIEWPORT, (p) =>
+      p.route(`${api.baseUrl}/v1/events/stream`, async (route) => {
+        await held;
+        await route.continue();
+      }),
+    );
     await search(page, String(petId), 1);
     await openEditor(page, petId);
     await editor(page, petId).quantity.fill('3');
-    // Retired after the editor read it; the page's next refresh is held back, so the row is still there to save.
-    let release = () => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
+    // Retired after the editor read it; the page's next refresh is held back too, so the row is still there to save.
     await page.route(`${api.baseUrl}/v1/inventory`, async (route) => {
       await held;
       await route.continue();
@@ -799,50 +867,73 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     await panel.waitFor({ state: 'detached' });
   });
 
-  await t.test("freshness: someone else's change shows within seconds; scroll, filter, search, sort and an open editor stay", { timeout }, async (st) => {
+  await t.test("live: someone else's change shows in its row within 2 s, the page says Live; scroll, filter, search, sort, the selected row and an open editor stay", { timeout }, async (st) => {
     const { page } = await signedIn(st, api, api.keys.write);
-    const lists: Response[] = [];
-    page.on('response', (r) => {
-      if (new URL(r.url()).pathname === '/v1/inventory' && r.request().method() === 'GET') lists.push(r);
+    await liveState(page, 'Live');
+    const lists = recordLists(page);
+    await othersChangeKeepsPlace(page, api, async (petId, quantity) => {
+      const listsBefore = lists.length;
+      await changeInApi(api, petId, quantity);
+      // The stream, not a poll: the promise is "as they happen", and the polls are 5 s apart.
+      await eventually(async () => assert.equal(quantityIn(await readRow(page, petId)), quantity), 2_000);
+      assert.equal(lists.length, listsBefore, 'no list was asked for: the change came by the stream');
     });
-    await statusFilter(page).selectOption({ label: 'available' });
-    await search(page, '1', matching('available', '1'));
-    await sortAndCheck(page, 'Pet ID', false);
-    assert.equal(await columnHeader(page, 'Pet ID').getAttribute('aria-sort'), 'descending');
-    await scrollTable(page, 1000);
-    const shown = await eventually(async () => {
-      const rows = await readRows(page);
-      assert.ok(rows.length >= 6 && rows[0]!.rowIndex > 2, 'the rows further down');
-      return rows;
-    });
-    const [mine, theirs] = [shown[Math.floor(shown.length / 2)]!, shown[Math.floor(shown.length / 2) + 1]!];
-    const [minePet, theirsPet] = [BigInt(mine.petId), BigInt(theirs.petId)];
-    await openEditor(page, minePet);
-    await editor(page, minePet).quantity.fill('123');
-    const scrolled = await scrollTable(page);
-    assert.ok(scrolled > 0, 'the table is scrolled');
+    await liveState(page, 'Live');
 
-    // Nothing changed yet: the next check is a 304.
+    // An entry that appears, and one retired, take and leave their place in the open table.
+    await statusFilter(page).selectOption({ label: 'All statuses' });
+    const ours = matching(undefined, '70000');
+    await search(page, '70000', ours);
+    await changeInApi(api, PET.live, 33);
+    await eventually(async () => assert.equal(quantityIn(await readRow(page, PET.live)), 33), 2_000);
+    await api.store.changes.retireEntry(PET.live, { force: true, at: new Date() });
+    await eventually(async () => assert.equal(await rowCount(page), ours), 2_000);
+    await page.getByText(`Showing ${ours - 1} of ${formatted(TOTAL - 1)}`).waitFor();
+    await api.store.changes.addItems([{ petId: PET.live, quantity: OWN_QUANTITY.live, status: 'available' }]);
+    await eventually(async () => assert.equal(quantityIn(await readRow(page, PET.live)), OWN_QUANTITY.live), 2_000);
+    await page.getByText(`Showing ${ours} of ${formatted(TOTAL)}`).waitFor();
+  });
+
+  await t.test('the stream refused: the page says Not live, asks for the list with If-None-Match every 5 s, shows a change from it; live again once the stream is back', { timeout }, async (st) => {
+    let refuse = true;
+    const refusals: string[] = [];
+    const { page } = await signedIn(st, api, api.keys.write, VIEWPORT, (p) =>
+      p.route(`${api.baseUrl}/v1/events/stream`, (route) => {
+        if (!refuse) return route.continue();
+        refusals.push(route.request().headers()['last-event-id'] ?? '');
+        return route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          headers: { 'retry-after': '1' },
+          body: JSON.stringify({ code: 'service_unavailable', message: 'Too many event streams (test)', status: 503 }),
+        });
+      }),
+    );
+    await liveState(page, 'Not live');
+    const lists = recordLists(page);
     const refreshed = page.getByText(/Last refreshed \d{1,2}:\d{2}:\d{2}/);
     await refreshed.waitFor();
     const firstCheck = await refreshed.textContent();
+    // Nothing changed yet: the next check is a 304.
     await eventually(async () => {
       const unchanged = lists.find((r) => r.status() === 304);
       assert.ok(unchanged, `a 304 among ${lists.map((r) => r.status()).join(', ')}`);
       assert.ok((await unchanged.request().allHeaders())['if-none-match'], 'asked with If-None-Match');
     }, 15_000);
-
-    const was = quantityIn(theirs);
-    await changeInApi(api, theirsPet, was + 1000);
-    await eventually(async () => assert.equal(quantityIn(await readRow(page, theirsPet)), was + 1000), 15_000);
+    await othersChangeKeepsPlace(page, api, async (petId, quantity) => {
+      await changeInApi(api, petId, quantity);
+      await eventually(async () => assert.equal(quantityIn(await readRow(page, petId)), quantity), 15_000);
+    });
     assert.notEqual(await refreshed.textContent(), firstCheck, 'Last refreshed moved on');
-    assert.ok(Math.abs((await scrollTable(page)) - scrolled) <= 2, 'the scroll position stays');
-    assert.equal(await editor(page, minePet).quantity.inputValue(), '123', 'the typed value stays');
-    assert.equal(await searchField(page).inputValue(), '1');
-    assert.equal(await statusFilter(page).inputValue(), 'available');
-    assert.equal(await columnHeader(page, 'Pet ID').getAttribute('aria-sort'), 'descending');
-    assert.equal(await rowCount(page), matching('available', '1') + 1);
-    await page.keyboard.press('Escape');
+    assert.ok(refusals.length >= 2, `the stream was asked for again: ${refusals.length} times`);
+    assert.ok(refusals.every((id) => /^\d+$/.test(id)), `each time from where the page stands (Last-Event-ID): ${refusals.join(', ')}`);
+
+    refuse = false;
+    await liveState(page, 'Live', 20_000);
+    await search(page, String(PET.fallback), 1);
+    await changeInApi(api, PET.fallback, 13);
+    await eventually(async () => assert.equal(quantityIn(await readRow(page, PET.fallback)), 13), 2_000);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
   });
 
   await t.test('keyboard: Tab reaches search, filter, the sort buttons and Edit, each with a visible focus; Enter on Edit opens the editor', { timeout }, async (st) => {

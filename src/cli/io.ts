@@ -10,6 +10,8 @@ export interface CliIO {
   stdoutStream?: NodeJS.WritableStream;
   /** When stderr is a terminal, its width: a progress display redraws one line in place there, and prints lines anywhere else. */
   stderrTerminal?: { columns: number } | undefined;
+  /** Ends a command that runs until stopped (events tail); absent, SIGINT (Ctrl-C) and SIGTERM do. */
+  stopSignal?: AbortSignal;
 }
 
 export const processIO: CliIO = {
@@ -21,6 +23,18 @@ export const processIO: CliIO = {
     return process.stderr.isTTY ? { columns: process.stderr.columns } : undefined;
   },
 };
+
+/**
+ * The signal that stops a command that runs until stopped: the IO's own, or one that SIGINT and
+ * SIGTERM abort (and no longer end the process by themselves) until `release` is called.
+ */
+export function stopSignalOf(io: Pick<CliIO, 'stopSignal'>): { signal: AbortSignal; release: () => void } {
+  if (io.stopSignal) return { signal: io.stopSignal, release: () => {} };
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop).once('SIGTERM', stop);
+  return { signal: controller.signal, release: () => void process.off('SIGINT', stop).off('SIGTERM', stop) };
+}
 
 /** A failure the CLI reports as one line on stderr and exit code `exitCode`. */
 export class CliError extends Error {

@@ -1,5 +1,6 @@
 import { ConfigError } from '../config.js';
 import { commandGroup } from './command.js';
+import { eventsCommand } from './events.js';
 import { CliError, EXIT_USAGE, processIO, PROGRAM, type CliIO } from './io.js';
 import { keysCommand } from './keys.js';
 import { petsCommand } from './pets.js';
@@ -12,7 +13,7 @@ const cli = commandGroup({
   description:
     "The stock-level service of a pet store, and the tools to run it.\nEvery command reads DATABASE_URL (default sqlite:./data/inventory.db) and INVENTORY_ENV.",
   options: '  -V, --version  print the version\n  -h, --help     show this help',
-  commands: { serve: serveCommand, keys: keysCommand, pets: petsCommand },
+  commands: { serve: serveCommand, keys: keysCommand, pets: petsCommand, events: eventsCommand },
 });
 
 /** Runs the CLI; resolves to the process exit code, never throws. */

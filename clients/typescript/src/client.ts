@@ -1,10 +1,11 @@
 import createClient from 'openapi-fetch';
-import { errorFromAnswer, unexpectedAnswer } from './errors.js';
+import { errorFromAnswer, eventsHeadOf, unexpectedAnswer } from './errors.js';
+import { followEvents, type FollowContext, type FollowOptions } from './events.js';
 import type { paths } from './generated/openapi.js';
 import { parseJson, stringifyJson } from './json.js';
 import { checkPetId } from './pet-id.js';
 import { retryingFetch, retryPolicy, type FetchLike, type RetryOptions } from './retry.js';
-import type { CallingKey, HistoryPage, InventoryIfChanged, InventoryItem, InventoryUpdate } from './types.js';
+import type { CallingKey, EventPage, FollowedEvent, HistoryPage, InventoryIfChanged, InventoryItem, InventoryUpdate } from './types.js';
 
 export interface InventoryClientOptions {
   /** The API's base URL, /v1 included, e.g. http://localhost:8080/v1. */
@@ -35,6 +36,13 @@ export interface HistoryOptions {
   cursor?: string;
 }
 
+export interface EventsOptions {
+  /** Events with a seq above this one (default 0: from the oldest kept). */
+  after?: number;
+  /** Events per page, 1 to 1,000 (service default 100). */
+  limit?: number;
+}
+
 export interface InventoryClient {
   listInventory(): Promise<InventoryItem[]>;
   /** The list only if it changed since the list `etag` names (If-None-Match): a poll that costs a few bytes while nothing changes. */
@@ -44,6 +52,10 @@ export interface InventoryClient {
   listHistory(petId: bigint, options?: HistoryOptions): Promise<HistoryPage>;
   /** The API key this client calls with: its id, name, scopes and expiry (never the key). */
   getCallingKey(): Promise<CallingKey>;
+  /** One page of the change events after a seq, oldest first, and the head (X-Events-Head); 410 events_pruned when that seq is no longer kept. */
+  listEvents(options?: EventsOptions): Promise<EventPage>;
+  /** The change events as they happen (the live stream), reconnecting after a cut with Last-Event-ID; see FollowOptions. */
+  followEvents(options?: FollowOptions): AsyncGenerator<FollowedEvent, void, undefined>;
 }
 
 /** What openapi-fetch hands back for a call made with parseAs 'text'. */
@@ -54,10 +66,15 @@ interface TextAnswer {
 }
 
 export function createInventoryClient(options: InventoryClientOptions): InventoryClient {
+  const policy = retryPolicy(options.retries);
+  const headers = { ...options.headers, authorization: `Bearer ${options.apiKey}`, ...(options.userAgent ? { 'user-agent': options.userAgent } : {}) };
+  const fetch: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request));
+  // The stream reconnects by itself (events.ts): its fetch is the plain one.
+  const events: FollowContext = { baseUrl: options.baseUrl, headers, fetch, policy };
   const api = createClient<paths>({
     baseUrl: options.baseUrl,
-    fetch: retryingFetch(options.fetch ?? ((request) => globalThis.fetch(request)), retryPolicy(options.retries)),
-    headers: { ...options.headers, authorization: `Bearer ${options.apiKey}`, ...(options.userAgent ? { 'user-agent': options.userAgent } : {}) },
+    fetch: retryingFetch(fetch, policy),
+    headers,
     // Bodies may hold bigints: written as digits, never through a float.
     bodySerializer: stringifyJson,
   });
@@ -105,6 +122,19 @@ export function createInventoryClient(options: InventoryClientOptions): Inventor
     async getCallingKey() {
       const { body } = await settle<CallingKey>(api.GET('/key', { parseAs: 'text' }));
       return body;
+    },
+
+    async listEvents({ after, limit } = {}) {
+      // Decimal text, as listHistory's limit: the service refuses 2.5 rather than truncate it.
+      const query = { after: after === undefined ? undefined : String(after), limit: limit === undefined ? undefined : String(limit) };
+      const { body, response } = await settle<{ items: EventPage['items'] }>(api.GET('/events', { params: { query }, parseAs: 'text' }));
+      const head = eventsHeadOf(response);
+      if (head === undefined) throw unexpectedAnswer(response, '', 'the answer has no X-Events-Head');
+      return { items: body.items, head };
+    },
+
+    followEvents(followOptions) {
+      return followEvents(events, followOptions);
     },
   };
 }

@@ -13,20 +13,28 @@ export class InventoryApiError extends Error {
   readonly requestId: string | undefined;
   /** The ETag the error answer carried: on 412 precondition_failed, the entry's current version. */
   readonly etag: string | undefined;
+  /** The X-Events-Head the error answer carried: on 410 events_pruned, the seq to follow from once the list is reloaded. */
+  readonly eventsHead: number | undefined;
 
-  constructor(init: { code: InventoryErrorCode; message: string; status: number; requestId?: string | undefined; etag?: string | undefined }) {
+  constructor(init: { code: InventoryErrorCode; message: string; status: number; requestId?: string | undefined; etag?: string | undefined; eventsHead?: number | undefined }) {
     super(init.message);
     this.name = 'InventoryApiError';
     this.code = init.code;
     this.status = init.status;
     this.requestId = init.requestId;
     this.etag = init.etag;
+    this.eventsHead = init.eventsHead;
   }
 }
 
 /** The error for a non-2xx answer, from the body openapi-fetch read (parsed JSON, text, or undefined when empty). */
 export function errorFromAnswer(response: Response, body: unknown): InventoryApiError {
-  const identity = { status: response.status, requestId: response.headers.get('x-request-id') ?? undefined, etag: response.headers.get('etag') ?? undefined };
+  const identity = {
+    status: response.status,
+    requestId: response.headers.get('x-request-id') ?? undefined,
+    etag: response.headers.get('etag') ?? undefined,
+    eventsHead: eventsHeadOf(response),
+  };
   if (isErrorBody(body)) return new InventoryApiError({ ...identity, code: body.code as ServiceErrorCode, message: body.message });
   return unexpectedAnswer(response, typeof body === 'string' ? body : '');
 }
@@ -46,4 +54,10 @@ export function unexpectedAnswer(response: Response, text: string, why = 'not th
 
 function isErrorBody(body: unknown): body is { code: string; message: string } {
   return typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string' && typeof (body as { message?: unknown }).message === 'string';
+}
+
+/** The X-Events-Head of an answer (the newest seq of the event log), or undefined when it has none that reads as one. */
+export function eventsHeadOf(response: Response): number | undefined {
+  const value = response.headers.get('x-events-head');
+  return value !== null && /^\d{1,15}$/.test(value.trim()) ? Number(value) : undefined;
 }

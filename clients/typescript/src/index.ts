@@ -1,14 +1,20 @@
 // The package's public surface: the client, its error, and the types of what it returns.
 export { createInventoryClient } from './client.js';
-export type { HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOptions } from './client.js';
+export type { EventsOptions, HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOptions } from './client.js';
+export type { FollowOptions, FollowStatus } from './events.js';
 export { InventoryApiError, UNEXPECTED_RESPONSE } from './errors.js';
 export type { InventoryErrorCode } from './errors.js';
 export type { FetchLike, RetryOptions } from './retry.js';
 export type {
   CallingKey,
   ChangeReason,
+  EventPage,
+  EventsReset,
+  FollowedEvent,
   HistoryItem,
   HistoryPage,
+  InventoryEvent,
+  InventoryEventType,
   InventoryIfChanged,
   InventoryItem,
   InventoryUpdate,

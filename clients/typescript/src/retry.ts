@@ -8,8 +8,8 @@ export interface RetryOptions {
   baseDelayMs?: number;
   /** The longest wait between two attempts in ms, Retry-After included (default 10000). */
   maxDelayMs?: number;
-  /** How to wait; tests inject one that records the delays and returns at once. */
-  sleep?: (ms: number) => Promise<void>;
+  /** How to wait (`signal`, when given, ends the wait early); tests inject one that records the delays and returns at once. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** A number in [0, 1) for the jitter; tests inject a fixed one. */
   random?: () => number;
 }
@@ -22,9 +22,23 @@ export function retryPolicy(options: number | RetryOptions | undefined): RetryPo
     max: o.max ?? 3,
     baseDelayMs: o.baseDelayMs ?? 200,
     maxDelayMs: o.maxDelayMs ?? 10_000,
-    sleep: o.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    sleep: o.sleep ?? wait,
     random: o.random ?? Math.random,
   };
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts: an ended follower leaves no timer behind to hold the process. */
+function wait(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** GET and HEAD change nothing and the service applies an Idempotency-Key once; a PATCH without one could apply twice. */

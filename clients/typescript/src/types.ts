@@ -21,3 +21,30 @@ export type ServiceErrorCode = components['schemas']['Error']['code'];
 
 /** listInventoryIfChanged's result: the list and its ETag, or only the ETag while the list is the one that ETag names. */
 export type InventoryIfChanged = { changed: true; items: InventoryItem[]; etag: string } | { changed: false; etag: string };
+
+/**
+ * One committed change of stock, as the feed and the stream send it: `seq` increases in commit
+ * order, `data.petId` is an exact bigint, `data.version` is the entry's version after the change
+ * (the number in its ETag), so an event older than what a consumer holds can be dropped.
+ */
+export type InventoryEvent = components['schemas']['InventoryEvent'];
+/** What happened to an entry: it appeared (or came back), its quantity or status changed, it was retired. */
+export type InventoryEventType = InventoryEvent['type'];
+
+/** A page of the feed: the events after the position asked for, oldest first (empty when caught up), and the newest seq (X-Events-Head). */
+export interface EventPage {
+  items: InventoryEvent[];
+  head: number;
+}
+
+/**
+ * followEvents met a position the service no longer keeps (retention): events were lost to this
+ * reader. It goes on from `head`; the reader reloads the list (listInventory), which holds them.
+ */
+export interface EventsReset {
+  type: 'reset';
+  head: number;
+}
+
+/** What followEvents yields: an event, or a reset. */
+export type FollowedEvent = InventoryEvent | EventsReset;
