@@ -17,20 +17,23 @@ export interface BenchOptions {
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
   /** One scenario alone (no start-up, no loads), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | 'docs' | undefined;
+  only: 'catalogue' | 'dashboard' | 'docs' | 'events' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|events]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
 
   --quick       1 s per measurement and smaller sizes (100, 1,000, 10,000; a catalogue of
-                20,000 instead of 1,000,000), fewer dashboard runs, for CI; targets are shown
+                20,000 instead of 1,000,000), fewer dashboard runs, 200 PATCHes for the event
+                lag and 2,000 idle streams instead of 500 and 10,000, for CI; targets are shown
                 for orientation only, and bench/results.md is not written
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
+  --only events     only the change events (PATCH with the event log against without it, the time from a
+                    PATCH's 200 to its event on a stream, idle streams one process holds)
   --backends    which stores to bench (default: sqlite,postgres; postgres is skipped when unreachable)
   --load        load generator (default: wrk when installed, else autocannon)
   -h, --help    show this help
@@ -40,7 +43,7 @@ BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard', 'docs'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs', 'events'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

@@ -98,10 +98,19 @@ export async function stopChild(spawned: Spawned, graceMs = 5000): Promise<void>
 
 /** Peak resident set size (VmHWM) of a live process in bytes, or undefined where /proc is missing. */
 export function peakRssBytes(pid: number | undefined): number | undefined {
+  return statusBytes(pid, 'VmHWM');
+}
+
+/** Resident set size now (VmRSS) of a live process in bytes, or undefined where /proc is missing. */
+export function rssBytes(pid: number | undefined): number | undefined {
+  return statusBytes(pid, 'VmRSS');
+}
+
+function statusBytes(pid: number | undefined, field: 'VmHWM' | 'VmRSS'): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+    const kib = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1];
     return kib === undefined ? undefined : Number(kib) * 1024;
   } catch {
     return undefined;

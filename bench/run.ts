@@ -16,6 +16,7 @@ import { renderNotes, renderTable, type Section } from './report.js';
 import { catalogueSection } from './catalogue.js';
 import { dashboardSection } from './dashboard.js';
 import { docsSection } from './docs.js';
+import { eventsSection } from './events.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';
@@ -60,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
   };
   try {
     if (!options.only) show(await startupSection(options.startupRounds));
-    for (const backend of options.only === undefined || options.only === 'catalogue' ? options.backends : []) {
+    for (const backend of options.only === undefined || options.only === 'catalogue' || options.only === 'events' ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       if (!options.only) {
         const section: Section = skip
@@ -69,8 +70,14 @@ async function main(argv: string[]): Promise<number> {
         if (backend === 'postgres' && !skip) section.notes.unshift(await describePostgres());
         show(section);
       }
-      const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
-      show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
+      if (options.only === undefined || options.only === 'catalogue') {
+        const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
+        show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
+      }
+      if (options.only === undefined || options.only === 'events') {
+        const events = `Change events on ${TITLES[backend]}`;
+        show(skip ? { title: events, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await eventsSection(backend, events, options, load));
+      }
     }
     if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options));
     if (options.only === undefined || options.only === 'docs') show(await docsSection(options));

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { BENCH_WITHOUT_EVENT_LOG } from '../src/cli/serve.js';
 import { CONFIG_VARIABLES } from '../src/config.js';
-import { freePort, peakRssBytes, processName, REPO_ROOT, spawnChild, stopChild, TSX_NODE, waitUntilHealthy } from './processes.js';
+import { freePort, peakRssBytes, processName, REPO_ROOT, rssBytes, spawnChild, stopChild, TSX_NODE, waitUntilHealthy } from './processes.js';
 
 export const SERVICE_BIN = resolve(REPO_ROOT, 'bin', 'petstore-inventory');
 
@@ -21,6 +22,8 @@ export interface ServerOptions {
   pinned?: boolean;
   /** service only: `serve --workers N`. */
   workers?: number;
+  /** service only: settings (or the bench's own variables) on top of the bench's environment. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface RunningServer {
@@ -28,6 +31,8 @@ export interface RunningServer {
   baseUrl: string;
   /** Peak RSS so far of the server process (for --workers, of the primary only). */
   peakRssBytes(): number | undefined;
+  /** Its RSS now. */
+  rssBytes(): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -51,7 +56,7 @@ export async function startServer(kind: ServerKind, options: ServerOptions): Pro
   if (name !== undefined && name !== 'node' && !name.startsWith('node')) {
     process.stderr.write(`bench: note: ${kind} pid ${pid} is "${name}", not node; its peak RSS may not be the server's\n`);
   }
-  return { kind, baseUrl, peakRssBytes: () => peakRssBytes(pid), stop: () => stopChild(spawned) };
+  return { kind, baseUrl, peakRssBytes: () => peakRssBytes(pid), rssBytes: () => rssBytes(pid), stop: () => stopChild(spawned) };
 }
 
 function command(kind: ServerKind, options: ServerOptions): string[] {
@@ -66,7 +71,7 @@ function command(kind: ServerKind, options: ServerOptions): string[] {
 }
 
 function environment(kind: ServerKind, options: ServerOptions, port: number): NodeJS.ProcessEnv {
-  if (kind === 'service') return { ...serviceEnvironment(options.databaseUrl), PORT: String(port) };
+  if (kind === 'service') return { ...serviceEnvironment(options.databaseUrl), ...options.env, PORT: String(port) };
   return { ...withoutSettings(), DATABASE_URL: options.databaseUrl, PORT: String(port), BENCH_KEY: options.key };
 }
 
@@ -81,6 +86,8 @@ function withoutSettings(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(CONFIG_VARIABLES)) delete env[name];
   delete env.WORKERS;
+  // Only the events scenario's second server runs without the event log, and only when it says so.
+  delete env[BENCH_WITHOUT_EVENT_LOG];
   return env;
 }
 

@@ -16,11 +16,14 @@ export interface ServeOptions {
   print: (text: string) => void;
   /** A cluster worker (src/cluster.ts): its primary prepared the store and sends it SIGTERM to stop. */
   worker?: boolean;
+  /** Changes of quantity append no event (StoreOpenOptions.omitChangeEvents): set only by the bench, through serve. */
+  omitChangeEvents?: boolean;
 }
 
 /** Opens the store, builds the app, listens, and shuts down gracefully on SIGTERM/SIGINT. */
 export async function startServer(config: Config, options: ServeOptions): Promise<FastifyInstance> {
-  const store = await openStore(config.databaseUrl, { timeoutMs: config.storeTimeoutMs });
+  const omitChangeEvents = options.omitChangeEvents ?? false;
+  const store = await openStore(config.databaseUrl, { timeoutMs: config.storeTimeoutMs, omitChangeEvents });
   let app: FastifyInstance;
   let firstKey: string | undefined;
   // Only with METRICS_PORT: without it nothing is measured.
@@ -30,6 +33,7 @@ export async function startServer(config: Config, options: ServeOptions): Promis
     app = await buildApp({ config, store, ...(metrics && { metrics }) });
     // What an acknowledged write rests on, for the operator to see.
     app.log.info({ backend: store.backend, durability: await store.maintenance.durability() }, 'store opened');
+    if (omitChangeEvents) app.log.warn('changes of quantity append no events: a benchmark of the event log, never a service to use');
   } catch (err) {
     await store.close();
     throw err;

@@ -21,6 +21,13 @@ With --workers above 1, the signal goes to the primary process, which stops ever
 it restarts a worker that dies, and exits 1 if a worker cannot start.
 `;
 
+/**
+ * Set to 1, a single-process `serve` opens its store with omitChangeEvents: a PATCH appends no
+ * event. Not a setting (no one should run a service so): it exists only so that the bench can
+ * measure what the event log costs a PATCH on the very build it measures with the log.
+ */
+export const BENCH_WITHOUT_EVENT_LOG = 'INVENTORY_BENCH_WITHOUT_EVENT_LOG';
+
 export const serveCommand: Command = {
   summary: 'serve the API (what npm start runs)',
   async run(args: string[], io: CliIO): Promise<number> {
@@ -47,7 +54,10 @@ export const serveCommand: Command = {
     if (!cluster.isWorker) await createStoreIfMissing(config.databaseUrl, io);
     // Loaded here, not above: the other commands and --help start without the server's modules.
     if (cluster.isWorker) await (await import('../cluster.js')).runWorker(config, io.stderr);
-    else if (workers === 1) await (await import('../server.js')).startServer(config, { demo, print: io.stderr });
+    else if (workers === 1) {
+      const omitChangeEvents = io.env[BENCH_WITHOUT_EVENT_LOG] === '1';
+      await (await import('../server.js')).startServer(config, { demo, print: io.stderr, omitChangeEvents });
+    }
     else await (await import('../cluster.js')).startCluster(config, { workers, demo, print: io.stderr, log: io.stdout });
     // The server (or the cluster) keeps the process alive; signals end it (see server.ts, cluster.ts).
     return 0;

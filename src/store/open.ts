@@ -1,18 +1,31 @@
 import { resolve } from 'node:path';
 import type { Store } from './store.js';
 
+/** How a store is opened, whichever the backend. */
+export interface StoreOpenOptions {
+  /** STORE_TIMEOUT_MS: the longest a request waits on the database. */
+  timeoutMs?: number;
+  /**
+   * true: a change of quantity (a PATCH, the group commit) appends no event, the rest of its
+   * transaction unchanged. It breaks the log's promise, so it is no setting: it exists only so that
+   * `npm run bench` can measure what the event log costs a PATCH, on the same build.
+   */
+  omitChangeEvents?: boolean;
+}
+
 /**
  * The store that DATABASE_URL names: an embedded SQLite file by default, PostgreSQL for several
  * instances on one database. Only the chosen backend's driver is loaded.
  */
-export async function openStore(databaseUrl: string, options: { timeoutMs?: number } = {}): Promise<Store> {
+export async function openStore(databaseUrl: string, options: StoreOpenOptions = {}): Promise<Store> {
   const target = parseDatabaseUrl(databaseUrl);
+  const { timeoutMs, omitChangeEvents } = options;
   switch (target.backend) {
     case 'sqlite':
-      return (await import('./sqlite/open.js')).openStore(target.filename, { timeoutMs: options.timeoutMs });
+      return (await import('./sqlite/open.js')).openStore(target.filename, { timeoutMs, omitChangeEvents });
     case 'postgres':
       // timeoutMs: STORE_TIMEOUT_MS, the longest a request waits on the database.
-      return (await import('./postgres/open.js')).openStore(target.url, { schema: target.schema, timeoutMs: options.timeoutMs });
+      return (await import('./postgres/open.js')).openStore(target.url, { schema: target.schema, timeoutMs, omitChangeEvents });
   }
 }
 

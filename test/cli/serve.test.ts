@@ -3,8 +3,9 @@ import { test } from 'node:test';
 import { SETTINGS } from '../../src/config.js';
 import { defaultText } from '../../src/config/docs.js';
 import type { Setting } from '../../src/config/setting.js';
-import { serveCommand } from '../../src/cli/serve.js';
+import { BENCH_WITHOUT_EVENT_LOG, serveCommand } from '../../src/cli/serve.js';
 import { settingOverrides } from '../../src/cli/setting-flags.js';
+import { pets, startService } from '../support/service.js';
 
 async function serveHelp(): Promise<string> {
   let out = '';
@@ -36,4 +37,20 @@ test("serve's setting flags override their variables; --workers is read apart", 
     LOG_LEVEL: 'warn',
   });
   assert.deepEqual(settingOverrides({}), {});
+});
+
+test(`serve with ${BENCH_WITHOUT_EVENT_LOG}=1 (the bench's server without the event log) applies a PATCH and appends no event, and says so`, async (t) => {
+  // The store option itself is tested on both backends (test/store/omit-change-events.test.ts); this is its way in from serve.
+  const service = await startService(t, 'sqlite', { items: pets(1), env: { [BENCH_WITHOUT_EVENT_LOG]: '1' } });
+  const head = await service.store.events.head();
+  const res = await fetch(`${service.server.baseUrl}/v1/inventory/1`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${service.keys.write}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ quantity: 4 }),
+  });
+  assert.equal(res.status, 200, await res.text());
+  assert.equal((await service.store.entries.getEntry(1n))?.item.quantity, 4);
+  assert.equal((await service.store.history.listHistory(1n, { limit: 10 }))?.length, 1);
+  assert.equal(await service.store.events.head(), head);
+  assert.match(service.server.stdout(), /changes of quantity append no events: a benchmark of the event log/);
 });

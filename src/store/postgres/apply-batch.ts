@@ -12,6 +12,8 @@ export interface Database {
   transaction<T>(fn: (query: Query) => Promise<T>): Promise<T>;
   /** The NOTIFY channel of the store's event log (events.ts). */
   channel: string;
+  /** Append no events (the store's omitChangeEvents: only for the bench to measure what the log costs). */
+  omitEvents?: boolean;
 }
 
 /**
@@ -29,9 +31,32 @@ export interface Database {
  * seq n+1 before n (decisions 5.10). The NOTIFY ($9) is sent from the same update, so only when
  * something was applied, and delivered at commit.
  */
-export const CHANGE_BATCH = {
-  name: 'inventory-change-batch',
-  text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+export const CHANGE_BATCH = changeBatch(true);
+
+/**
+ * CHANGE_BATCH as it was before the event log: no event, no events head, no NOTIFY (and no $9).
+ * Only for a store opened with omitChangeEvents, which the bench alone does to measure the log's cost.
+ */
+export const CHANGE_BATCH_WITHOUT_EVENTS = changeBatch(false);
+
+/** The text of CHANGE_BATCH, with the event log's parts or without them; built once per variant. */
+function changeBatch(withEvents: boolean): Statement {
+  const bump = withEvents
+    ? `UPDATE store_state SET version = version + 1, events_head = events_head + (SELECT count(*) FROM ok)
+                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok)
+                  RETURNING version, events_head, pg_notify($9, events_head::text)`
+    : `UPDATE store_state SET version = version + 1
+                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok) RETURNING version`;
+  const ev = withEvents
+    ? `
+         ev AS (INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+                SELECT bump.events_head - (SELECT count(*) FROM ok) + row_number() OVER (ORDER BY ok.ord), 'inventory.updated', ok.at, ok.pet_id,
+                       ok.status, ok.previous, ok.quantity, ok.new_version, ok.reason, 'api', ok.key_id, ok.request_id
+                FROM ok, bump),`
+    : '';
+  return {
+    name: withEvents ? 'inventory-change-batch' : 'inventory-change-batch-without-events',
+    text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
                     WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, ord)),
          cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
                  ORDER BY pet_id FOR UPDATE),
@@ -39,18 +64,13 @@ export const CHANGE_BATCH = {
                 WHERE c.versions IS NULL OR cur.version = ANY(c.versions::bigint[])),
          hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
                   SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord),
-         bump AS (UPDATE store_state SET version = version + 1, events_head = events_head + (SELECT count(*) FROM ok)
-                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok)
-                  RETURNING version, events_head, pg_notify($9, events_head::text)),
-         ev AS (INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-                SELECT bump.events_head - (SELECT count(*) FROM ok) + row_number() OVER (ORDER BY ok.ord), 'inventory.updated', ok.at, ok.pet_id,
-                       ok.status, ok.previous, ok.quantity, ok.new_version, ok.reason, 'api', ok.key_id, ok.request_id
-                FROM ok, bump),
+         bump AS (${bump}),${ev}
          upd AS (UPDATE inventory i SET quantity = ok.quantity, version = i.version + 1, change_seq = bump.version, updated_at = ok.at
                  FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version)
     SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, upd.version AS "newVersion"
     FROM c LEFT JOIN cur ON cur.pet_id = c.pet_id LEFT JOIN upd ON upd.pet_id = c.pet_id ORDER BY c.ord`,
-} as const satisfies Statement;
+  };
+}
 
 /**
  * Locks the idempotency counts of the batch's API keys, in key order (so batches of several
@@ -123,7 +143,7 @@ type Applied = ChangeOutcome & { replayed: false };
  */
 export async function applyBatch(db: Database, changes: readonly QuantityChange[]): Promise<ChangeResult[]> {
   const keyed = changes.filter((c): c is Keyed => c.idempotency !== undefined);
-  if (keyed.length === 0) return applyChanges(db.query, changes, db.channel);
+  if (keyed.length === 0) return applyChanges(db.query, changes, db);
   const hashOf = new Map(keyed.map((c) => [c, idempotencyKeyHash(c.idempotency.key)]));
   return db.transaction(async (query) => {
     const apiKeys = [...new Set(keyed.map((c) => c.keyId))].sort();
@@ -145,7 +165,7 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
     }
 
     const toApply = changes.filter((c) => !earlier.has(c));
-    const applied = toApply.length > 0 ? await applyChanges(query, toApply, db.channel) : [];
+    const applied = toApply.length > 0 ? await applyChanges(query, toApply, db) : [];
     const outcomes = new Map(toApply.map((c, i) => [c, applied[i]!]));
     const toSave = keyed.filter((c) => outcomes.has(c));
     if (toSave.length > 0) await query(SAVE_OUTCOMES, saveValues(toSave, (c) => hashOf.get(c)!, (c) => outcomes.get(c)!));
@@ -188,9 +208,9 @@ function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outco
 }
 
 /** CHANGE_BATCH for these changes, one result each, in order. */
-async function applyChanges(query: Query, changes: readonly QuantityChange[], channel: string): Promise<Applied[]> {
+async function applyChanges(query: Query, changes: readonly QuantityChange[], db: Pick<Database, 'channel' | 'omitEvents'>): Promise<Applied[]> {
   const versions = (c: QuantityChange) => (c.condition && !c.condition.anyVersion ? `{${c.condition.versions.join(',')}}` : null);
-  const { rows } = await query<ResultRow>(CHANGE_BATCH, [
+  const { rows } = await query<ResultRow>(db.omitEvents ? CHANGE_BATCH_WITHOUT_EVENTS : CHANGE_BATCH, [
     changes.map((c) => c.petId.toString()),
     changes.map((c) => c.quantity),
     changes.map((c) => c.at.toISOString()),
@@ -199,7 +219,7 @@ async function applyChanges(query: Query, changes: readonly QuantityChange[], ch
     changes.map((c) => c.requestId),
     changes.map((c) => c.reason),
     changes.map(versions),
-    channel,
+    ...(db.omitEvents ? [] : [db.channel]),
   ]);
   return changes.map((change, i): Applied => {
     const { petId, quantity, status, version, newVersion } = rows[i]!;

@@ -35,6 +35,8 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number;
   /** STORE_TIMEOUT_MS: the longest a request waits on the store, connection and statements included (default DEFAULT_STORE_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** A change of quantity appends no event: see StoreOpenOptions (the bench's alone). */
+  omitChangeEvents?: boolean;
 }
 
 /** int8 as bigint, so ids above 2^53 keep every digit; for this pool only, since a global parser would change every other pg user in the process. */

@@ -33,15 +33,17 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
   const listening = channelListener(() => openClient(url, options), channel, () => appended.emit());
   const appended = new AppendedSignal(listening);
   const log = { channel, appended };
+  const omitEvents = options.omitChangeEvents ?? false;
   // Where a batch runs, every wait of it ending by `deadline`; a batch is given up once none of its changes is awaited any more.
   const batchDatabase = (deadline: number): Database => ({
     query: (statement, values) => queryOnPool(pool, { ...statement, values }, deadline),
     transaction: (fn) => inTransaction(pool, (client) => fn((statement, values) => queryBy(client, { ...statement, values }, deadline)), deadline),
     channel,
+    omitEvents,
   });
   const groupCommit = changeGroupCommit(async (batch, deadline) => {
     const results = await calls.run(() => applyBatch(batchDatabase(deadline ?? clock() + timeoutMs), batch));
-    if (batchAppended(results)) appended.emit();
+    if (!omitEvents && batchAppended(results)) appended.emit();
     return results;
   }, { timeoutMs });
   let closing: Promise<void> | undefined;

@@ -21,19 +21,27 @@ export type BatchResult = ChangeResult | ChangeFailure;
  * for every PATCH: no RETURNING (the new version is the one read + 1, under the write lock), no
  * index on history (rows are chained per pet), no savepoints unless a change fails.
  */
-export function applyBatch(db: Database.Database, changes: readonly QuantityChange[]): BatchResult[] {
-  let apply = appliers.get(db);
-  if (!apply) appliers.set(db, (apply = applierOn(db)));
+export function applyBatch(db: Database.Database, changes: readonly QuantityChange[], options: BatchOptions = {}): BatchResult[] {
+  const omitEvents = options.omitEvents ?? false;
+  const made = appliers[omitEvents ? 'withoutEvents' : 'withEvents'];
+  let apply = made.get(db);
+  if (!apply) made.set(db, (apply = applierOn(db, omitEvents)));
   return apply(changes);
+}
+
+/** How a batch is written. */
+export interface BatchOptions {
+  /** Append no events (the store's omitChangeEvents: only for the bench to measure what the log costs). */
+  omitEvents?: boolean;
 }
 
 /** Writes a batch of changes in one IMMEDIATE transaction (one fsync); each result in the order given. */
 type Applier = (changes: readonly QuantityChange[]) => BatchResult[];
 
 /** Made at a connection's first batch (its statements), then reused by every batch on it. */
-const appliers = new WeakMap<Database.Database, Applier>();
+const appliers = { withEvents: new WeakMap<Database.Database, Applier>(), withoutEvents: new WeakMap<Database.Database, Applier>() };
 
-function applierOn(db: Database.Database): Applier {
+function applierOn(db: Database.Database, omitEvents: boolean): Applier {
   const stmt = {
     // Reads the previous quantity and the pet's newest history row itself.
     insertHistory: db.prepare(
@@ -86,10 +94,13 @@ function applierOn(db: Database.Database): Applier {
     previous = new Map();
     const results = changes.map(each);
     const events: NewEvent[] = [];
+    const petIds: bigint[] = [];
     results.forEach((r, i) => {
-      if ('kind' in r && r.kind === 'updated' && !r.replayed) events.push(updatedEvent(changes[i]!, previous.get(changes[i]!)!, r.entry));
+      if (!('kind' in r && r.kind === 'updated' && !r.replayed)) return;
+      petIds.push(changes[i]!.petId);
+      if (!omitEvents) events.push(updatedEvent(changes[i]!, previous.get(changes[i]!)!, r.entry));
     });
-    if (events.length > 0) logWrite(events.map((e) => e.petId), events);
+    if (petIds.length > 0) logWrite(petIds, omitEvents ? 0 : events);
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.

@@ -16,9 +16,9 @@ import { inThreadWriter, threadWriter } from './writer.js';
  * Opens (creating if needed) the SQLite store at `filename` (":memory:" for a private in-memory
  * database), applies pending migrations and prepares every statement once. `timeoutMs`
  * (STORE_TIMEOUT_MS): the longest a change waits for its batch to commit, a batch in flight before
- * it included (503 past it).
+ * it included (503 past it). `omitChangeEvents`: see StoreOpenOptions (the bench's alone).
  */
-export function openStore(filename: string, options: { timeoutMs?: number } = {}): Store {
+export function openStore(filename: string, options: { timeoutMs?: number; omitChangeEvents?: boolean } = {}): Store {
   const db = openSqliteConnection(filename);
   try {
     migrate(db);
@@ -28,7 +28,8 @@ export function openStore(filename: string, options: { timeoutMs?: number } = {}
   }
   // A private :memory: database exists only on this connection, so it cannot have a writer thread.
   const inThread = filename === ':memory:';
-  const writer = inThread ? inThreadWriter(db) : threadWriter(filename);
+  const omitEvents = options.omitChangeEvents ?? false;
+  const writer = inThread ? inThreadWriter(db, { omitEvents }) : threadWriter(filename, { omitEvents });
   const appended = new AppendedSignal();
   const groupCommit = changeGroupCommit(async (batch) => {
     let results: BatchResult[];
@@ -38,7 +39,7 @@ export function openStore(filename: string, options: { timeoutMs?: number } = {}
       throw asUnavailable(err);
     }
     const answers = results.map((result) => ('error' in result ? asUnavailable(errorOf(result)) : result));
-    if (batchAppended(answers)) appended.emit();
+    if (!omitEvents && batchAppended(answers)) appended.emit();
     return answers;
   }, options);
   const run = runOn(db);

@@ -1,7 +1,13 @@
 import type { IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
-import type { BatchResult, ChangeFailure } from './apply-batch.js';
+import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
+
+/** What the writer thread is started with: its database file and how it writes batches. */
+export interface WriterData {
+  filename: string;
+  options: BatchOptions;
+}
 
 /** What the main thread asks the writer thread (writer-thread.ts), which answers each request in order. */
 export type WriterRequest = { batch: BatchMessage } | { durability: true } | { close: true };

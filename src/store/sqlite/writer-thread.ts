@@ -7,10 +7,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { applyBatch, failure, type BatchResult } from './apply-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
-import { decodeBatch, encodeResults, type WriterReply, type WriterRequest } from './writer-protocol.js';
+import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 const port = parentPort!;
-const db = openSqliteConnection((workerData as { filename: string }).filename);
+const { filename, options } = workerData as WriterData;
+const db = openSqliteConnection(filename);
 
 port.on('message', (request: WriterRequest) => {
   if ('close' in request) {
@@ -24,7 +25,7 @@ port.on('message', (request: WriterRequest) => {
   }
   let results: BatchResult[];
   try {
-    results = applyBatch(db, decodeBatch(request.batch));
+    results = applyBatch(db, decodeBatch(request.batch), options);
   } catch (err) {
     // The whole transaction failed (busy past the timeout, disk error): every change with it.
     port.postMessage({ failed: failure(err) } satisfies WriterReply);

@@ -4,9 +4,9 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { QuantityChange } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
-import { applyBatch, errorOf, type BatchResult } from './apply-batch.js';
+import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
 import { durabilityOf } from './connection.js';
-import { decodeResults, encodeBatch, type WriterReply, type WriterRequest } from './writer-protocol.js';
+import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 /** Where the SQLite store's group commits run: one batch at a time. */
 export interface ChangeWriter {
@@ -19,9 +19,9 @@ export interface ChangeWriter {
 }
 
 /** On the main connection, the commit blocking the event loop: for a private :memory: database, which no other thread can open. */
-export function inThreadWriter(db: Database.Database): ChangeWriter {
+export function inThreadWriter(db: Database.Database, options: BatchOptions = {}): ChangeWriter {
   return {
-    apply: async (changes) => applyBatch(db, changes),
+    apply: async (changes) => applyBatch(db, changes, options),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},
@@ -32,8 +32,8 @@ export function inThreadWriter(db: Database.Database): ChangeWriter {
  * In a worker thread with its own connection (writer-thread.ts), so the fsync no longer stops the
  * event loop. The thread answers requests in the order it gets them.
  */
-export function threadWriter(filename: string): ChangeWriter {
-  const worker = startThread(new URL(`./writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename });
+export function threadWriter(filename: string, options: BatchOptions = {}): ChangeWriter {
+  const worker = startThread(new URL(`./writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename, options } satisfies WriterData);
   // Keeps the process alive only while a request or the close is under way.
   worker.unref();
   const waiting: { resolve: (reply: WriterReply) => void; reject: (err: unknown) => void }[] = [];
