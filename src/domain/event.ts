@@ -95,6 +95,6 @@ export function createdEvent(item: InventoryItem, version: number, at: Date): Ne
  * after it (a retirement is a new version, so the event is newer than the entry's last change).
  */
 export function deletedEvent(before: InventoryEntry, at: Date): NewEvent {
-  const { petId, status } = before.item;
-  return { type: 'inventory.deleted', occurredAt: at, petId, status, previousQuantity: null, quantity: null, version: before.version + 1, reason: null, source: 'cli', keyId: null, requestId: null };
+  const { petId, status, quantity } = before.item;
+  return { type: 'inventory.deleted', occurredAt: at, petId, status, previousQuantity: quantity, quantity: null, version: before.version + 1, reason: null, source: 'cli', keyId: null, requestId: null };
 }

@@ -23,7 +23,7 @@ export const InventoryEventSchema = Type.Object(
       {
         petId: PetId,
         status: PetStatus,
-        previousQuantity: Count('The quantity before the change; null when the entry appeared'),
+        previousQuantity: Count('The quantity before the change (for a retired entry, what it held: 0 unless retired by force); null when the entry appeared'),
         quantity: Count('The quantity after the change; null when the entry was retired'),
         version: Type.Integer({ minimum: 1, description: "The entry's version after the change, as in its ETag: a consumer drops an event older than what it holds" }),
         reason: Type.Union([ChangeReason, Type.Null()], { description: 'The reason sent with the change, or null' }),

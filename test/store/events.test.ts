@@ -155,7 +155,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await appendedBy(store, () => store.changes.retireEntry(9n, { force: true, at: new Date() })), [], 'no entry');
       const at = new Date('2026-11-26T11:00:00.000Z');
       const deleted = await appendedBy(store, () => store.changes.retireEntry(1n, { force: true, at }));
-      assert.deepEqual(deleted.map(fields), [{ type: 'inventory.deleted', petId: 1n, status: 'pending', previousQuantity: null, quantity: null, version: before + 1, ...CLI }]);
+      assert.deepEqual(deleted.map(fields), [{ type: 'inventory.deleted', petId: 1n, status: 'pending', previousQuantity: 6, quantity: null, version: before + 1, ...CLI }]);
       assert.deepEqual(deleted[0]!.occurredAt, at);
       assert.deepEqual(await appendedBy(store, () => store.changes.retireEntry(1n, { force: true, at })), [], 'retired already');
 

@@ -38,9 +38,9 @@ const STATEMENTS = {
     text: `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + 1 WHERE id = 1
                       RETURNING version, events_head, pg_notify($3, events_head::text)),
                 r AS (UPDATE inventory SET retired_at = $2, updated_at = $2, change_seq = s.version, version = inventory.version + 1
-                      FROM s WHERE pet_id = $1 RETURNING inventory.pet_id, inventory.status, inventory.version)
+                      FROM s WHERE pet_id = $1 RETURNING inventory.pet_id, inventory.status, inventory.quantity, inventory.version)
            INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-           SELECT s.events_head, 'inventory.deleted', $2::timestamptz, r.pet_id, r.status, NULL, NULL, r.version, NULL, 'cli', NULL, NULL FROM s, r`,
+           SELECT s.events_head, 'inventory.deleted', $2::timestamptz, r.pet_id, r.status, r.quantity, NULL, r.version, NULL, 'cli', NULL, NULL FROM s, r`,
   },
 } as const satisfies Record<string, Statement>;
 

@@ -250,7 +250,7 @@ export interface components {
                  */
                 petId: bigint;
                 status: components["schemas"]["PetStatus"];
-                /** @description The quantity before the change; null when the entry appeared */
+                /** @description The quantity before the change (for a retired entry, what it held: 0 unless retired by force); null when the entry appeared */
                 previousQuantity: number | null;
                 /** @description The quantity after the change; null when the entry was retired */
                 quantity: number | null;
