@@ -1,4 +1,5 @@
-import { EVENT_TYPES } from '../schemas/event.js';
+// From values.ts, not the event's schema: the SQLite writer thread imports this file, and should not load TypeBox.
+import { EVENT_TYPES } from '../schemas/values.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
 import type { InventoryEntry, QuantityChange } from './inventory.js';
 

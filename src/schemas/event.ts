@@ -1,9 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ChangeReason, PetId, PetStatus } from './inventory.js';
-import { QUANTITY_MAX, QUANTITY_MIN } from './values.js';
-
-/** What happened to an entry: it appeared (or was revived), its quantity or status changed, it was retired. */
-export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
+import { EVENT_TYPES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
 const Count = (description: string) =>
   Type.Union([Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX }), Type.Null()], { description });

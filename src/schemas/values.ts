@@ -13,5 +13,8 @@ export const QUANTITY_MAX = 2147483647;
 /** Why a count changed: the spec's own purposes of the update operation (new arrivals, returns, manual adjustments). */
 export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
 
+/** What happened to an entry, as a change event's type: it appeared (or was revived), its quantity or status changed, it was retired. */
+export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
+
 /** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH). */
 export const SCOPES = ['inventory:read', 'inventory:write'] as const;
