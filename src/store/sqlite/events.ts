@@ -50,17 +50,14 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
     return { items: (stmt.page.all(after, limit) as EventRow[]).map(toEvent), head, pruned: false };
   });
   // Events are pruned as a prefix of seqs (the leading run that is old enough), and the mark moved with them.
-  const pruneStep = (after: number, cutoff: string) =>
-    db
-      .transaction(() => {
-        const head = stmt.oldest.all(after, PRUNE_BATCH) as [seq: number, at: string][];
-        const { last, more } = oldPrefix(head, (at) => at < cutoff);
-        if (last === undefined) return { deleted: 0 };
-        const deleted = stmt.prune.run(last).changes;
-        stmt.setPruned.run(last);
-        return more ? { deleted, next: last } : { deleted };
-      })
-      .immediate();
+  const pruneStep = db.transaction((after: number, cutoff: string) => {
+    const head = stmt.oldest.all(after, PRUNE_BATCH) as [seq: number, at: string][];
+    const { last, more } = oldPrefix(head, (at) => at < cutoff);
+    if (last === undefined) return { deleted: 0 };
+    const deleted = stmt.prune.run(last).changes;
+    stmt.setPruned.run(last);
+    return more ? { deleted, next: last } : { deleted };
+  });
 
   return {
     readEvents: async (after, limit) => run(() => read.deferred(after, limit)),
@@ -68,7 +65,7 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
     onAppended: (listener) => appended.on(listener),
     async purgeEvents(before) {
       const cutoff = before.toISOString();
-      return inBatches(0, async (after) => run(() => briefly(db, () => pruneStep(after, cutoff))));
+      return inBatches(0, async (after) => run(() => briefly(db, () => pruneStep.immediate(after, cutoff))));
     },
   };
 }

@@ -21,16 +21,13 @@ export function maintenance(db: Database.Database, run: Run, writer: ChangeWrite
          AND NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = inventory_history.pet_id AND i.last_history_id = inventory_history.id)`,
     ),
   };
-  const pruneStep = (after: bigint, cutoff: string) =>
-    db
-      .transaction(() => {
-        const head = stmt.historyHead.all(after, PRUNE_BATCH) as [id: bigint, at: string][];
-        const { last, more } = oldPrefix(head, (at) => at < cutoff);
-        if (last === undefined) return { deleted: 0 };
-        const deleted = stmt.pruneHistory.run(after, last, cutoff).changes;
-        return more ? { deleted, next: last } : { deleted };
-      })
-      .immediate();
+  const pruneStep = db.transaction((after: bigint, cutoff: string) => {
+    const head = stmt.historyHead.all(after, PRUNE_BATCH) as [id: bigint, at: string][];
+    const { last, more } = oldPrefix(head, (at) => at < cutoff);
+    if (last === undefined) return { deleted: 0 };
+    const deleted = stmt.pruneHistory.run(after, last, cutoff).changes;
+    return more ? { deleted, next: last } : { deleted };
+  });
 
   return {
     async durability() {
@@ -61,7 +58,7 @@ export function maintenance(db: Database.Database, run: Run, writer: ChangeWrite
     },
     async purgeHistory(before) {
       const cutoff = before.toISOString();
-      return inBatches(0n, async (after) => run(() => briefly(db, () => pruneStep(after, cutoff))));
+      return inBatches(0n, async (after) => run(() => briefly(db, () => pruneStep.immediate(after, cutoff))));
     },
   };
 }
