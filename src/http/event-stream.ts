@@ -112,7 +112,7 @@ export class EventStream implements EventSubscriber {
     let text = '';
     for (const event of events) {
       if (event.seq <= this.position) continue;
-      text += `id: ${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`;
+      text += frameOf(event);
       this.position = event.seq;
     }
     if (text !== '') this.#write(text);
@@ -167,4 +167,13 @@ export class EventStream implements EventSubscriber {
       this.#res.on('close', onClose);
     });
   }
+}
+
+/** Each event's SSE frame, made once: the hub hands the same event objects to every stream. */
+const frames = new WeakMap<InventoryEvent, string>();
+
+function frameOf(event: InventoryEvent): string {
+  let frame = frames.get(event);
+  if (frame === undefined) frames.set(event, (frame = `id: ${event.seq}\nevent: ${event.type}\ndata: ${eventJson(event)}\n\n`));
+  return frame;
 }
