@@ -52,7 +52,12 @@ export class AppendedSignal {
   }
 }
 
-/** Whether a committed batch of changes appended any event: a change applied, not replayed (the Changes rule). */
+/** Whether one result of a batch appended an event: a change applied, not replayed (the Changes rule). */
+export function appendsEvent(result: object): result is Extract<ChangeResult, { kind: 'updated' }> {
+  return 'kind' in result && result.kind === 'updated' && 'replayed' in result && !result.replayed;
+}
+
+/** Whether a committed batch of changes appended any event. */
 export function batchAppended(results: readonly (ChangeResult | Error)[]): boolean {
-  return results.some((r) => !(r instanceof Error) && r.kind === 'updated' && !r.replayed);
+  return results.some(appendsEvent);
 }

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap } from '../../domain/idempotency.js';
 import { updatedEvent, type NewEvent } from '../../domain/event.js';
 import { judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
+import { appendsEvent } from '../appended.js';
 import { changeLogWriter } from './change-log.js';
 import { isTransient } from './connection.js';
 import { entryReader } from './entries.js';
@@ -96,7 +97,7 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     const events: NewEvent[] = [];
     const petIds: bigint[] = [];
     results.forEach((r, i) => {
-      if (!('kind' in r && r.kind === 'updated' && !r.replayed)) return;
+      if (!appendsEvent(r)) return;
       petIds.push(changes[i]!.petId);
       if (!omitEvents) events.push(updatedEvent(changes[i]!, previous.get(changes[i]!)!, r.entry));
     });

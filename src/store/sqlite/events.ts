@@ -30,7 +30,6 @@ type EventRow = [
 export function events(db: Database.Database, run: Run, appended: AppendedSignal): Events {
   const stmt = {
     state: db.prepare('SELECT events_head, events_pruned FROM store_state WHERE id = 1').raw(true),
-    head: db.prepare('SELECT events_head FROM store_state WHERE id = 1').pluck(),
     page: db
       .prepare(
         `SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id
@@ -61,7 +60,7 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
 
   return {
     readEvents: async (after, limit) => run(() => read.deferred(after, limit)),
-    head: async () => run(() => Number(stmt.head.get())),
+    head: async () => run(() => Number((stmt.state.get() as [number, number])[0])),
     onAppended: (listener) => appended.on(listener),
     async purgeEvents(before) {
       const cutoff = before.toISOString();
