@@ -31,6 +31,8 @@ for (const backend of BACKENDS) {
             ['OPTIONS', '/v1/inventory', 'GET, HEAD'],
             ['QUERY', '/v1/inventory', 'GET, HEAD'],
             ['TRACE', '/v1/inventory/1', 'GET, HEAD, PATCH'],
+            ['POST', '/v1/events', 'GET, HEAD'],
+            ['DELETE', '/v1/events/stream', 'GET, HEAD'],
           ];
           for (const [method, url, allow] of cases) {
             const body = method === 'GET' || method === 'TRACE' ? undefined : 'not json';

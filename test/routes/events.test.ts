@@ -180,6 +180,12 @@ for (const backend of BACKENDS) {
       await Promise.all([two, again].map((c) => c.until((x) => x.events.length === 1, 'the event on both streams')));
     });
 
+    test('with MAX_EVENT_STREAMS=0 a stream is 503 service_unavailable pointing at the feed, which still answers', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PET_1_AND_INT64_MAX, config: { MAX_EVENT_STREAMS: '0' } });
+      assert.match(assertError(await refusal(stream(t, api)), 503, 'service_unavailable').message, /Event streams are off.*GET \/v1\/events/);
+      assert.equal((await api.request({ method: 'GET', url: '/v1/events', key: api.keys.read })).status, 200);
+    });
+
     test('401 without a valid key, 403 without the read scope, 400 for a bad position: each an Error object, before any stream', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PET_1_AND_INT64_MAX });
       assertError(await refusal(stream(t, api, { key: '' })), 401, 'unauthorized');
