@@ -144,14 +144,12 @@ export class ConnectionManager {
 
   /**
    * Marks the answer on `res` as a stream that lasts as long as its client reads it: the answer
-   * timeout no longer applies to it, and a drain ends it with `end` when it starts. False while
-   * draining: the caller refuses the stream instead (it would be ended at once).
+   * timeout no longer applies to it, and a drain ends it with `end` when it starts. The caller
+   * refuses a stream while `draining` instead (it would be ended at once).
    */
-  streaming(res: ServerResponse, end: () => void): boolean {
-    if (this.draining) return false;
+  streaming(res: ServerResponse, end: () => void): void {
     const conn = this.#open.get(res.req.socket);
     if (conn !== undefined && conn.res === res) conn.endStream = end;
-    return true;
   }
 
   /** A client error Node raised before a request existed: answered in the Error shape after any answer still due on the connection. */

@@ -32,6 +32,8 @@ export function eventRoutes({ pipeline, events, streams }: EventRoutesOptions) {
         const head = await events.head();
         // Refused here, before any byte of the stream: its connection would be ended at once.
         if (app.connections.draining) throw shuttingDown();
+        // Again: other streams may have opened, or the app closed, while the head was read. From here to
+        // streams.open nothing awaits, so the count admitted is the count opened.
         streams.admit();
         const ctx = contextOf(pipeline, request);
         const own: Record<string, string> = {
