@@ -23,8 +23,12 @@ export const EVENTS_HEAD_DOC = {
 };
 
 /** `after` as a decimal string: conversion to an integer would quietly truncate 2.5 to 2. */
+/** A seq as text: 0, or up to 16 digits without a leading zero (SEQ_MAX bounds it further). */
+const SEQ_PATTERN = '^(0|[1-9][0-9]{0,15})$';
+const SEQ_TEXT = new RegExp(SEQ_PATTERN);
+
 export const AfterParam = Type.String({
-  pattern: '^(0|[1-9][0-9]{0,15})$',
+  pattern: SEQ_PATTERN,
   description: 'Only events with a seq above this one (default 0: from the oldest kept)',
 });
 
@@ -73,7 +77,7 @@ export const listEvents = {
 
 /** A seq given as text (the query's `after`, Last-Event-ID): undefined when it is not one. */
 export function parseSeq(text: string): number | undefined {
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(text)) return undefined;
+  if (!SEQ_TEXT.test(text)) return undefined;
   const seq = Number(text);
   return seq <= SEQ_MAX ? seq : undefined;
 }
