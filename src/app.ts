@@ -152,6 +152,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     // Before the server closes: it waits for every open answer, and a stream never ends by itself.
     streams.close();
     hub.close();
+    connections.closeIdle();
   });
   app.addHook('onClose', async () => {
     purge.stop();

@@ -216,6 +216,15 @@ export class ConnectionManager {
     });
   }
 
+  /**
+   * Closes every connection with no request in progress, as the app closes: Node's own
+   * closeIdleConnections skips a connection that has sent nothing yet (a client pool's spare, a
+   * balancer's pre-opened one), and the server's close would wait for its client to give it up.
+   */
+  closeIdle(): void {
+    for (const conn of [...this.#idle]) this.#forget(conn, true);
+  }
+
   /** Stops the sweep (the app closes). */
   close(): void {
     this.#stopSweep();

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { BACKENDS, backendSkip } from '../support/backends.js';
@@ -222,3 +223,22 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('closing the app closes the connections with no request in progress', () => {
+  // Without it the close waits until each client gives up its spare connection (undici: 70 s after the last answer).
+  test('one that has sent nothing yet and one idle after its answer', { timeout: 30_000 }, async (t) => {
+    const { api, port, auth } = await listening(t);
+    const silent = connect(port, '127.0.0.1');
+    const used = connect(port, '127.0.0.1');
+    for (const socket of [silent, used]) socket.on('error', () => undefined);
+    // Should the close hang, the timeout ends the test and these, so the app's own close (after the test) can end.
+    t.signal.addEventListener('abort', () => [silent, used].forEach((socket) => socket.destroy()));
+    await Promise.all([once(silent, 'connect'), once(used, 'connect')]);
+    used.write(`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}\r\n`);
+    await once(used, 'data');
+    const closed = Promise.all([once(silent, 'close'), once(used, 'close')]);
+    await api.app.close();
+    await closed;
+    assert.equal(silent.bytesRead, 0, 'closed without an answer');
+  });
+});
