@@ -80,13 +80,13 @@ export async function* followEvents(context: FollowContext, options: FollowOptio
           }
           // Another event name is one this client does not know yet: skipped, as the format intends.
         }
-        failure = new TypeError('the event stream ended');
+        failure = new TypeError(connection.signal.aborted ? silence(idleTimeoutMs) : 'the event stream ended');
       }
     } catch (error) {
       if (signal?.aborted) return;
       // Cut: the network (fetch's TypeError), or the silence timer. Anything else is the answer to the caller.
       if (!(error instanceof TypeError) && !connection.signal.aborted) throw error;
-      failure = connection.signal.aborted ? new TypeError(`the event stream was silent for ${idleTimeoutMs} ms`) : error;
+      failure = connection.signal.aborted ? new TypeError(silence(idleTimeoutMs)) : error;
     } finally {
       signal?.removeEventListener('abort', stop);
       connection.abort();
@@ -96,6 +96,11 @@ export async function* followEvents(context: FollowContext, options: FollowOptio
     onStatus?.({ state: 'reconnecting', error: failure, delayMs, attempt: failures });
     await context.policy.sleep(delayMs, signal);
   }
+}
+
+/** Why a connection was opened again after the silence timer cut it. */
+function silence(idleTimeoutMs: number): string {
+  return `the event stream was silent for ${idleTimeoutMs} ms`;
 }
 
 /** The base URL without a trailing slash. */
@@ -128,10 +133,17 @@ async function answerError(response: Response): Promise<InventoryApiError> {
   return errorFromAnswer(response, body);
 }
 
-/** The stream's messages as they arrive; a silence of idleTimeoutMs aborts the connection. */
+/**
+ * The stream's messages as they arrive; a silence of idleTimeoutMs aborts the connection. Whatever
+ * aborts the connection also cancels the body here, rather than relying on the fetch to pass the
+ * Request's abort on to its body: a fetch that does not (a wrapper, a stand-in, a runtime's
+ * quirk) would leave the read waiting forever, with no timer left to end it.
+ */
 async function* messages(response: Response, connection: AbortController, idleTimeoutMs: number) {
   if (!response.body) return;
   const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
+  const cancel = () => void reader.cancel().catch(() => undefined);
+  connection.signal.addEventListener('abort', cancel, { once: true });
   const decoder = new TextDecoder();
   const parser = new SseParser();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -149,6 +161,7 @@ async function* messages(response: Response, connection: AbortController, idleTi
     }
   } finally {
     clearTimeout(timer);
+    connection.signal.removeEventListener('abort', cancel);
     reader.releaseLock();
   }
 }

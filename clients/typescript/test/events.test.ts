@@ -25,14 +25,17 @@ function sseEvent(seq: number, petId = ABOVE_SAFE, type = 'inventory.updated'): 
   return `id: ${seq}\nevent: ${type}\ndata: ${data}\n\n`;
 }
 
-/** A stream answer that sends `chunks`, then ends, or (open) stays open until the request is aborted. */
-function streamAnswer(request: Request, chunks: string[], { open = false } = {}): Response {
+/**
+ * A stream answer that sends `chunks`, then ends, or (open) stays open until the request is
+ * aborted; `deaf`, it never hears the abort (only a cancel of its body ends it).
+ */
+function streamAnswer(request: Request, chunks: string[], { open = false, deaf = false } = {}): Response {
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
       if (!open) controller.close();
       // As fetch does: aborting the request errors its body.
-      request.signal.addEventListener('abort', () => controller.error(new DOMException('aborted', 'AbortError')), { once: true });
+      if (!deaf) request.signal.addEventListener('abort', () => controller.error(new DOMException('aborted', 'AbortError')), { once: true });
     },
   });
   return new Response(body, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } });
@@ -177,6 +180,18 @@ describe('typed client: change events without a service', () => {
     assert.equal(requests.length, 2);
     const cut = statuses.find((s) => s.state === 'reconnecting');
     assert.match(String(cut?.state === 'reconnecting' && cut.error), /silent for 50 ms/);
+  });
+
+  test('a body that never hears the abort is cancelled: the silence timer and the caller\'s abort still end its read', async () => {
+    let calls = 0;
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'k',
+      retries: { sleep: recordedSleep().sleep },
+      fetch: (request) => Promise.resolve(streamAnswer(request, ++calls === 1 ? [] : [sseEvent(3)], { open: true, deaf: true })),
+    });
+    assert.deepEqual(seqs(await follow(client, (got) => got.length === 1, { after: 2, idleTimeoutMs: 50 })), [3]);
+    assert.equal(calls, 2, 'the silent one was given up, the next one read; the abort ended the loop');
   });
 
   test('an abort before the start yields nothing and sends nothing; break closes the connection', async () => {
