@@ -7,7 +7,7 @@ export const LAYERS = [
   ['errors.ts', 'json.ts', 'schemas'],
   ['domain'],
   ['store'],
-  ['auth', 'cache', 'limits', 'config', 'config.ts', 'prune-timer.ts'],
+  ['auth', 'cache', 'limits', 'config', 'config.ts', 'prune-timer.ts', 'webhooks'],
   ['operations'],
   ['openapi'],
   ['pipeline'],

@@ -55,7 +55,7 @@ export function settingFlagsHelp(): string {
   return FLAGGED.map(({ variable, setting, flag }) =>
     helpOption(
       `--${flag.name} ${flag.placeholder}`,
-      `${variable}: ${setting.doc.replaceAll('`', '')}; ${setting.value.accepts} (default${UNBROKEN}${defaultText(setting.value.default)})`,
+      `${variable}: ${setting.doc.replaceAll('`', '')}; ${setting.value.accepts} (default${UNBROKEN}${defaultText(setting.value.defaultText ?? setting.value.default)})`,
     ),
   ).join('\n');
 }

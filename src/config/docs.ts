@@ -6,7 +6,7 @@ export function settingsDocument(): string {
   const rows = Object.entries(SETTINGS).map(([variable, setting]: [string, Setting]) => {
     const flag = setting.flag ? ` (\`--${setting.flag.name}\`)` : '';
     const example = setting.example === undefined ? '' : `\`${setting.example}\``;
-    return `| \`${variable}\` | ${defaultText(setting.value.default, '`')} | ${setting.value.accepts} | ${example} | ${setting.doc}${flag} |`;
+    return `| \`${variable}\` | ${defaultText(setting.value.defaultText ?? setting.value.default, '`')} | ${setting.value.accepts} | ${example} | ${setting.doc}${flag} |`;
   });
   return [
     '# Settings',

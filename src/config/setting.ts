@@ -4,6 +4,8 @@ export interface SettingValue<T> {
   readonly default: T;
   /** What a value must be, in the words of its error message after "must be": "a whole number from 0 to 65535". */
   readonly accepts: string;
+  /** The default as its text, where that reads better than the value (a list of waits: 5s,5m rather than ms). */
+  readonly defaultText?: string;
   /** Smallest and largest number it accepts, where it is a number: the tests try one beyond each. */
   readonly bounds?: { readonly min: number; readonly max: number };
   /** The value of `text` (set, not blank, trimmed by loadConfig); throws ConfigError naming `name`. */
@@ -11,7 +13,7 @@ export interface SettingValue<T> {
 }
 
 /** What a setting's value may be: text, a number, a flag, a list, or none (unset). */
-export type SettingData = string | number | boolean | readonly string[] | undefined;
+export type SettingData = string | number | boolean | readonly string[] | readonly number[] | undefined;
 
 /** One row of the settings table: everything the loader, `serve --help` and docs/settings.md say of it. */
 export interface Setting<T extends SettingData = SettingData> {

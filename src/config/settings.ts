@@ -3,7 +3,7 @@ import { DEFAULT_STORE_TIMEOUT_MS } from '../store/deadline.js';
 import type { Setting } from './setting.js';
 import { trustProxy } from './trust-proxy.js';
 import { baseUrl, databaseUrl, origins, redisUrl } from './urls.js';
-import { boolean, byteSize, integer, matching, oneOf, text } from './values.js';
+import { boolean, byteSize, delayList, integer, matching, oneOf, text } from './values.js';
 import { workerCount } from './workers.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -174,6 +174,26 @@ export const SETTINGS = {
     key: 'eventsRetentionDays',
     value: integer({ default: 7, min: 0, max: 36_500 }),
     doc: 'days of change events the feed keeps; older ones are deleted every hour, and a reader behind them must reload the list. `0` keeps everything',
+  },
+  WEBHOOK_TIMEOUT_MS: {
+    key: 'webhookTimeoutMs',
+    value: integer({ default: 10_000, min: 100, max: 300_000 }),
+    doc: 'how long a webhook receiver has to answer a delivery with `2xx`, in ms, connecting and reading its answer included; past it the attempt failed and is retried',
+  },
+  WEBHOOK_RETRY_SCHEDULE: {
+    key: 'webhookRetrySchedule',
+    value: delayList({ default: '5s,5m,30m,2h,5h,10h,14h,20h,24h', maxItems: 50 }),
+    doc: "the waits before each retry of a failed webhook delivery (a `429`'s or `503`'s `Retry-After` instead, up to a day); when every retry failed, the endpoint is disabled",
+  },
+  WEBHOOKS_ALLOW_PRIVATE: {
+    key: 'webhooksAllowPrivate',
+    value: boolean({ default: false }),
+    doc: 'allow webhook URLs that use `http` or reach a loopback, private, link-local, multicast or unspecified address (receivers inside the store\'s own network); by default only `https` to public addresses',
+  },
+  WEBHOOK_LEASE_MS: {
+    key: 'webhookLeaseMs',
+    value: integer({ default: 15_000, min: 1000, max: 600_000 }),
+    doc: 'how long an instance holds the delivery to a webhook endpoint without renewing it (renewed every third of it); when the instance dies, another takes the endpoint over within about twice this',
   },
   // No key: only `serve` reads it; the other commands run in one process whatever it says.
   WORKERS: {

@@ -73,3 +73,22 @@ export function byteSize(spec: { default: number }): SettingValue<number> {
     },
   };
 }
+
+const DELAY_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DELAY = /^([0-9]{1,9})(ms|s|m|h|d)$/;
+
+/** A comma-separated list of waits, each a whole number with ms, s, m, h or d (5s,5m,2h), from 1 ms to 7 days, at most `maxItems`; in ms. */
+export function delayList(spec: { default: string; maxItems: number }): SettingValue<number[]> {
+  const accepts = `a comma-separated list of at most ${spec.maxItems} waits, each a whole number followed by ms, s, m, h or d (such as 5s,5m,2h), from 1ms to 7d`;
+  const parse = (name: string, text: string): number[] => {
+    const waits = text.split(',').map((item) => {
+      const match = DELAY.exec(item.trim());
+      const ms = match ? Number(match[1]) * DELAY_UNITS_MS[match[2]!]! : NaN;
+      if (!(ms >= 1 && ms <= 7 * DELAY_UNITS_MS.d!)) throw new ConfigError(`${name} must be ${accepts}, got "${text}"`);
+      return ms;
+    });
+    if (waits.length > spec.maxItems) throw new ConfigError(`${name} must be ${accepts}, got "${text}"`);
+    return waits;
+  };
+  return { default: parse('default', spec.default), defaultText: spec.default, accepts, parse };
+}

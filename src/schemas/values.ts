@@ -17,4 +17,4 @@ export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
 export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
 
 /** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH). */
-export const SCOPES = ['inventory:read', 'inventory:write'] as const;
+export const SCOPES = ['inventory:read', 'inventory:write', 'webhooks:manage'] as const;

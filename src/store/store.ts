@@ -4,6 +4,7 @@ import type { HistoryEntry } from '../domain/history.js';
 import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
 import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
+import type { DeliveryAttempt, DeliveryProgress, NewWebhookEndpoint, WebhookEndpoint } from '../domain/webhook.js';
 
 /**
  * A store is a few narrow ports, each implemented by every backend (src/store/<backend>/, one
@@ -27,6 +28,8 @@ export interface Store {
   readonly history: History;
   /** The ordered log of every committed change of an entry's quantity or status. */
   readonly events: Events;
+  /** Webhook endpoints, where each stands in the log, who delivers to it, and the log of attempts. */
+  readonly webhooks: Webhooks;
   /** What operators and timers need: durability, readiness, pruning. */
   readonly maintenance: Maintenance;
   /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
@@ -137,6 +140,52 @@ export interface EventPage {
   head: number;
   /** Events after the given seq were pruned: the reader must reload the list and follow from `head`. */
   pruned: boolean;
+}
+
+/**
+ * Webhook endpoints. Each stands at a seq of the event log (deliveredSeq) and is delivered to by
+ * one holder at a time: a lease with an expiry on the store's clock, renewed by its holder, so an
+ * instance that dies is replaced once its lease runs out (no session lock: it works behind a
+ * transaction-mode pooler). A holder's progress is recorded only while it still holds the lease.
+ */
+export interface Webhooks {
+  /** Stores a new, enabled endpoint whose deliveredSeq is the log's head, read in the same transaction: it receives every event appended after. */
+  addEndpoint(endpoint: NewWebhookEndpoint): Promise<WebhookEndpoint>;
+  /** Every endpoint, oldest first. */
+  listEndpoints(): Promise<WebhookEndpoint[]>;
+  /** One endpoint, or undefined. */
+  getEndpoint(id: string): Promise<WebhookEndpoint | undefined>;
+  /** Deletes an endpoint and its delivery log; false when none has this id. */
+  removeEndpoint(id: string): Promise<boolean>;
+  /**
+   * Disables an endpoint (keeping its place: deliveredSeq stays), with why; false when none has this id.
+   * Releases its lease, so its holder stops at its next flush.
+   */
+  disableEndpoint(id: string, why: string): Promise<boolean>;
+  /** Enables an endpoint: its failures are cleared and the next attempt is at once, from the first event it did not get; false when none has this id. */
+  enableEndpoint(id: string): Promise<boolean>;
+  /** Replaces the secret; the one it replaces keeps signing beside it until `previousUntil`. Undefined when none has this id. */
+  rotateSecret(id: string, secret: string, previousUntil: Date): Promise<WebhookEndpoint | undefined>;
+  /**
+   * Renews the leases `holder` holds and claims enabled endpoints whose lease is free or expired,
+   * each until leaseMs from now on the store's clock; resolves to every endpoint `holder` now holds.
+   * A disabled or removed endpoint is no longer among them.
+   */
+  leaseEndpoints(holder: string, leaseMs: number): Promise<WebhookEndpoint[]>;
+  /** Gives up every lease `holder` holds (it stops delivering), so another holder may claim them at once. */
+  releaseLeases(holder: string): Promise<void>;
+  /**
+   * Appends the attempts and sets the endpoint's progress (and disables it when `disable` is set),
+   * in one transaction, only if `holder` still holds its lease and it is enabled; false otherwise
+   * (another holder took it over, or an operator disabled or removed it): nothing is recorded.
+   */
+  recordProgress(id: string, holder: string, progress: DeliveryProgress): Promise<boolean>;
+  /** Appends attempts made outside the order (the CLI's `webhooks test`) to the delivery log; moves nothing. */
+  recordAttempts(attempts: DeliveryAttempt[]): Promise<void>;
+  /** The newest `limit` attempts to one endpoint, newest first. */
+  listDeliveries(id: string, limit: number): Promise<DeliveryAttempt[]>;
+  /** Drops delivery attempts made before `before`, in short transactions; resolves to how many. */
+  purgeDeliveries(before: Date): Promise<number>;
 }
 
 /** Durability, readiness and pruning. Pruning deletes in short transactions, so requests' writes interleave with it. */

@@ -1,0 +1,118 @@
+/**
+ * Webhook endpoints and what delivering to them means: the rule that turns one attempt's outcome
+ * into the endpoint's next step lives here, once, for the dispatcher, the CLI's test and the tests.
+ */
+
+/** The two events a webhook receiver may get that are not in the log: a test (CLI), and a reset past a pruned stretch. */
+export const WEBHOOK_EVENT_TYPES = ['webhook.test', 'webhook.reset'] as const;
+
+/** An endpoint as stored. The secrets are never logged, listed or put in an error message. */
+export interface WebhookEndpoint {
+  /** `whk_` + 16 random bytes, base64url. */
+  id: string;
+  url: string;
+  description: string | null;
+  /** `whsec_` + base64 of 32 random bytes (Standard Webhooks): signs every delivery. */
+  secret: string;
+  /** The secret before the last rotation, still signing beside the new one until `previousSecretUntil`. */
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+  enabled: boolean;
+  /** Why it was disabled (by an operator, a 410, retries used up); null while enabled. */
+  disabledReason: string | null;
+  createdAt: Date;
+  /** Every event up to this seq was delivered (or passed over by a reset): the next is the first above it. */
+  deliveredSeq: number;
+  /** Failed attempts in a row at the next event. */
+  failures: number;
+  /** The next attempt waits until then (a retry's wait); null: at once. */
+  nextAttemptAt: Date | null;
+  /** The last failed attempt's time and what went wrong (status or error), or null when none since the last delivery. */
+  lastFailureAt: Date | null;
+  lastFailure: string | null;
+}
+
+/** What adding an endpoint needs; it starts at the log's head (Webhooks.addEndpoint). */
+export interface NewWebhookEndpoint {
+  id: string;
+  url: string;
+  description: string | null;
+  secret: string;
+  createdAt: Date;
+}
+
+/** One attempt to deliver one event to one endpoint, as the delivery log keeps it. */
+export interface DeliveryAttempt {
+  endpointId: string;
+  /** The webhook-id sent: the event's id (evt_<seq>), or a reset's or a test's. */
+  eventId: string;
+  /** The event's seq; for a reset, the head it names; for a test, 0. */
+  seq: number;
+  attemptedAt: Date;
+  /** The receiver's status, or null when none came (then `error` says why). */
+  status: number | null;
+  /** A network error, a timeout or a refused address; null when a status came. */
+  error: string | null;
+  durationMs: number;
+  /** The first 1 KiB of the receiver's answer. */
+  responseBody: string | null;
+}
+
+/**
+ * What one flush of a dispatcher records for one endpoint, in one transaction: the attempts since
+ * the last flush and where the endpoint now stands.
+ */
+export interface DeliveryProgress {
+  attempts: DeliveryAttempt[];
+  deliveredSeq: number;
+  failures: number;
+  nextAttemptAt: Date | null;
+  lastFailureAt: Date | null;
+  lastFailure: string | null;
+  /** Set to disable the endpoint (a 410, the schedule used up): why. */
+  disable?: string;
+}
+
+/** How one attempt ended, as the deliverer saw it. */
+export type AttemptOutcome =
+  | { status: number; retryAfterMs?: number | undefined }
+  | { error: string };
+
+/** What follows an attempt: the next event, a retry after a wait, or the endpoint disabled. */
+export type NextStep =
+  | { kind: 'delivered' }
+  | { kind: 'retry'; failures: number; at: Date; why: string }
+  | { kind: 'disable'; failures: number; why: string };
+
+/** Disabled by the receiver: it answered 410 Gone. */
+export const DISABLED_GONE = 'the receiver answered 410 Gone';
+/** Disabled when the retry schedule was used up. */
+export const DISABLED_EXHAUSTED = 'every retry of the schedule failed';
+/** Disabled by `webhooks disable`. */
+export const DISABLED_BY_OPERATOR = 'disabled by an operator';
+
+/** A Retry-After is honoured up to this (a day): a receiver cannot park an endpoint for longer. */
+export const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+
+/** What an outcome that is no delivery says in the log and `webhooks list`: the status, or the error. */
+export function failureText(outcome: AttemptOutcome): string {
+  return 'status' in outcome ? `HTTP ${outcome.status}` : outcome.error;
+}
+
+/**
+ * The rule: a 2xx is delivered; a 410 disables the endpoint at once; anything else is failure
+ * number failuresBefore + 1, retried after the schedule's wait for it (a 429's or 503's Retry-After
+ * instead, up to a day), and disables the endpoint once the schedule is used up.
+ */
+export function nextStep(outcome: AttemptOutcome, failuresBefore: number, schedule: readonly number[], now: Date): NextStep {
+  if ('status' in outcome && outcome.status >= 200 && outcome.status < 300) return { kind: 'delivered' };
+  const failures = failuresBefore + 1;
+  const why = failureText(outcome);
+  if ('status' in outcome && outcome.status === 410) return { kind: 'disable', failures, why: DISABLED_GONE };
+  if (failures > schedule.length) return { kind: 'disable', failures, why: DISABLED_EXHAUSTED };
+  let waitMs = schedule[failures - 1]!;
+  if ('status' in outcome && (outcome.status === 429 || outcome.status === 503) && outcome.retryAfterMs !== undefined) {
+    waitMs = Math.min(Math.max(outcome.retryAfterMs, 0), MAX_RETRY_AFTER_MS);
+  }
+  return { kind: 'retry', failures, at: new Date(now.getTime() + waitMs), why };
+}
