@@ -33,6 +33,8 @@ import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { openApiRoutes } from './routes/openapi.js';
 import type { Store } from './store/store.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { WebhookSender } from './webhooks/sender.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -41,6 +43,8 @@ declare module 'fastify' {
     fastLane: FastLaneStats;
     /** The server's connections: the cap, one request at a time per connection, the body timeout, the drain. */
     connections: ConnectionManager;
+    /** This instance's webhook deliveries. */
+    webhookDispatcher: WebhookDispatcher;
   }
 }
 
@@ -140,12 +144,25 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   if (metrics) {
     metrics.followEvents({ hub, streams: () => streams.size });
     hub.followAlways();
+    metrics.followWebhooks(store);
   }
+  // Every instance (and worker) delivers to the endpoints whose lease it holds: none, some or all.
+  const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhooksAllowPrivate });
+  const dispatcher = new WebhookDispatcher({
+    webhooks: store.webhooks,
+    events: store.events,
+    send: (url, message) => sender.send(url, message),
+    schedule: config.webhookRetrySchedule,
+    leaseMs: config.webhookLeaseMs,
+    log: app.log,
+    ...(metrics && { observer: metrics.webhooks }),
+  });
 
   app.setValidatorCompiler(compileSchemaValidator);
   app.decorate('store', store);
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);
+  app.decorate('webhookDispatcher', dispatcher);
   const purge = schedulePruning(store, config, app.log);
   app.addHook('preClose', async () => {
     closing = true;
@@ -153,6 +170,9 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     streams.close();
     hub.close();
     connections.closeIdle();
+    // Before the store closes: the attempt in flight is recorded, and the leases are given up for another instance.
+    await dispatcher.close();
+    sender.close();
   });
   app.addHook('onClose', async () => {
     purge.stop();
@@ -184,5 +204,6 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     app.fastLane,
     fastifyHandler!,
   );
+  dispatcher.start();
   return app;
 }

@@ -7,7 +7,9 @@ import { OTHER_OPERATIONS } from '../pipeline/context.js';
 import type { RequestObserver } from '../pipeline/pipeline.js';
 import { BATCH_MAX, batchChannel } from '../store/group-commit.js';
 import type { Store } from '../store/store.js';
+import type { WebhookObserver } from '../webhooks/context.js';
 import { CellCounter, CellHistogram, type CounterCell, type HistogramCell } from './cells.js';
+import { webhookMetrics } from './webhook-metrics.js';
 
 /** Seconds: the fast lane answers in well under a millisecond, a frozen store in seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -52,6 +54,7 @@ export class ServiceMetrics implements RequestObserver {
   readonly #eventsRead: Record<EventType, CounterCell>;
   readonly #streamLag: HistogramCell;
   #events: { hub: Pick<EventHub, 'head'>; streams: () => number } | undefined;
+  readonly #webhooks: ReturnType<typeof webhookMetrics>;
 
   constructor() {
     const registry = this.registry;
@@ -156,6 +159,7 @@ export class ServiceMetrics implements RequestObserver {
         this.set(events()?.streams() ?? 0);
       },
     });
+    this.#webhooks = webhookMetrics(registry);
     collectDefaultMetrics({ register: registry });
     this.#onBatch = (size) => this.#batches.observe(size as number);
     batchChannel.subscribe(this.#onBatch);
@@ -169,6 +173,16 @@ export class ServiceMetrics implements RequestObserver {
   /** Where the event gauges read their figures: the process's hub and its open streams. */
   followEvents(events: { hub: Pick<EventHub, 'head'>; streams: () => number }): void {
     this.#events = events;
+  }
+
+  /** Where the webhook gauges read the endpoints and the head (the store). */
+  followWebhooks(store: Pick<Store, 'webhooks' | 'events'>): void {
+    this.#webhooks.follow(store);
+  }
+
+  /** For the webhook dispatcher: each attempt, and each delivery's latency. */
+  get webhooks(): WebhookObserver {
+    return this.#webhooks.observer;
   }
 
   /** For the event hub: each page of the log it read, and when it fanned it out to the streams. */

@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import type { WebhookEndpoint } from '../domain/webhook.js';
+import type { Events, Webhooks } from '../store/store.js';
+import type { SendMessage, WebhookLog, WebhookObserver } from './context.js';
+import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
+
+/** How often a dispatcher reads the log's head to wake its idle endpoints, when no hint comes sooner (a change made by another process). */
+export const WEBHOOK_POLL_MS = 250;
+
+export interface DispatcherOptions {
+  webhooks: Webhooks;
+  events: Pick<Events, 'readEvents' | 'head' | 'onAppended'>;
+  send: SendMessage;
+  /** The waits before each retry (WEBHOOK_RETRY_SCHEDULE). */
+  schedule: readonly number[];
+  /** How long a lease lasts unrenewed (WEBHOOK_LEASE_MS); it is renewed every third of it. */
+  leaseMs: number;
+  log: WebhookLog;
+  observer?: WebhookObserver;
+  pollMs?: number;
+}
+
+/**
+ * One instance's deliveries: every third of a lease it renews the endpoints it holds and claims
+ * free ones (Webhooks.leaseEndpoints), runs one EndpointWorker per endpoint it holds, and stops
+ * the worker of one it no longer holds (disabled, removed, or taken over after this instance
+ * stalled past its lease). Endpoints never wait for one another: each has its own worker.
+ * Workers sleep while their endpoint has nothing to deliver, and are woken when the store hints
+ * that events were appended, or when a poll of the head finds it moved (another process's write).
+ */
+export class WebhookDispatcher {
+  /** This instance's name on the leases: random, so a restarted process is a new holder. */
+  readonly holder = `whd_${randomBytes(9).toString('base64url')}`;
+  readonly #options: DispatcherOptions;
+  readonly #workers = new Map<string, EndpointWorker>();
+  readonly #context: WorkerContext;
+  #leaseTimer: NodeJS.Timeout | undefined;
+  #pollTimer: NodeJS.Timeout | undefined;
+  #stopHint: (() => void) | undefined;
+  #leasing: Promise<void> | undefined;
+  #head = -1;
+  #closed = false;
+
+  constructor(options: DispatcherOptions) {
+    this.#options = options;
+    this.#context = {
+      holder: this.holder,
+      webhooks: options.webhooks,
+      events: options.events,
+      send: options.send,
+      schedule: options.schedule,
+      log: options.log,
+      ...(options.observer && { observer: options.observer }),
+      stopped: (worker) => {
+        if (this.#workers.get(worker.id) === worker) this.#workers.delete(worker.id);
+      },
+    };
+  }
+
+  /** Starts leasing and delivering; the first claim is at once. */
+  start(): void {
+    if (this.#closed || this.#leaseTimer) return;
+    try {
+      this.#stopHint = this.#options.events.onAppended(() => this.#wakeAll());
+    } catch {
+      // A closed store: the lease round below fails and says so.
+    }
+    this.#leaseTimer = setInterval(() => void this.#leaseRound(), Math.max(100, Math.floor(this.#options.leaseMs / 3)));
+    this.#leaseTimer.unref();
+    this.#pollTimer = setInterval(() => void this.#poll(), this.#options.pollMs ?? WEBHOOK_POLL_MS);
+    this.#pollTimer.unref();
+    void this.#leaseRound();
+  }
+
+  /** The endpoints this instance delivers to now, by id. */
+  get endpoints(): string[] {
+    return [...this.#workers.keys()];
+  }
+
+  /** A lease round now, as the timer does it; resolves when it is over (tests, and `webhooks enable` through the API). */
+  async leaseNow(): Promise<void> {
+    await this.#leaseRound();
+  }
+
+  /**
+   * Stops every worker (an attempt in flight is awaited, its outcome recorded), then gives the
+   * leases up so another instance takes the endpoints over at once.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#leaseTimer);
+    clearInterval(this.#pollTimer);
+    this.#stopHint?.();
+    await this.#leasing;
+    await Promise.all([...this.#workers.values()].map((w) => w.stop()));
+    this.#workers.clear();
+    await this.#options.webhooks.releaseLeases(this.holder).catch((err: unknown) => this.#options.log.warn({ err }, 'could not release the webhook leases; they expire by themselves'));
+  }
+
+  #leaseRound(): Promise<void> {
+    // Rounds never overlap: a slow store delays the next, it does not stack them.
+    this.#leasing ??= this.#lease().finally(() => (this.#leasing = undefined));
+    return this.#leasing;
+  }
+
+  async #lease(): Promise<void> {
+    if (this.#closed) return;
+    let held: WebhookEndpoint[];
+    try {
+      held = await this.#options.webhooks.leaseEndpoints(this.holder, this.#options.leaseMs);
+    } catch (err) {
+      // The workers go on: a flush records progress only while the lease holds, so nothing is recorded twice.
+      if (!this.#closed) this.#options.log.warn({ err }, 'could not renew the webhook leases; trying again');
+      return;
+    }
+    if (this.#closed) return;
+    const ids = new Set(held.map((e) => e.id));
+    for (const [id, worker] of this.#workers) {
+      if (!ids.has(id)) {
+        this.#workers.delete(id);
+        void worker.stop();
+      }
+    }
+    for (const endpoint of held) {
+      const running = this.#workers.get(endpoint.id);
+      if (running) {
+        running.update(endpoint);
+        continue;
+      }
+      const worker = new EndpointWorker(endpoint, this.#context);
+      this.#workers.set(endpoint.id, worker);
+      this.#options.log.info({ endpointId: endpoint.id, holder: this.holder, deliveredSeq: endpoint.deliveredSeq }, 'webhook endpoint: delivering from this instance');
+      worker.run();
+    }
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#closed || this.#workers.size === 0) return;
+    try {
+      const head = await this.#options.events.head();
+      if (head !== this.#head) {
+        this.#head = head;
+        this.#wakeAll();
+      }
+    } catch {
+      // The next poll tries again; the workers' own reads say what is wrong.
+    }
+  }
+
+  #wakeAll(): void {
+    for (const worker of this.#workers.values()) worker.wake();
+  }
+}

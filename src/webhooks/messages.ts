@@ -1,0 +1,39 @@
+import { eventId, eventJson, type InventoryEvent } from '../domain/event.js';
+
+/** One webhook message: the webhook-id (the same on every attempt) and the JSON body. */
+export interface WebhookMessage {
+  id: string;
+  /** The seq it moves the endpoint to once delivered; 0 for a test, which moves nothing. */
+  seq: number;
+  body: string;
+  /** When the change it tells of committed (the delivery latency is measured from it); undefined for a test or a reset. */
+  occurredAt?: Date;
+}
+
+/** An event of the log, as the feed and the stream have it. */
+export function eventMessage(event: InventoryEvent): WebhookMessage {
+  return { id: eventId(event.seq), seq: event.seq, body: eventJson(event), occurredAt: event.occurredAt };
+}
+
+/**
+ * The events after the endpoint's place were pruned before it got them (it was off longer than
+ * the retention): it is told to reload the list, and goes on after `head`. The id names the
+ * endpoint's place and the head, so every retry of this reset carries the same one.
+ */
+export function resetMessage(endpointId: string, after: number, head: number, now: Date): WebhookMessage {
+  const id = `evt_reset_${after}_${head}`;
+  return {
+    id,
+    seq: head,
+    body: `{"id":"${id}","type":"webhook.reset","occurredAt":"${now.toISOString()}","data":{"endpointId":${JSON.stringify(endpointId)},"head":${head}}}`,
+  };
+}
+
+/** The event `webhooks test` sends: out of the order, moving nothing. */
+export function testMessage(endpointId: string, id: string, now: Date): WebhookMessage {
+  return {
+    id,
+    seq: 0,
+    body: `{"id":"${id}","type":"webhook.test","occurredAt":"${now.toISOString()}","data":{"endpointId":${JSON.stringify(endpointId)}}}`,
+  };
+}
