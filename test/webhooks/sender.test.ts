@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { newWebhookSecret } from '../../src/webhooks/secret.js';
+import { WebhookSender } from '../../src/webhooks/sender.js';
+import { webhookHeaders } from '../../src/webhooks/signing.js';
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+type Handler = (request: http.IncomingMessage, response: http.ServerResponse, received: Received) => void;
+
+/** A receiver on 127.0.0.1 that counts connections and keeps what it was sent. */
+async function receiver(handler: Handler) {
+  const requests: Received[] = [];
+  let connections = 0;
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const received = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      requests.push(received);
+      handler(request, response, received);
+    });
+  });
+  server.on('connection', () => connections++);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const close = async (): Promise<void> => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  };
+  cleanups.push(close);
+  return { port, url: `http://127.0.0.1:${port}/hook`, requests, connections: () => connections, server };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+const senders: WebhookSender[] = [];
+after(async () => {
+  for (const sender of senders) sender.close();
+  await Promise.all(cleanups.map((close) => close()));
+});
+
+function sender(options: { timeoutMs?: number; allowPrivate?: boolean } = {}): WebhookSender {
+  const made = new WebhookSender({ timeoutMs: options.timeoutMs ?? 10_000, allowPrivate: options.allowPrivate ?? true });
+  senders.push(made);
+  return made;
+}
+
+const secret = newWebhookSecret();
+function message(id = 'evt_1') {
+  const body = JSON.stringify({ id, type: 'stock.changed', data: { petId: '1', quantity: 2 } });
+  return { id, body, headers: webhookHeaders({ id, body }, [secret], new Date()) };
+}
+
+test('a 2xx: a signed POST of the body that standardwebhooks verifies; its status and answer come back', async () => {
+  const target = await receiver((_request, response) => response.writeHead(200).end('thanks'));
+  const sent = message('evt_7');
+  const attempt = await sender().send(target.url, sent);
+  assert.deepEqual(attempt.outcome, { status: 200 });
+  assert.equal(attempt.responseBody, 'thanks');
+  assert.ok(Number.isInteger(attempt.durationMs) && attempt.durationMs >= 0);
+  const [received] = target.requests;
+  assert.equal(received?.body, sent.body);
+  assert.equal(received.headers['content-type'], 'application/json');
+  assert.equal(received.headers['webhook-id'], 'evt_7');
+  assert.equal(received.headers['content-length'], String(Buffer.byteLength(sent.body)));
+  const headers = Object.fromEntries(Object.entries(received.headers).map(([name, value]) => [name, String(value)]));
+  assert.deepEqual(new Webhook(secret).verify(received.body, headers), JSON.parse(sent.body));
+});
+
+test('a 500 is a status with its answer; no Retry-After is read on it', async () => {
+  const target = await receiver((_request, response) => response.writeHead(500, { 'retry-after': '30' }).end('{"error":"boom"}'));
+  const attempt = await sender().send(target.url, message());
+  assert.deepEqual(attempt.outcome, { status: 500 });
+  assert.equal(attempt.responseBody, '{"error":"boom"}');
+});
+
+test('a redirect is not followed: its status is the outcome and the Location gets nothing', async () => {
+  const elsewhere = await receiver((_request, response) => response.writeHead(200).end());
+  const target = await receiver((_request, response) => response.writeHead(302, { location: elsewhere.url }).end());
+  const attempt = await sender().send(target.url, message());
+  assert.deepEqual(attempt.outcome, { status: 302 });
+  assert.equal(target.requests.length, 1);
+  assert.equal(elsewhere.requests.length, 0);
+  assert.equal(elsewhere.connections(), 0);
+});
+
+test('a receiver that never answers: timed out, its connection dropped, and the next send works', async () => {
+  let first = true;
+  const target = await receiver((request, response) => {
+    if (first) {
+      first = false;
+      return; // never answers
+    }
+    response.writeHead(200).end('ok');
+  });
+  const dropped = new Promise<void>((resolve) => target.server.once('request', (request: http.IncomingMessage) => request.socket.once('close', () => resolve())));
+  const webhooks = sender({ timeoutMs: 1000 });
+  const attempt = await webhooks.send(target.url, message());
+  assert.deepEqual(attempt.outcome, { error: 'timed out after 1000 ms' });
+  assert.equal(attempt.responseBody, null);
+  await dropped;
+  assert.deepEqual((await webhooks.send(target.url, message('evt_2'))).outcome, { status: 200 });
+  assert.equal(target.requests.length, 2);
+});
+
+test('connection refused (a closed port) is an error, not a status', async () => {
+  const closed = http.createServer();
+  closed.listen(0, '127.0.0.1');
+  await once(closed, 'listening');
+  const { port } = closed.address() as AddressInfo;
+  closed.close();
+  await once(closed, 'close');
+  const attempt = await sender().send(`http://127.0.0.1:${port}/hook`, message());
+  assert.deepEqual(attempt.outcome, { error: 'ECONNREFUSED' });
+  assert.equal(attempt.responseBody, null);
+});
+
+test('Retry-After on 429 and 503, in seconds or as an HTTP date; an unreadable one is left out', async () => {
+  const answers: [number, string][] = [
+    [429, '7'],
+    [503, new Date(Date.now() + 120_000).toUTCString()],
+    [429, 'soon'],
+    [503, new Date(Date.now() - 60_000).toUTCString()],
+  ];
+  const target = await receiver((_request, response) => {
+    const [status, retryAfter] = answers[target.requests.length - 1]!;
+    response.writeHead(status, { 'retry-after': retryAfter }).end();
+  });
+  const webhooks = sender();
+  assert.deepEqual((await webhooks.send(target.url, message())).outcome, { status: 429, retryAfterMs: 7000 });
+  const dated = (await webhooks.send(target.url, message())).outcome;
+  assert.ok('status' in dated && dated.status === 503 && dated.retryAfterMs !== undefined, JSON.stringify(dated));
+  // The date has whole seconds and time passed since it was written: somewhat under two minutes.
+  assert.ok(dated.retryAfterMs > 0 && dated.retryAfterMs <= 120_000, String(dated.retryAfterMs));
+  assert.deepEqual((await webhooks.send(target.url, message())).outcome, { status: 429 });
+  assert.deepEqual((await webhooks.send(target.url, message())).outcome, { status: 503, retryAfterMs: 0 });
+});
+
+test('an endless answer is read up to 64 KiB, then the connection is dropped; 1 KiB of it is kept', async () => {
+  const chunk = Buffer.alloc(16 * 1024, 'x');
+  let written = 0;
+  const target = await receiver((request, response) => {
+    response.writeHead(200, { 'content-type': 'text/plain' });
+    const write = (): void => {
+      // Writes until the sender hangs up: it must not read to an end that never comes.
+      while (!response.destroyed) {
+        written += chunk.length;
+        if (!response.write(chunk)) {
+          response.once('drain', write);
+          return;
+        }
+      }
+    };
+    write();
+  });
+  const closed = new Promise<void>((resolve) => target.server.once('request', (request: http.IncomingMessage) => request.socket.once('close', () => resolve())));
+  const attempt = await sender().send(target.url, message());
+  assert.deepEqual(attempt.outcome, { status: 200 });
+  assert.equal(attempt.responseBody, 'x'.repeat(1024));
+  await closed;
+  assert.ok(written > 64 * 1024);
+});
+
+test('keep-alive: sends to one receiver reuse one connection', async () => {
+  const target = await receiver((_request, response) => response.writeHead(204).end());
+  const webhooks = sender();
+  for (const id of ['evt_1', 'evt_2', 'evt_3']) assert.deepEqual((await webhooks.send(target.url, message(id))).outcome, { status: 204 });
+  assert.equal(target.requests.length, 3);
+  assert.equal(target.connections(), 1);
+  // close() drops it; the sender still works, on a new connection.
+  webhooks.close();
+  assert.deepEqual((await webhooks.send(target.url, message('evt_4'))).outcome, { status: 204 });
+  assert.equal(target.connections(), 2);
+});
+
+test('without allowPrivate, loopback by address or by name and http are refused before any connection', async () => {
+  const target = await receiver((_request, response) => response.writeHead(200).end());
+  const guarded = sender({ allowPrivate: false });
+  const refusals: [string, RegExp][] = [
+    [`https://127.0.0.1:${target.port}/hook`, /^refused: 127\.0\.0\.1 is a private address/],
+    [`https://[::1]:${target.port}/hook`, /^refused: ::1 is a private address/],
+    // A name goes through the lookup: refused on the address it resolved to, at connect time.
+    [`https://localhost:${target.port}/hook`, /^refused: localhost resolves to (127\.0\.0\.1|::1), a private address/],
+    [`http://127.0.0.1:${target.port}/hook`, /^only https/],
+    ['not a url', /^not a URL$/],
+  ];
+  for (const [url, why] of refusals) {
+    const attempt = await guarded.send(url, message());
+    assert.ok('error' in attempt.outcome, url);
+    assert.match(attempt.outcome.error, why, url);
+    assert.equal(attempt.responseBody, null);
+  }
+  assert.equal(target.connections(), 0);
+  // The count works: the same receiver, allowed, gets its connection.
+  assert.deepEqual((await sender().send(`http://localhost:${target.port}/hook`, message())).outcome, { status: 200 });
+  assert.equal(target.connections(), 1);
+});
+
+test('a kept-alive connection the receiver drops before answering is retried once on a new one, with the same webhook-id', async () => {
+  const target = await receiver((request, response) => {
+    // The second request arrives on the kept-alive connection: hang up on it, as a receiver closing an idle connection would.
+    if (target.requests.length === 2) request.socket.destroy();
+    else response.writeHead(200).end();
+  });
+  const webhooks = sender();
+  assert.deepEqual((await webhooks.send(target.url, message('evt_1'))).outcome, { status: 200 });
+  assert.deepEqual((await webhooks.send(target.url, message('evt_2'))).outcome, { status: 200 });
+  assert.deepEqual(target.requests.map((received) => received.headers['webhook-id']), ['evt_1', 'evt_2', 'evt_2']);
+  assert.equal(target.connections(), 2);
+});
+
+test('a new connection dropped before an answer is a failure, not resent', async () => {
+  const target = await receiver((request) => request.socket.destroy());
+  const attempt = await sender().send(target.url, message());
+  assert.deepEqual(attempt.outcome, { error: 'ECONNRESET' });
+  assert.equal(target.requests.length, 1);
+});
