@@ -166,7 +166,7 @@ async function lagRow(backend: Backend, count: number, notes: string[]): Promise
 }
 
 /** PATCH one pet and resolve with performance.now() once its 200 has been read whole; throws on another status. */
-function patch(baseUrl: string, key: string, petId: number, quantity: number, requestId: string): Promise<number> {
+export function patch(baseUrl: string, key: string, petId: number, quantity: number, requestId: string): Promise<number> {
   const body = JSON.stringify({ quantity });
   return new Promise((resolve, reject) => {
     const req = request(new URL(`/v1/inventory/${petId}`, baseUrl), {

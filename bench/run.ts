@@ -17,6 +17,7 @@ import { catalogueSection } from './catalogue.js';
 import { dashboardSection } from './dashboard.js';
 import { docsSection } from './docs.js';
 import { eventsSection } from './events.js';
+import { webhooksSection } from './webhooks.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';
@@ -61,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
   };
   try {
     if (!options.only) show(await startupSection(options.startupRounds));
-    for (const backend of options.only === undefined || options.only === 'catalogue' || options.only === 'events' ? options.backends : []) {
+    for (const backend of options.only === undefined || options.only === 'catalogue' || options.only === 'events' || options.only === 'webhooks' ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       if (!options.only) {
         const section: Section = skip
@@ -77,6 +78,10 @@ async function main(argv: string[]): Promise<number> {
       if (options.only === undefined || options.only === 'events') {
         const events = `Change events on ${TITLES[backend]}`;
         show(skip ? { title: events, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await eventsSection(backend, events, options, load));
+      }
+      if (options.only === undefined || options.only === 'webhooks') {
+        const webhooks = `Webhooks on ${TITLES[backend]}`;
+        show(skip ? { title: webhooks, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await webhooksSection(backend, webhooks, options, load));
       }
     }
     if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options));

@@ -1,0 +1,262 @@
+import { once } from 'node:events';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openStore } from '../src/store/open.js';
+import { newEndpointId, newWebhookSecret } from '../src/webhooks/secret.js';
+import { createDatabase, type Backend } from './databases.js';
+import { patch } from './events.js';
+import type { LoadGenerator } from './load.js';
+import { percentile, type LoadResult } from './load-spec.js';
+import type { BenchOptions } from './options.js';
+import { ratio, type Row, type Section } from './report.js';
+import { PATCH_CONNECTIONS } from './scenarios.js';
+import { seedDatabase } from './seed.js';
+import { startServer, type RunningServer } from './servers.js';
+
+/** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
+export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000 } as const;
+
+/** Endpoints registered on the loaded server of the PATCH comparison. */
+const ENDPOINTS = 10;
+/** Counted PATCH rounds per server in the comparison (after one uncounted warm-up round). */
+const ROUNDS = 3;
+/** Pause between one PATCH's delivery and the next PATCH. */
+const LAG_PACE_MS = 10;
+/** Past this, a PATCH's delivery counts as missing. */
+const LAG_WAIT_MS = 5000;
+/** Every server here may deliver to the bench's own receiver on loopback. */
+const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
+
+/**
+ * Webhooks on one backend: deliveries per second to one local endpoint that answers at once (a
+ * backlog built while the endpoint's first delivery is held, then released), the time from a
+ * PATCH's 200 to its delivery, and PATCH throughput with ten endpoints registered against none,
+ * two servers side by side.
+ */
+export async function webhooksSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
+  const rows: Row[] = [];
+  const notes: string[] = [];
+  rows.push(await deliveryRateRow(backend, options, load, notes));
+  rows.push(await latencyRow(backend, options.quick ? 200 : 500, notes));
+  rows.push(...(await throughputRows(backend, options, load, notes)));
+  return { title, rows, notes };
+}
+
+/** A receiver in this process: answers each delivery 204 at once (or holds it while `hold` is set), and tells `onDelivery`. */
+class Receiver {
+  readonly #server: Server;
+  hold: Promise<void> | undefined;
+  onDelivery: (body: string, at: number) => void = () => {};
+  /** Deliveries that reached it, held ones included. */
+  arrived = 0;
+  /** Deliveries it answered. */
+  count = 0;
+
+  constructor() {
+    this.#server = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => void this.#answer(body, res));
+    });
+    this.#server.keepAliveTimeout = 60_000;
+  }
+
+  async #answer(body: string, res: ServerResponse): Promise<void> {
+    const at = performance.now();
+    this.arrived++;
+    if (this.hold) await this.hold;
+    this.count++;
+    this.onDelivery(body, at);
+    res.writeHead(204).end();
+  }
+
+  async listen(): Promise<string> {
+    this.#server.listen(0, '127.0.0.1');
+    await once(this.#server, 'listening');
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/hooks`;
+  }
+
+  close(): void {
+    this.#server.closeAllConnections();
+    this.#server.close();
+  }
+}
+
+/** A seeded database with `endpoints` endpoints for `url`; its key. */
+async function databaseWithEndpoints(backend: Backend, name: string, size: number, url: string, endpoints: number): Promise<{ databaseUrl: string; key: string }> {
+  const databaseUrl = await createDatabase(backend, name);
+  const key = await seedDatabase(databaseUrl, size);
+  const store = await openStore(databaseUrl);
+  try {
+    for (let i = 0; i < endpoints; i++) {
+      await store.webhooks.addEndpoint({ id: newEndpointId(), url: `${url}/${i}`, description: 'bench', secret: newWebhookSecret(), createdAt: new Date() });
+    }
+  } finally {
+    await store.close();
+  }
+  return { databaseUrl, key };
+}
+
+/**
+ * The endpoint's first delivery is held by the receiver while a PATCH load builds a backlog
+ * behind it (one at a time: nothing else is sent meanwhile); then it is released, and the rest
+ * are timed from the release to the last.
+ */
+async function deliveryRateRow(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row> {
+  const scenario = 'deliveries to one endpoint answering at once';
+  const receiver = new Receiver();
+  let release!: () => void;
+  receiver.hold = new Promise((resolve) => (release = resolve));
+  const url = await receiver.listen();
+  const { databaseUrl, key } = await databaseWithEndpoints(backend, 'webhooks_rate', 1000, url, 1);
+  // The held delivery must outlast the load that builds the backlog.
+  const server = await startServer('service', { databaseUrl, key, env: { ...DELIVERING, WEBHOOK_TIMEOUT_MS: '300000' } });
+  try {
+    const result = await load.run({
+      baseUrl: server.baseUrl,
+      method: 'PATCH',
+      authorization: `Bearer ${key}`,
+      petCount: 1000,
+      connections: PATCH_CONNECTIONS,
+      warmupSeconds: 0,
+      durationSeconds: options.quick ? 1 : 3,
+    });
+    const backlog = result.ok;
+    let last = 0;
+    const all = new Promise<void>((resolve) => {
+      receiver.onDelivery = (_body, at) => {
+        last = at;
+        if (receiver.count >= backlog) resolve();
+      };
+    });
+    // The held first delivery has reached the receiver (the dispatcher claims the endpoint at start).
+    while (receiver.arrived === 0) await sleep(10);
+    const released = performance.now();
+    receiver.hold = undefined;
+    release();
+    await Promise.race([all, sleep(120_000).then(() => Promise.reject(new Error(`only ${receiver.count} of ${backlog} deliveries in 120 s`)))]);
+    const perSecond = (backlog - 1) / ((last - released) / 1000);
+    notes.push(
+      `${scenario}: ${backlog.toLocaleString('en-US')} events from a PATCH load (${PATCH_CONNECTIONS} connections) queued behind a held first delivery, ` +
+        `then delivered one at a time over one keep-alive connection to a receiver in the bench process; timed from the release to the last 2xx`,
+    );
+    return {
+      scenario,
+      server: `service (${backlog.toLocaleString('en-US')} events)`,
+      checks: [{ text: `${Math.round(perSecond).toLocaleString('en-US')} deliveries/s`, target: `≥ ${WEBHOOK_TARGETS.deliveriesPerSecond}`, met: perSecond >= WEBHOOK_TARGETS.deliveriesPerSecond }],
+    };
+  } finally {
+    release();
+    receiver.close();
+    await server.stop();
+  }
+}
+
+/** `count` PATCHes one at a time: the time from each 200 (its body read) to its delivery, matched by X-Request-Id, on this process's one clock. */
+async function latencyRow(backend: Backend, count: number, notes: string[]): Promise<Row> {
+  const scenario = 'PATCH 200 → its webhook delivered';
+  const receiver = new Receiver();
+  const url = await receiver.listen();
+  const { databaseUrl, key } = await databaseWithEndpoints(backend, 'webhooks_lag', 100, url, 1);
+  const server = await startServer('service', { databaseUrl, key, env: DELIVERING });
+  const waiting = new Map<string, (at: number) => void>();
+  receiver.onDelivery = (body, at) => {
+    const requestId = /"requestId":"([^"]+)"/.exec(body)?.[1];
+    if (requestId) waiting.get(requestId)?.(at);
+  };
+  try {
+    const afterOk: number[] = [];
+    let missing = 0;
+    for (let i = 0; i < count; i++) {
+      const requestId = `bench-webhook-${i}`;
+      const arrived = new Promise<number | undefined>((resolve) => {
+        waiting.set(requestId, resolve);
+        setTimeout(() => resolve(undefined), LAG_WAIT_MS).unref();
+      });
+      const answered = await patch(server.baseUrl, key, 1 + (i % 100), i % 1000, requestId);
+      const at = await arrived;
+      waiting.delete(requestId);
+      if (at === undefined) missing++;
+      else afterOk.push(at - answered);
+      await sleep(LAG_PACE_MS);
+    }
+    if (afterOk.length === 0) throw new Error(`none of ${count} PATCHes was delivered within ${LAG_WAIT_MS / 1000} s`);
+    if (missing > 0) notes.push(`${scenario}: ${missing} of ${count} deliveries did not arrive within ${LAG_WAIT_MS / 1000} s (the first waits for the dispatcher's first lease round), left out`);
+    afterOk.sort((a, b) => a - b);
+    notes.push(`${scenario}: ${count} PATCHes one at a time (${LAG_PACE_MS} ms apart once delivered), one endpoint, the receiver in this process, on its one clock`);
+    return {
+      scenario,
+      server: `service (${afterOk.length} PATCHes)`,
+      checks: [{ text: `median ${afterOk[afterOk.length >> 1]!.toFixed(2)} ms, p99 ${percentile(afterOk, 99).toFixed(2)} ms` }],
+    };
+  } finally {
+    receiver.close();
+    await server.stop();
+  }
+}
+
+/** One server of the comparison, and what it has measured. */
+interface Side {
+  label: string;
+  server: RunningServer;
+  key: string;
+  runs: LoadResult[];
+}
+
+/**
+ * Two servers up at once on databases seeded alike, one with ENDPOINTS endpoints (all answering
+ * at once, from a receiver in the bench process) and one with none; PATCH loads alternated between
+ * them, the best round of each compared.
+ */
+async function throughputRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
+  const size = options.sizes[1];
+  const scenario = `PATCH random pet, ${size.toLocaleString('en-US')} entries`;
+  const receiver = new Receiver();
+  const url = await receiver.listen();
+  const sides: Side[] = [];
+  try {
+    for (const [label, endpoints] of [
+      [`service, ${ENDPOINTS} webhook endpoints`, ENDPOINTS],
+      ['service, no webhook endpoint', 0],
+    ] as const) {
+      const { databaseUrl, key } = await databaseWithEndpoints(backend, `webhooks_load_${sides.length}`, size, url, endpoints);
+      sides.push({ label, key, server: await startServer('service', { databaseUrl, key, env: DELIVERING }), runs: [] });
+    }
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const side of round % 2 === 1 ? sides : [...sides].reverse()) {
+        const result = await load.run({
+          baseUrl: side.server.baseUrl,
+          method: 'PATCH',
+          authorization: `Bearer ${side.key}`,
+          petCount: size,
+          connections: PATCH_CONNECTIONS,
+          warmupSeconds: options.warmupSeconds,
+          durationSeconds: options.durationSeconds,
+        });
+        const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
+        process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s (${which})\n`);
+        if (result.ok === 0) throw new Error(`${side.label} answered no 2xx during "${scenario}" (${result.failed} failures)`);
+        if (round === 0) continue;
+        side.runs.push(result);
+      }
+    }
+    const [withEndpoints, without] = sides as [Side, Side];
+    const best = (side: Side) => side.runs.reduce((a, b) => (b.requestsPerSecond > a.requestsPerSecond ? b : a));
+    const each = (side: Side) => side.runs.map((r) => Math.round(r.requestsPerSecond).toLocaleString('en-US')).join(', ');
+    notes.push(
+      `${scenario}: both servers up at once, ${PATCH_CONNECTIONS} connections; one uncounted warm-up round, then ${ROUNDS} rounds alternated, the best of each shown; ` +
+        `req/s per round: with ${ENDPOINTS} endpoints ${each(withEndpoints)}; with none ${each(without)}. ` +
+        `The ${ENDPOINTS} endpoints' receiver (this process) got ${receiver.count.toLocaleString('en-US')} deliveries during the loads; the deliveries share the server's core with its requests`,
+    );
+    return [
+      { scenario, server: without.label, result: best(without), checks: [] },
+      { scenario, server: withEndpoints.label, result: best(withEndpoints), checks: [ratio(best(withEndpoints).requestsPerSecond / best(without).requestsPerSecond, 'with none')] },
+    ];
+  } finally {
+    receiver.close();
+    await Promise.all(sides.map((s) => s.server.stop()));
+  }
+}
