@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -10,6 +12,7 @@ import {
 } from '../../src/domain/webhook.js';
 import type { Store } from '../../src/store/store.js';
 import { BACKENDS, backendSkip, createTestDatabase, openTestStore } from '../support/backends.js';
+import type { LeaseAnswer, LeaseOrder } from '../support/lease-holder.js';
 import { change } from '../support/store.js';
 
 /**
@@ -61,6 +64,18 @@ async function appendEvents(store: Store, petId: bigint, n: number): Promise<voi
 }
 
 const ids = (endpoints: readonly { id: string }[]) => endpoints.map((e) => e.id);
+
+const LEASE_HOLDER = new URL('../support/lease-holder.ts', import.meta.url);
+
+/** The next message of a child process, or a failure if it exits first. */
+async function nextMessage<M>(child: ChildProcess): Promise<M> {
+  const exited = once(child, 'exit').then(([code]) => Promise.reject(new Error(`lease holder exited with ${String(code)}`)));
+  try {
+    return (await Promise.race([once(child, 'message'), exited]))[0] as M;
+  } finally {
+    exited.catch(() => {});
+  }
+}
 
 for (const backend of BACKENDS) {
   describe(`Webhooks on ${backend}`, { skip: await backendSkip(backend) }, () => {
@@ -334,3 +349,30 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('Webhooks on sqlite, from processes sharing the file', { skip: await backendSkip('sqlite') }, () => {
+  it('two processes leasing at once never both get an endpoint', async (t) => {
+    const db = await createTestDatabase('sqlite', t);
+    const store = await db.open();
+    for (let n = 1; n <= 8; n++) await store.webhooks.addEndpoint(endpoint(n));
+    const holders = ['a', 'b'].map((holder) => fork(LEASE_HOLDER, [db.location, holder], { execArgv: ['--import', 'tsx'] }));
+    t.after(() => holders.forEach((h) => h.exitCode === null && h.signalCode === null && h.kill('SIGKILL')));
+    await Promise.all(holders.map((h) => nextMessage(h)));
+
+    // Every holder is told at once, and answers: the orders run in the processes side by side.
+    const tell = async (order: LeaseOrder) => {
+      const answers = holders.map((h) => nextMessage<LeaseAnswer>(h));
+      for (const h of holders) h.send(order);
+      return (await Promise.all(answers)).map((answer) => answer.ids);
+    };
+    for (let round = 0; round < 20; round++) {
+      const [a, b] = await tell({ lease: LONG_LEASE_MS });
+      const both = a!.filter((id) => b!.includes(id));
+      assert.deepEqual(both, [], `round ${round}: both hold ${both.join(', ')}`);
+      assert.equal(a!.length + b!.length, 8, `round ${round}: every endpoint is held`);
+      await tell('release');
+    }
+    for (const h of holders) h.send('exit' satisfies LeaseOrder);
+    await Promise.all(holders.map((h) => once(h, 'exit')));
+  });
+});
