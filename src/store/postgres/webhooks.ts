@@ -136,9 +136,7 @@ export function webhooks({ query }: Pooled): Webhooks {
       ];
       return (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;
     },
-    async recordAttempts(attempts) {
-      if (attempts.length > 0) await query(STATEMENTS.record, attemptArrays(attempts));
-    },
+    recordAttempts: async (attempts) => void (await query(STATEMENTS.record, attemptArrays(attempts))),
     listDeliveries: async (id, limit) => (await query<DeliveryRow>(STATEMENTS.deliveries, [id, limit])).rows.map(toAttempt),
     purgeDeliveries: (before) =>
       inBatches(0, async () => {
