@@ -21,6 +21,7 @@ export function measuredStore(store: Store, metrics: Pick<ServiceMetrics, 'store
     keys: measured(store.keys),
     history: measured(store.history),
     events: measured(store.events),
+    webhooks: measured(store.webhooks),
     maintenance: measured(store.maintenance),
     close: () => store.close(),
   };

@@ -16,6 +16,7 @@ const JOBS: Record<string, readonly string[]> = {
   changes: ['changes'],
   keys: ['keys'],
   history: ['history'],
+  webhooks: ['webhooks'],
   maintenance: ['maintenance'],
 };
 

@@ -95,6 +95,25 @@ const EVERY_CALL = {
     onAppended: async (s) => s.events.onAppended(() => {}),
     purgeEvents: (s) => s.events.purgeEvents(new Date()),
   },
+  webhooks: {
+    addEndpoint: (s) => s.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_AAAA', createdAt: new Date() }),
+    listEndpoints: (s) => s.webhooks.listEndpoints(),
+    getEndpoint: (s) => s.webhooks.getEndpoint('whk_1'),
+    removeEndpoint: (s) => s.webhooks.removeEndpoint('whk_2'),
+    disableEndpoint: (s) => s.webhooks.disableEndpoint('whk_1', 'disabled by an operator'),
+    enableEndpoint: (s) => s.webhooks.enableEndpoint('whk_1'),
+    rotateSecret: (s) => s.webhooks.rotateSecret('whk_1', 'whsec_BBBB', new Date()),
+    leaseEndpoints: (s) => s.webhooks.leaseEndpoints('holder', 1000),
+    releaseLeases: (s) => s.webhooks.releaseLeases('holder'),
+    recordProgress: (s) =>
+      s.webhooks.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),
+    recordAttempts: (s) =>
+      s.webhooks.recordAttempts([
+        { endpointId: 'whk_1', eventId: 'evt_test', seq: 0, attemptedAt: new Date(), status: 200, error: null, durationMs: 1, responseBody: null },
+      ]),
+    listDeliveries: (s) => s.webhooks.listDeliveries('whk_1', 10),
+    purgeDeliveries: (s) => s.webhooks.purgeDeliveries(new Date()),
+  },
   maintenance: {
     durability: (s) => s.maintenance.durability(),
     ping: (s) => s.maintenance.ping(),

@@ -169,6 +169,48 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    name: 'webhook endpoints and their delivery log',
+    sql: `
+      -- One row per endpoint: its secrets, where it stands in the event log, its retry state, and
+      -- who delivers to it (lease_holder) until when (lease_until, on the database's clock: the
+      -- instances' clocks may disagree, the server's is one).
+      CREATE TABLE webhook_endpoints (
+        id                    TEXT        PRIMARY KEY,
+        url                   TEXT        NOT NULL,
+        description           TEXT,
+        secret                TEXT        NOT NULL,
+        previous_secret       TEXT,
+        previous_secret_until TIMESTAMPTZ,
+        enabled               BOOLEAN     NOT NULL,
+        disabled_reason       TEXT,
+        created_at            TIMESTAMPTZ NOT NULL,
+        delivered_seq         BIGINT      NOT NULL,
+        failures              INTEGER     NOT NULL DEFAULT 0,
+        next_attempt_at       TIMESTAMPTZ,
+        last_failure_at       TIMESTAMPTZ,
+        last_failure          TEXT,
+        lease_holder          TEXT,
+        lease_until           TIMESTAMPTZ
+      );
+
+      -- Every attempt, in the order made (id); read newest first per endpoint, pruned by age.
+      CREATE TABLE webhook_deliveries (
+        id            BIGSERIAL   PRIMARY KEY,
+        endpoint_id   TEXT        NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        event_id      TEXT        NOT NULL,
+        seq           BIGINT      NOT NULL,
+        attempted_at  TIMESTAMPTZ NOT NULL,
+        status        INTEGER,
+        error         TEXT,
+        duration_ms   INTEGER     NOT NULL,
+        response_body TEXT
+      );
+      CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, id);
+      CREATE INDEX webhook_deliveries_attempted ON webhook_deliveries (attempted_at);
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

@@ -11,6 +11,7 @@ import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
+import { webhooks } from './webhooks.js';
 
 /**
  * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
@@ -54,6 +55,7 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     keys: keys(calls),
     history: history(calls),
     events: events(calls, log),
+    webhooks: webhooks(calls),
     maintenance: maintenance(calls),
     close() {
       appended.close();

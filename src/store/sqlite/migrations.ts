@@ -189,6 +189,48 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 7,
+    name: 'webhook endpoints and their delivery log',
+    sql: `
+      -- One row per endpoint: its secrets, where it stands in the event log, its retry state, and
+      -- who delivers to it (lease_holder) until when (lease_until: Unix ms, Date.now()'s clock:
+      -- every process sharing the file runs on this machine).
+      CREATE TABLE webhook_endpoints (
+        id                    TEXT    PRIMARY KEY,
+        url                   TEXT    NOT NULL,
+        description           TEXT,
+        secret                TEXT    NOT NULL,
+        previous_secret       TEXT,
+        previous_secret_until TEXT,
+        enabled               INTEGER NOT NULL CHECK (enabled = 0 OR enabled = 1),
+        disabled_reason       TEXT,
+        created_at            TEXT    NOT NULL,
+        delivered_seq         INTEGER NOT NULL,
+        failures              INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at       TEXT,
+        last_failure_at       TEXT,
+        last_failure          TEXT,
+        lease_holder          TEXT,
+        lease_until           INTEGER
+      ) STRICT;
+
+      -- Every attempt, in the order made (id); read newest first per endpoint, pruned by age.
+      CREATE TABLE webhook_deliveries (
+        id            INTEGER PRIMARY KEY,
+        endpoint_id   TEXT    NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        event_id      TEXT    NOT NULL,
+        seq           INTEGER NOT NULL,
+        attempted_at  TEXT    NOT NULL,
+        status        INTEGER,
+        error         TEXT,
+        duration_ms   INTEGER NOT NULL,
+        response_body TEXT
+      ) STRICT;
+      CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, id);
+      CREATE INDEX webhook_deliveries_attempted ON webhook_deliveries (attempted_at);
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

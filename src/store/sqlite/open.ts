@@ -10,6 +10,7 @@ import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
+import { webhooks } from './webhooks.js';
 import { inThreadWriter, threadWriter } from './writer.js';
 
 /**
@@ -51,6 +52,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     keys: keys(db, run),
     history: history(db, run),
     events: events(db, run, appended),
+    webhooks: webhooks(db, run),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {
       closing ??= (async () => {

@@ -88,4 +88,24 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     assert.equal((await store.entries.changesSince(7)).eventsHead, 1);
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });
+
+  it('a schema of version 7 is migrated with no webhook endpoint; one added starts at its event log head', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    await adminQuery(`
+      CREATE SCHEMA ${schema};
+      SET search_path = ${schema};
+      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 7)
+        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
+        .join('\n')}
+      UPDATE store_state SET events_head = 42;
+    `);
+
+    const store = await db.open();
+    assert.deepEqual(await store.webhooks.listEndpoints(), []);
+    const added = await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
+    assert.equal(added.deliveredSeq, 42);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
 });

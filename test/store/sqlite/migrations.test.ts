@@ -128,3 +128,22 @@ test('a store of schema version 5 is migrated with an empty event log at head 0,
   assert.deepEqual(items.map((e) => [e.seq, e.type, e.previousQuantity, e.quantity, e.version]), [[1, 'inventory.updated', 3, 5, 5]]);
   assert.equal((await store.entries.changesSince(7)).eventsHead, 1);
 });
+
+test('a store of schema version 6 is migrated with no webhook endpoint; one added starts at its event log head', async (t) => {
+  const filename = join(tempDir(t), 'v6.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 6)) {
+    for (const [name, fn] of Object.entries(m.functions ?? {})) old.function(name, { deterministic: true }, fn);
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  old.exec('UPDATE store_state SET events_head = 42');
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  assert.deepEqual(await store.webhooks.listEndpoints(), []);
+  const added = await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
+  assert.equal(added.deliveredSeq, 42);
+});

@@ -1,0 +1,240 @@
+import type Database from 'better-sqlite3';
+import type { DeliveryAttempt, DeliveryProgress, WebhookEndpoint } from '../../domain/webhook.js';
+import { inBatches, PRUNE_BATCH } from '../pruning.js';
+import type { Webhooks } from '../store.js';
+import { briefly, type Run } from './connection.js';
+
+interface EndpointRow {
+  id: string;
+  url: string;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  enabled: number;
+  disabled_reason: string | null;
+  created_at: string;
+  delivered_seq: number;
+  failures: number;
+  next_attempt_at: string | null;
+  last_failure_at: string | null;
+  last_failure: string | null;
+}
+
+interface DeliveryRow {
+  endpoint_id: string;
+  event_id: string;
+  seq: number;
+  attempted_at: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  response_body: string | null;
+}
+
+const ENDPOINT_COLUMNS = `id, url, description, secret, previous_secret, previous_secret_until, enabled, disabled_reason, created_at,
+  delivered_seq, failures, next_attempt_at, last_failure_at, last_failure`;
+const DELIVERY_COLUMNS = 'endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body';
+
+/**
+ * The SQLite store's webhook endpoints and delivery log, written on the event loop's connection.
+ * Every write is one statement or one IMMEDIATE transaction: cluster workers share the file, and
+ * the write lock taken first means no check can go stale before its write. Leases run on
+ * Date.now(): every process on the file runs on this one machine.
+ */
+export function webhooks(db: Database.Database, run: Run): Webhooks {
+  const stmt = {
+    // The head is read under the write lock the insert takes, so no event can commit between the two.
+    add: db.prepare<[NewRow], EndpointRow>(
+      `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
+       SELECT @id, @url, @description, @secret, 1, @created_at, events_head, 0 FROM store_state WHERE id = 1
+       RETURNING ${ENDPOINT_COLUMNS}`,
+    ),
+    list: db.prepare<[], EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id`),
+    get: db.prepare<[string], EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ?`),
+    removeDeliveries: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE endpoint_id = ?'),
+    remove: db.prepare<[string]>('DELETE FROM webhook_endpoints WHERE id = ?'),
+    disable: db.prepare<[string, string]>(
+      'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?',
+    ),
+    enable: db.prepare<[string]>(
+      'UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL WHERE id = ?',
+    ),
+    // The right-hand sides read the row as it was: the old secret becomes the previous one.
+    rotate: db.prepare<[string, string, string], EndpointRow>(
+      `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ? WHERE id = ?
+       RETURNING ${ENDPOINT_COLUMNS}`,
+    ),
+    // One statement under the write lock: two processes cannot both see a lease free and take it.
+    lease: db.prepare<{ holder: string; now: number; until: number }, EndpointRow>(
+      `UPDATE webhook_endpoints SET lease_holder = @holder, lease_until = @until
+       WHERE enabled = 1 AND (lease_holder = @holder OR lease_until IS NULL OR lease_until < @now)
+       RETURNING ${ENDPOINT_COLUMNS}`,
+    ),
+    release: db.prepare<[string]>('UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = ?'),
+    // Only while the holder's lease is live and the endpoint enabled; disabling gives the lease up.
+    progress: db.prepare<ProgressRow>(
+      `UPDATE webhook_endpoints SET delivered_seq = @delivered_seq, failures = @failures, next_attempt_at = @next_attempt_at,
+         last_failure_at = @last_failure_at, last_failure = @last_failure,
+         enabled = @disable IS NULL, disabled_reason = @disable,
+         lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)
+       WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1`,
+    ),
+    // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key.
+    insertAttempt: db.prepare<[DeliveryRow]>(
+      `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
+       SELECT @endpoint_id, @event_id, @seq, @attempted_at, @status, @error, @duration_ms, @response_body
+       WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @endpoint_id)`,
+    ),
+    deliveries: db.prepare<[string, number], DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ?`,
+    ),
+    purge: db.prepare<[string, number]>(
+      'DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE attempted_at < ? LIMIT ?)',
+    ),
+  };
+  const insertAttempts = (attempts: readonly DeliveryAttempt[]) => {
+    for (const attempt of attempts) stmt.insertAttempt.run(toDeliveryRow(attempt));
+  };
+  const remove = db.transaction((id: string) => {
+    stmt.removeDeliveries.run(id);
+    return stmt.remove.run(id).changes === 1;
+  });
+  const record = db.transaction((row: ProgressRow, attempts: readonly DeliveryAttempt[]) => {
+    if (stmt.progress.run(row).changes === 0) return false;
+    insertAttempts(attempts.map((a) => ({ ...a, endpointId: row.id })));
+    return true;
+  });
+  const recordOutside = db.transaction(insertAttempts);
+
+  return {
+    addEndpoint: async (endpoint) =>
+      run(() =>
+        toEndpoint(
+          stmt.add.get({
+            id: endpoint.id,
+            url: endpoint.url,
+            description: endpoint.description,
+            secret: endpoint.secret,
+            created_at: endpoint.createdAt.toISOString(),
+          })!,
+        ),
+      ),
+    listEndpoints: async () => run(() => stmt.list.all().map(toEndpoint)),
+    getEndpoint: async (id) =>
+      run(() => {
+        const row = stmt.get.get(id);
+        return row && toEndpoint(row);
+      }),
+    removeEndpoint: async (id) => run(() => remove.immediate(id)),
+    disableEndpoint: async (id, why) => run(() => stmt.disable.run(why, id).changes === 1),
+    enableEndpoint: async (id) => run(() => stmt.enable.run(id).changes === 1),
+    rotateSecret: async (id, secret, previousUntil) =>
+      run(() => {
+        const row = stmt.rotate.get(previousUntil.toISOString(), secret, id);
+        return row && toEndpoint(row);
+      }),
+    leaseEndpoints: async (holder, leaseMs) =>
+      run(() => {
+        const now = Date.now();
+        return stmt.lease.all({ holder, now, until: now + leaseMs }).map(toEndpoint).sort(oldestFirst);
+      }),
+    releaseLeases: async (holder) => void run(() => stmt.release.run(holder)),
+    recordProgress: async (id, holder, progress) => run(() => record.immediate(toProgressRow(id, holder, progress), progress.attempts)),
+    recordAttempts: async (attempts) => void run(() => recordOutside.immediate(attempts)),
+    listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
+    async purgeDeliveries(before) {
+      const cutoff = before.toISOString();
+      return inBatches(0, async () => {
+        const deleted = run(() => briefly(db, () => stmt.purge.run(cutoff, PRUNE_BATCH).changes));
+        return deleted === PRUNE_BATCH ? { deleted, next: 0 } : { deleted };
+      });
+    },
+  };
+}
+
+interface NewRow {
+  id: string;
+  url: string;
+  description: string | null;
+  secret: string;
+  created_at: string;
+}
+
+interface ProgressRow {
+  id: string;
+  holder: string;
+  now: number;
+  delivered_seq: number;
+  failures: number;
+  next_attempt_at: string | null;
+  last_failure_at: string | null;
+  last_failure: string | null;
+  disable: string | null;
+}
+
+function toProgressRow(id: string, holder: string, p: DeliveryProgress): ProgressRow {
+  return {
+    id,
+    holder,
+    now: Date.now(),
+    delivered_seq: p.deliveredSeq,
+    failures: p.failures,
+    next_attempt_at: p.nextAttemptAt?.toISOString() ?? null,
+    last_failure_at: p.lastFailureAt?.toISOString() ?? null,
+    last_failure: p.lastFailure,
+    disable: p.disable ?? null,
+  };
+}
+
+/** Oldest first, as listEndpoints: RETURNING comes in no particular order. */
+function oldestFirst(a: WebhookEndpoint, b: WebhookEndpoint): number {
+  return a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+function toDeliveryRow(a: DeliveryAttempt): DeliveryRow {
+  return {
+    endpoint_id: a.endpointId,
+    event_id: a.eventId,
+    seq: a.seq,
+    attempted_at: a.attemptedAt.toISOString(),
+    status: a.status,
+    error: a.error,
+    // A STRICT INTEGER column: the timer's fraction of a millisecond is not kept.
+    duration_ms: Math.round(a.durationMs),
+    response_body: a.responseBody,
+  };
+}
+
+function toAttempt(row: DeliveryRow): DeliveryAttempt {
+  return {
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    seq: row.seq,
+    attemptedAt: new Date(row.attempted_at),
+    status: row.status,
+    error: row.error,
+    durationMs: row.duration_ms,
+    responseBody: row.response_body,
+  };
+}
+
+function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  const date = (s: string | null) => (s === null ? null : new Date(s));
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretUntil: date(row.previous_secret_until),
+    enabled: row.enabled === 1,
+    disabledReason: row.disabled_reason,
+    createdAt: new Date(row.created_at),
+    deliveredSeq: row.delivered_seq,
+    failures: row.failures,
+    nextAttemptAt: date(row.next_attempt_at),
+    lastFailureAt: date(row.last_failure_at),
+    lastFailure: row.last_failure,
+  };
+}

@@ -1,0 +1,378 @@
+import assert from 'node:assert/strict';
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  DISABLED_BY_OPERATOR,
+  DISABLED_GONE,
+  type DeliveryAttempt,
+  type DeliveryProgress,
+  type NewWebhookEndpoint,
+} from '../../src/domain/webhook.js';
+import type { Store } from '../../src/store/store.js';
+import { BACKENDS, backendSkip, createTestDatabase, openTestStore } from '../support/backends.js';
+import type { LeaseAnswer, LeaseOrder } from '../support/lease-holder.js';
+import { change } from '../support/store.js';
+
+/**
+ * The Webhooks port: endpoints that start at the log's head, keep their place when disabled, and
+ * are delivered to by one lease holder at a time, whose progress (attempts and position together)
+ * is recorded only while it still holds the lease.
+ */
+
+/** Long enough never to run out during a test: "the lease is live" must not depend on the machine's speed. */
+const LONG_LEASE_MS = 60_000;
+/** A lease a test waits out. */
+const SHORT_LEASE_MS = 1000;
+
+/** Endpoint n, created n minutes into 2024, so that n orders them. */
+function endpoint(n: number, overrides: Partial<NewWebhookEndpoint> = {}): NewWebhookEndpoint {
+  return {
+    id: `whk_${n}`,
+    url: `https://receiver-${n}.example.com/hook`,
+    description: n % 2 === 0 ? null : `receiver ${n}`,
+    secret: `whsec_secret${n}`,
+    createdAt: new Date(Date.UTC(2024, 0, 1, 0, n, 0, 123)),
+    ...overrides,
+  };
+}
+
+/** An attempt at event `seq`, made `n` seconds into 2024. */
+function attempt(endpointId: string, seq: number, n = seq, overrides: Partial<DeliveryAttempt> = {}): DeliveryAttempt {
+  return {
+    endpointId,
+    eventId: `evt_${seq}`,
+    seq,
+    attemptedAt: new Date(Date.UTC(2024, 0, 1, 0, 0, n, 456)),
+    status: 200,
+    error: null,
+    durationMs: 12,
+    responseBody: 'ok',
+    ...overrides,
+  };
+}
+
+function progress(deliveredSeq: number, attempts: DeliveryAttempt[], overrides: Partial<DeliveryProgress> = {}): DeliveryProgress {
+  return { attempts, deliveredSeq, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null, ...overrides };
+}
+
+/** Appends `n` events: creates pet `petId` and changes its quantity n - 1 times. */
+async function appendEvents(store: Store, petId: bigint, n: number): Promise<void> {
+  await store.changes.addItems([{ petId, quantity: 0, status: 'available' }]);
+  for (let q = 1; q < n; q++) await store.changes.applyChange(change(petId, q));
+}
+
+const ids = (endpoints: readonly { id: string }[]) => endpoints.map((e) => e.id);
+
+const LEASE_HOLDER = new URL('../support/lease-holder.ts', import.meta.url);
+
+/** The next message of a child process, or a failure if it exits first. */
+async function nextMessage<M>(child: ChildProcess): Promise<M> {
+  const exited = once(child, 'exit').then(([code]) => Promise.reject(new Error(`lease holder exited with ${String(code)}`)));
+  try {
+    return (await Promise.race([once(child, 'message'), exited]))[0] as M;
+  } finally {
+    exited.catch(() => {});
+  }
+}
+
+for (const backend of BACKENDS) {
+  describe(`Webhooks on ${backend}`, { skip: await backendSkip(backend) }, () => {
+    it('adds an endpoint at the head of the log, enabled and with nothing failed; later events leave it there', async (t) => {
+      const store = await openTestStore(backend, t);
+      await appendEvents(store, 1n, 3);
+      const head = await store.events.head();
+      assert.equal(head, 3);
+
+      const added = await store.webhooks.addEndpoint(endpoint(1));
+      assert.deepEqual(added, {
+        ...endpoint(1),
+        previousSecret: null,
+        previousSecretUntil: null,
+        enabled: true,
+        disabledReason: null,
+        deliveredSeq: head,
+        failures: 0,
+        nextAttemptAt: null,
+        lastFailureAt: null,
+        lastFailure: null,
+      });
+      await appendEvents(store, 2n, 2);
+      assert.deepEqual(await store.webhooks.getEndpoint('whk_1'), added);
+    });
+
+    it('on an empty log an endpoint starts at 0', async (t) => {
+      const store = await openTestStore(backend, t);
+      assert.equal((await store.webhooks.addEndpoint(endpoint(1))).deliveredSeq, 0);
+    });
+
+    it('lists endpoints oldest first; get answers one or undefined', async (t) => {
+      const store = await openTestStore(backend, t);
+      assert.deepEqual(await store.webhooks.listEndpoints(), []);
+      for (const n of [3, 1, 2]) await store.webhooks.addEndpoint(endpoint(n));
+      const list = await store.webhooks.listEndpoints();
+      assert.deepEqual(ids(list), ['whk_1', 'whk_2', 'whk_3']);
+      assert.deepEqual(list[1], await store.webhooks.getEndpoint('whk_2'));
+      assert.equal(await store.webhooks.getEndpoint('whk_9'), undefined);
+    });
+
+    it('removes an endpoint with its delivery log, and no other', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhooks.addEndpoint(endpoint(2));
+      await store.webhooks.recordAttempts([attempt('whk_1', 1), attempt('whk_2', 1), attempt('whk_1', 2)]);
+
+      assert.equal(await store.webhooks.removeEndpoint('whk_1'), true);
+      assert.equal(await store.webhooks.getEndpoint('whk_1'), undefined);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_2', 10), [attempt('whk_2', 1)]);
+      assert.equal(await store.webhooks.removeEndpoint('whk_1'), false);
+
+      // The id is free again, and its new endpoint has no log.
+      await store.webhooks.addEndpoint(endpoint(1));
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
+    });
+
+    it('disable keeps the place and gives up the lease; enable clears the failures and the wait', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 4);
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1']);
+      const failedAt = new Date(Date.UTC(2024, 5, 1));
+      const retryAt = new Date(Date.UTC(2024, 5, 2));
+      const recorded = await store.webhooks.recordProgress(
+        'whk_1',
+        'a',
+        progress(2, [attempt('whk_1', 3, 3, { status: 500 })], { failures: 3, nextAttemptAt: retryAt, lastFailureAt: failedAt, lastFailure: 'HTTP 500' }),
+      );
+      assert.equal(recorded, true);
+
+      assert.equal(await store.webhooks.disableEndpoint('whk_1', DISABLED_BY_OPERATOR), true);
+      const disabled = (await store.webhooks.getEndpoint('whk_1'))!;
+      assert.equal(disabled.enabled, false);
+      assert.equal(disabled.disabledReason, DISABLED_BY_OPERATOR);
+      assert.equal(disabled.deliveredSeq, 2);
+      // Its holder no longer holds it, and its next flush is refused.
+      assert.deepEqual(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS), []);
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3)])), false);
+      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), [], 'a disabled endpoint is leased to no one');
+
+      assert.equal(await store.webhooks.enableEndpoint('whk_1'), true);
+      assert.deepEqual(await store.webhooks.getEndpoint('whk_1'), {
+        ...disabled,
+        enabled: true,
+        disabledReason: null,
+        failures: 0,
+        nextAttemptAt: null,
+      });
+      // The lease was given up: another holder takes it at once.
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1']);
+
+      assert.equal(await store.webhooks.disableEndpoint('whk_9', DISABLED_BY_OPERATOR), false);
+      assert.equal(await store.webhooks.enableEndpoint('whk_9'), false);
+    });
+
+    it('rotating the secret keeps the one it replaces until the given time', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      const until = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678));
+      const rotated = await store.webhooks.rotateSecret('whk_1', 'whsec_second', until);
+      assert.deepEqual(
+        { secret: rotated?.secret, previousSecret: rotated?.previousSecret, previousSecretUntil: rotated?.previousSecretUntil },
+        { secret: 'whsec_second', previousSecret: 'whsec_secret1', previousSecretUntil: until },
+      );
+      assert.deepEqual(await store.webhooks.getEndpoint('whk_1'), rotated);
+
+      const later = new Date(Date.UTC(2024, 0, 3));
+      const again = (await store.webhooks.rotateSecret('whk_1', 'whsec_third', later))!;
+      assert.deepEqual([again.secret, again.previousSecret, again.previousSecretUntil], ['whsec_third', 'whsec_second', later]);
+      assert.equal(await store.webhooks.rotateSecret('whk_9', 'whsec_x', later), undefined);
+    });
+
+    it('one holder at a time: a live lease is not taken, its holder renews it, a disabled or removed endpoint leaves its set', async (t) => {
+      const store = await openTestStore(backend, t);
+      for (const n of [1, 2, 3]) await store.webhooks.addEndpoint(endpoint(n));
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1', 'whk_2', 'whk_3']);
+      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), []);
+      const renewed = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      assert.deepEqual(renewed, await store.webhooks.listEndpoints(), 'the endpoints as they stand, oldest first');
+      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), []);
+
+      // A new endpoint goes to whoever asks first.
+      await store.webhooks.addEndpoint(endpoint(4));
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
+
+      await store.webhooks.disableEndpoint('whk_2', DISABLED_BY_OPERATOR);
+      await store.webhooks.removeEndpoint('whk_3');
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1']);
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
+    });
+
+    it('an expired lease goes to the next holder, and the old holder can no longer record', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhooks.addEndpoint(endpoint(2));
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', SHORT_LEASE_MS)), ['whk_1', 'whk_2']);
+      await sleep(SHORT_LEASE_MS + 200);
+
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
+      assert.deepEqual(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS), []);
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
+      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'b', progress(1, [attempt('whk_1', 1)])), true);
+    });
+
+    it('releasing its leases lets another holder claim them at once', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhooks.addEndpoint(endpoint(2));
+      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      await store.webhooks.releaseLeases('b');
+      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), [], "releasing another holder's leases releases nothing");
+      await store.webhooks.releaseLeases('a');
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [])), false);
+    });
+
+    it("records the holder's attempts and progress together, and nothing for anyone else", async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 3);
+      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      const failedAt = new Date(Date.UTC(2024, 0, 1, 0, 0, 3));
+      const retryAt = new Date(Date.UTC(2024, 0, 1, 0, 0, 8));
+      const attempts = [
+        attempt('whk_1', 1),
+        attempt('whk_1', 2),
+        attempt('whk_1', 3, 3, { status: null, error: 'ECONNREFUSED', responseBody: null, durationMs: 3.6 }),
+      ];
+      const flushed = progress(2, attempts, { failures: 1, nextAttemptAt: retryAt, lastFailureAt: failedAt, lastFailure: 'ECONNREFUSED' });
+
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'b', flushed), false, 'not the holder');
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
+      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
+
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', flushed), true);
+      const stands = (await store.webhooks.getEndpoint('whk_1'))!;
+      assert.deepEqual(
+        [stands.deliveredSeq, stands.failures, stands.nextAttemptAt, stands.lastFailureAt, stands.lastFailure, stands.enabled],
+        [2, 1, retryAt, failedAt, 'ECONNREFUSED', true],
+      );
+      // Newest first; the duration is kept in whole milliseconds.
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [{ ...attempts[2]!, durationMs: 4 }, attempts[1], attempts[0]]);
+      // The lease is kept: the holder goes on.
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3, 9)])), true);
+      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.failures, 0);
+    });
+
+    it('refuses the progress of a disabled or removed endpoint, recording nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhooks.addEndpoint(endpoint(2));
+      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+
+      await store.webhooks.disableEndpoint('whk_1', DISABLED_BY_OPERATOR);
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
+      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
+
+      await store.webhooks.removeEndpoint('whk_2');
+      assert.equal(await store.webhooks.recordProgress('whk_2', 'a', progress(1, [attempt('whk_2', 1)])), false);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_2', 10), []);
+      assert.equal(await store.webhooks.getEndpoint('whk_2'), undefined);
+    });
+
+    it('progress that disables the endpoint records its attempts, disables it and gives up its lease', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      const gone = attempt('whk_1', 2, 2, { status: 410, responseBody: 'gone' });
+      const at = gone.attemptedAt;
+      assert.equal(
+        await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1), gone], { failures: 1, lastFailureAt: at, lastFailure: 'HTTP 410', disable: DISABLED_GONE })),
+        true,
+      );
+      const disabled = (await store.webhooks.getEndpoint('whk_1'))!;
+      assert.deepEqual(
+        [disabled.enabled, disabled.disabledReason, disabled.deliveredSeq, disabled.failures, disabled.lastFailure],
+        [false, DISABLED_GONE, 1, 1, 'HTTP 410'],
+      );
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [gone, attempt('whk_1', 1)]);
+      assert.deepEqual(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS), []);
+      await store.webhooks.enableEndpoint('whk_1');
+      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1'], 'the lease was given up');
+    });
+
+    it('lists the newest attempts first, at most the limit; attempts outside the order move nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      const made = [1, 2, 3, 4, 5].map((seq) => attempt('whk_1', seq, seq, seq % 2 === 0 ? { status: 503, responseBody: null } : {}));
+      await store.webhooks.recordAttempts(made.slice(0, 2));
+      await store.webhooks.recordAttempts(made.slice(2));
+      const test = attempt('whk_1', 0, 30, { eventId: 'msg_test' });
+      await store.webhooks.recordAttempts([test]);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 3), [test, made[4], made[3]]);
+      assert.equal((await store.webhooks.listDeliveries('whk_1', 100)).length, 6);
+      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      await store.webhooks.recordAttempts([]);
+      // An attempt to an endpoint removed meanwhile goes with it.
+      await store.webhooks.recordAttempts([attempt('whk_9', 1)]);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_9', 10), []);
+    });
+
+    it('purges the attempts made before a time, of every endpoint', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhooks.addEndpoint(endpoint(2));
+      await store.webhooks.recordAttempts([attempt('whk_1', 1, 1), attempt('whk_2', 1, 2), attempt('whk_1', 2, 10), attempt('whk_2', 2, 11)]);
+      const cutoff = new Date(Date.UTC(2024, 0, 1, 0, 0, 5));
+      assert.equal(await store.webhooks.purgeDeliveries(cutoff), 2);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [attempt('whk_1', 2, 10)]);
+      assert.deepEqual(await store.webhooks.listDeliveries('whk_2', 10), [attempt('whk_2', 2, 11)]);
+      assert.equal(await store.webhooks.purgeDeliveries(cutoff), 0);
+    });
+
+    it('two holders leasing at once from two stores never both get an endpoint', async (t) => {
+      const db = await createTestDatabase(backend, t);
+      const [one, two] = [await db.open(), await db.open()];
+      for (let n = 1; n <= 8; n++) await one.webhooks.addEndpoint(endpoint(n));
+      for (let round = 0; round < 10; round++) {
+        const [a, b] = await Promise.all([one.webhooks.leaseEndpoints('a', LONG_LEASE_MS), two.webhooks.leaseEndpoints('b', LONG_LEASE_MS)]);
+        const both = ids(a).filter((id) => ids(b).includes(id));
+        assert.deepEqual(both, [], `round ${round}: both hold ${both.join(', ')}`);
+        assert.equal(a.length + b.length, 8, `round ${round}: every endpoint is held`);
+        await Promise.all([one.webhooks.releaseLeases('a'), two.webhooks.releaseLeases('b')]);
+      }
+    });
+  });
+}
+
+describe('Webhooks on sqlite, from processes sharing the file', { skip: await backendSkip('sqlite') }, () => {
+  it('two processes leasing at once never both get an endpoint', async (t) => {
+    const db = await createTestDatabase('sqlite', t);
+    const store = await db.open();
+    for (let n = 1; n <= 8; n++) await store.webhooks.addEndpoint(endpoint(n));
+    const holders = ['a', 'b'].map((holder) => fork(LEASE_HOLDER, [db.location, holder], { execArgv: ['--import', 'tsx'] }));
+    t.after(() => holders.forEach((h) => h.exitCode === null && h.signalCode === null && h.kill('SIGKILL')));
+    await Promise.all(holders.map((h) => nextMessage(h)));
+
+    // Every holder is told at once, and answers: the orders run in the processes side by side.
+    const tell = async (order: LeaseOrder) => {
+      const answers = holders.map((h) => nextMessage<LeaseAnswer>(h));
+      for (const h of holders) h.send(order);
+      return (await Promise.all(answers)).map((answer) => answer.ids);
+    };
+    for (let round = 0; round < 20; round++) {
+      const [a, b] = await tell({ lease: LONG_LEASE_MS });
+      const both = a!.filter((id) => b!.includes(id));
+      assert.deepEqual(both, [], `round ${round}: both hold ${both.join(', ')}`);
+      assert.equal(a!.length + b!.length, 8, `round ${round}: every endpoint is held`);
+      await tell('release');
+    }
+    for (const h of holders) h.send('exit' satisfies LeaseOrder);
+    await Promise.all(holders.map((h) => once(h, 'exit')));
+  });
+});
