@@ -162,24 +162,35 @@ export interface Webhooks {
    * Releases its lease, so its holder stops at its next flush.
    */
   disableEndpoint(id: string, why: string): Promise<boolean>;
-  /** Enables an endpoint: its failures are cleared and the next attempt is at once, from the first event it did not get; false when none has this id. */
+  /**
+   * Enables an endpoint: its failures are cleared and the next attempt is at once, from the first
+   * event it did not get; gives its lease up (a worker still running stops at its next flush). False
+   * when none has this id.
+   */
   enableEndpoint(id: string): Promise<boolean>;
+  /**
+   * Moves an endpoint back (or on) to just after seq `after`, so every event above it is delivered
+   * again; clears its failures and gives its lease up, as enableEndpoint. False when none has this id.
+   */
+  replayFrom(id: string, after: number): Promise<boolean>;
   /** Replaces the secret; the one it replaces keeps signing beside it until `previousUntil`. Undefined when none has this id. */
   rotateSecret(id: string, secret: string, previousUntil: Date): Promise<WebhookEndpoint | undefined>;
   /**
    * Renews the leases `holder` holds and claims enabled endpoints whose lease is free or expired,
-   * each until leaseMs from now on the store's clock; resolves to every endpoint `holder` now holds.
-   * A disabled or removed endpoint is no longer among them.
+   * each until leaseMs from now on the store's clock; resolves to every endpoint `holder` now holds,
+   * oldest first. A disabled or removed endpoint is no longer among them. Each lease carries when it
+   * was claimed: a renewal keeps that time, a new claim (after a release, or an expiry) moves it on.
    */
-  leaseEndpoints(holder: string, leaseMs: number): Promise<WebhookEndpoint[]>;
+  leaseEndpoints(holder: string, leaseMs: number): Promise<LeasedEndpoint[]>;
   /** Gives up every lease `holder` holds (it stops delivering), so another holder may claim them at once. */
   releaseLeases(holder: string): Promise<void>;
   /**
    * Appends the attempts and sets the endpoint's progress (and disables it when `disable` is set),
-   * in one transaction, only if `holder` still holds its lease and it is enabled; false otherwise
-   * (another holder took it over, or an operator disabled or removed it): nothing is recorded.
+   * in one transaction, only if `holder` still holds its lease (the claim of `claimedAt`, when
+   * given) and it is enabled; false otherwise (another holder took it over, or an operator
+   * disabled, enabled, replayed or removed it, which gives the lease up): nothing is recorded.
    */
-  recordProgress(id: string, holder: string, progress: DeliveryProgress): Promise<boolean>;
+  recordProgress(id: string, holder: string, progress: DeliveryProgress, claimedAt?: Date): Promise<boolean>;
   /** Appends attempts made outside the order (the CLI's `webhooks test`) to the delivery log; moves nothing. */
   recordAttempts(attempts: DeliveryAttempt[]): Promise<void>;
   /** The newest `limit` attempts to one endpoint, newest first. */
@@ -187,6 +198,9 @@ export interface Webhooks {
   /** Drops delivery attempts made before `before`, in short transactions; resolves to how many. */
   purgeDeliveries(before: Date): Promise<number>;
 }
+
+/** An endpoint as a lease holds it: with the time the lease was claimed, which a renewal keeps. */
+export type LeasedEndpoint = WebhookEndpoint & { leaseClaimedAt: Date };
 
 /** Durability, readiness and pruning. Pruning deletes in short transactions, so requests' writes interleave with it. */
 export interface Maintenance {

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { WebhookEndpoint } from '../domain/webhook.js';
-import type { Events, Webhooks } from '../store/store.js';
+import type { Events, LeasedEndpoint, Webhooks } from '../store/store.js';
 import type { SendMessage, WebhookLog, WebhookObserver } from './context.js';
 import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
 
@@ -106,7 +105,7 @@ export class WebhookDispatcher {
 
   async #lease(): Promise<void> {
     if (this.#closed) return;
-    let held: WebhookEndpoint[];
+    let held: LeasedEndpoint[];
     try {
       held = await this.#options.webhooks.leaseEndpoints(this.holder, this.#options.leaseMs);
     } catch (err) {
@@ -115,11 +114,14 @@ export class WebhookDispatcher {
       return;
     }
     if (this.#closed) return;
-    const ids = new Set(held.map((e) => e.id));
+    const claims = new Map(held.map((e) => [e.id, e.leaseClaimedAt.getTime()]));
+    const stopping = new Map<string, Promise<void>>();
     for (const [id, worker] of this.#workers) {
-      if (!ids.has(id)) {
+      // Gone from the set (disabled, removed, taken over), or claimed anew after an operator gave the
+      // lease up (enable, replay): the worker's place is stale, a new one starts from the store's.
+      if (claims.get(id) !== worker.claimedAt.getTime()) {
         this.#workers.delete(id);
-        void worker.stop();
+        stopping.set(id, worker.stop());
       }
     }
     for (const endpoint of held) {
@@ -131,7 +133,10 @@ export class WebhookDispatcher {
       const worker = new EndpointWorker(endpoint, this.#context);
       this.#workers.set(endpoint.id, worker);
       this.#options.log.info({ endpointId: endpoint.id, holder: this.holder, deliveredSeq: endpoint.deliveredSeq }, 'webhook endpoint: delivering from this instance');
-      worker.run();
+      // One delivery in flight per endpoint, always: a new worker waits for the one it replaces.
+      const before = stopping.get(endpoint.id);
+      if (before) void before.then(() => worker.run());
+      else worker.run();
     }
   }
 

@@ -1,5 +1,5 @@
 import { nextStep, failureText, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
-import type { Events, Webhooks } from '../store/store.js';
+import type { Events, LeasedEndpoint, Webhooks } from '../store/store.js';
 import { attemptResult, type SendMessage, type WebhookLog, type WebhookObserver } from './context.js';
 import { eventMessage, resetMessage, type WebhookMessage } from './messages.js';
 import { signingSecrets, webhookHeaders } from './signing.js';
@@ -39,6 +39,8 @@ export interface WorkerContext {
  */
 export class EndpointWorker {
   readonly id: string;
+  /** The claim of the lease it runs under: its flushes are recorded only while that claim holds. */
+  readonly claimedAt: Date;
   readonly #context: WorkerContext;
   #endpoint: WebhookEndpoint;
   #deliveredSeq: number;
@@ -52,8 +54,9 @@ export class EndpointWorker {
   #wakeUp: (() => void) | undefined;
   #running: Promise<void> | undefined;
 
-  constructor(endpoint: WebhookEndpoint, context: WorkerContext) {
+  constructor(endpoint: LeasedEndpoint, context: WorkerContext) {
     this.id = endpoint.id;
+    this.claimedAt = endpoint.leaseClaimedAt;
     this.#context = context;
     this.#endpoint = endpoint;
     this.#deliveredSeq = endpoint.deliveredSeq;
@@ -182,7 +185,7 @@ export class EndpointWorker {
     };
     for (;;) {
       try {
-        const held = await this.#context.webhooks.recordProgress(this.id, this.#context.holder, progress);
+        const held = await this.#context.webhooks.recordProgress(this.id, this.#context.holder, progress, this.claimedAt);
         this.#pending = [];
         this.#lastFlush = Date.now();
         if (!held) {

@@ -104,6 +104,7 @@ const EVERY_CALL = {
     enableEndpoint: (s) => s.webhooks.enableEndpoint('whk_1'),
     rotateSecret: (s) => s.webhooks.rotateSecret('whk_1', 'whsec_BBBB', new Date()),
     leaseEndpoints: (s) => s.webhooks.leaseEndpoints('holder', 1000),
+    replayFrom: (s) => s.webhooks.replayFrom('whk_none', 0),
     releaseLeases: (s) => s.webhooks.releaseLeases('holder'),
     recordProgress: (s) =>
       s.webhooks.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),

@@ -196,7 +196,11 @@ for (const backend of BACKENDS) {
       assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1', 'whk_2', 'whk_3']);
       assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), []);
       const renewed = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-      assert.deepEqual(renewed, await store.webhooks.listEndpoints(), 'the endpoints as they stand, oldest first');
+      assert.deepEqual(
+        renewed.map(({ leaseClaimedAt: _claimed, ...endpoint }) => endpoint),
+        await store.webhooks.listEndpoints(),
+        'the endpoints as they stand, oldest first',
+      );
       assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), []);
 
       // A new endpoint goes to whoever asks first.
@@ -376,3 +380,42 @@ describe('Webhooks on sqlite, from processes sharing the file', { skip: await ba
     await Promise.all(holders.map((h) => once(h, 'exit')));
   });
 });
+
+for (const backend of BACKENDS) {
+  describe(`webhook leases are fenced by their claim on ${backend}`, { skip: await backendSkip(backend) }, () => {
+    it('a renewal keeps the claim time; a new claim after enable, replay or release moves it on, and the old claim records nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhooks.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 4);
+      const [first] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      const [renewed] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      assert.equal(renewed!.leaseClaimedAt.getTime(), first!.leaseClaimedAt.getTime(), 'a renewal keeps it');
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)]), first!.leaseClaimedAt), true);
+
+      for (const operatorAct of [() => store.webhooks.enableEndpoint('whk_1'), () => store.webhooks.replayFrom('whk_1', 0), () => store.webhooks.releaseLeases('a')]) {
+        const [before] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+        await operatorAct();
+        assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(2, [attempt('whk_1', 2)]), before!.leaseClaimedAt), false, 'the lease was given up');
+        const [again] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+        assert.ok(again!.leaseClaimedAt.getTime() > before!.leaseClaimedAt.getTime(), 'the same holder claimed it anew');
+        assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(2, []), before!.leaseClaimedAt), false, 'the old claim is fenced off');
+        assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(2, []), again!.leaseClaimedAt), true);
+      }
+      assert.equal((await store.webhooks.listDeliveries('whk_1', 10)).length, 1, 'only the first claim recorded an attempt');
+    });
+
+    it('replayFrom moves the place back and clears the failures; false for an unknown id', async (t) => {
+      const store = await openTestStore(backend, t);
+      await appendEvents(store, 1n, 2);
+      const added = await store.webhooks.addEndpoint(endpoint(1));
+      await appendEvents(store, 2n, 3);
+      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      const head = await store.events.head();
+      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(head, [], { failures: 2, nextAttemptAt: new Date(Date.now() + 60_000) })), true);
+      assert.equal(await store.webhooks.replayFrom('whk_1', added.deliveredSeq), true);
+      const stands = (await store.webhooks.getEndpoint('whk_1'))!;
+      assert.deepEqual([stands.deliveredSeq, stands.failures, stands.nextAttemptAt, stands.enabled], [added.deliveredSeq, 0, null, true]);
+      assert.equal(await store.webhooks.replayFrom('whk_none', 0), false);
+    });
+  });
+}

@@ -81,10 +81,11 @@ for (const backend of BACKENDS) {
       receiver.answer = (_r, i) => (i === 0 ? { status: 500 } : i === 1 ? 'hang' : { status: 200 });
       await patches(api, 1, 1);
       await receiver.waitFor(2);
+      const log = () => api.store.webhooks.listDeliveries(endpoint.id, 10);
+      await until(async () => (await log()).some((a) => /timed out/.test(a.error ?? '')));
       // The third attempt finds nobody listening (refused), the fourth a receiver again.
       await receiver.close();
       const refusedAfter = Date.now();
-      const log = () => api.store.webhooks.listDeliveries(endpoint.id, 10);
       await until(async () => (await log()).some((a) => a.error !== null && a.attemptedAt.getTime() >= refusedAfter && !/timed out/.test(a.error)));
       await receiver.listen();
       await receiver.waitFor(3);
@@ -182,6 +183,22 @@ for (const backend of BACKENDS) {
       await receiver.waitFor(2);
       assert.equal(String(receiver.received[1]!.headers['webhook-signature']).split(' ').length, 1, 'the previous secret expired');
       assert.equal(receiver.verifies(receiver.received[1]!, next), false);
+    });
+
+    test('replayFrom resends every event after the given seq, in order, even while the endpoint is being delivered to', async (t) => {
+      const receiver = await startReceiver(t);
+      const api = await deliveringApp(t, backend);
+      const endpoint = await endpointFor(api, receiver);
+      await patches(api, 1, 3);
+      await receiver.waitFor(3);
+      await storedWhen(api, endpoint.id, (e) => e.deliveredSeq === endpoint.deliveredSeq + 3);
+      assert.equal(await api.store.webhooks.replayFrom(endpoint.id, endpoint.deliveredSeq + 1), true);
+      await api.app.webhookDispatcher.leaseNow();
+      await receiver.waitFor(5);
+      await patches(api, 4, 1);
+      await receiver.waitFor(6);
+      assert.deepEqual(quantities(receiver), [1, 2, 3, 2, 3, 4], 'the events after the seq again, then what follows');
+      assert.equal(receiver.concurrency.max, 1);
     });
 
     test('an endpoint behind the retention gets webhook.reset with the head, then what follows', async (t) => {

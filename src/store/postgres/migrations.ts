@@ -192,7 +192,9 @@ export const MIGRATIONS: readonly Migration[] = [
         last_failure_at       TIMESTAMPTZ,
         last_failure          TEXT,
         lease_holder          TEXT,
-        lease_until           TIMESTAMPTZ
+        lease_until           TIMESTAMPTZ,
+        -- When the holder claimed it: a renewal keeps it, a new claim moves it on.
+        lease_since           TIMESTAMPTZ
       );
 
       -- Every attempt, in the order made (id); read newest first per endpoint, pruned by age.

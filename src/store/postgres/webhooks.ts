@@ -34,7 +34,11 @@ const STATEMENTS = {
   },
   enable: {
     name: 'webhook-enable',
-    text: 'UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL WHERE id = $1',
+    text: 'UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = $1',
+  },
+  replay: {
+    name: 'webhook-replay',
+    text: 'UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = $1',
   },
   // The right-hand sides read the row as it was: the old secret becomes the previous one.
   rotate: {
@@ -48,9 +52,13 @@ const STATEMENTS = {
   lease: {
     name: 'webhook-lease',
     text: `WITH held AS (
-             UPDATE webhook_endpoints SET lease_holder = $1, lease_until = now() + $2::double precision * interval '1 millisecond'
+             UPDATE webhook_endpoints SET lease_holder = $1, lease_until = now() + $2::double precision * interval '1 millisecond',
+               -- Read as the row was: a live lease of this holder is renewed (its claim time kept); any
+               -- other is a new claim, in whole milliseconds (as a Date holds it), always after the last.
+               lease_since = CASE WHEN lease_holder = $1 AND lease_until >= now() THEN lease_since
+                 ELSE GREATEST(date_trunc('milliseconds', now()), lease_since + interval '1 millisecond') END
              WHERE enabled AND (lease_holder = $1 OR lease_until IS NULL OR lease_until < now())
-             RETURNING ${ENDPOINT_COLUMNS})
+             RETURNING ${ENDPOINT_COLUMNS}, lease_since AS "leaseClaimedAt")
            SELECT * FROM held ORDER BY "createdAt", id`,
   },
   release: { name: 'webhook-release', text: 'UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = $1' },
@@ -64,7 +72,7 @@ const STATEMENTS = {
                enabled = $8::text IS NULL, disabled_reason = $8::text,
                lease_holder = CASE WHEN $8::text IS NULL THEN lease_holder END,
                lease_until = CASE WHEN $8::text IS NULL THEN lease_until END
-             WHERE id = $1 AND lease_holder = $2 AND lease_until > now() AND enabled
+             WHERE id = $1 AND lease_holder = $2 AND lease_until > now() AND enabled AND ($17::timestamptz IS NULL OR lease_since = $17)
              RETURNING id),
            inserted AS (
              INSERT INTO webhook_deliveries (endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body)
@@ -120,9 +128,11 @@ export function webhooks({ query }: Pooled): Webhooks {
       const row = (await query<EndpointRow>(STATEMENTS.rotate, [id, secret, previousUntil.toISOString()])).rows[0];
       return row && toEndpoint(row);
     },
-    leaseEndpoints: async (holder, leaseMs) => (await query<EndpointRow>(STATEMENTS.lease, [holder, leaseMs])).rows.map(toEndpoint),
+    leaseEndpoints: async (holder, leaseMs) =>
+      (await query<EndpointRow & { leaseClaimedAt: Date }>(STATEMENTS.lease, [holder, leaseMs])).rows.map((row) => ({ ...toEndpoint(row), leaseClaimedAt: row.leaseClaimedAt })),
     releaseLeases: async (holder) => void (await query(STATEMENTS.release, [holder])),
-    async recordProgress(id, holder, p) {
+    replayFrom: async (id, after) => (await query(STATEMENTS.replay, [id, after])).rowCount === 1,
+    async recordProgress(id, holder, p, claimedAt) {
       const values = [
         id,
         holder,
@@ -133,6 +143,7 @@ export function webhooks({ query }: Pooled): Webhooks {
         p.lastFailure,
         p.disable ?? null,
         ...attemptArrays(p.attempts.map((a) => ({ ...a, endpointId: id }))),
+        claimedAt?.toISOString() ?? null,
       ];
       return (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;
     },

@@ -212,7 +212,9 @@ export const MIGRATIONS: readonly Migration[] = [
         last_failure_at       TEXT,
         last_failure          TEXT,
         lease_holder          TEXT,
-        lease_until           INTEGER
+        lease_until           INTEGER,
+        -- When the holder claimed it (Unix ms): a renewal keeps it, a new claim moves it on.
+        lease_since           INTEGER
       ) STRICT;
 
       -- Every attempt, in the order made (id); read newest first per endpoint, pruned by age.

@@ -58,7 +58,10 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
       'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?',
     ),
     enable: db.prepare<[string]>(
-      'UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL WHERE id = ?',
+      'UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = ?',
+    ),
+    replay: db.prepare<[number, string]>(
+      'UPDATE webhook_endpoints SET delivered_seq = ?, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = ?',
     ),
     // The right-hand sides read the row as it was: the old secret becomes the previous one.
     rotate: db.prepare<[string, string, string], EndpointRow>(
@@ -66,10 +69,13 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
        RETURNING ${ENDPOINT_COLUMNS}`,
     ),
     // One statement under the write lock: two processes cannot both see a lease free and take it.
-    lease: db.prepare<{ holder: string; now: number; until: number }, EndpointRow>(
-      `UPDATE webhook_endpoints SET lease_holder = @holder, lease_until = @until
+    // The right-hand sides read the row as it was: a live lease of this holder is renewed (its
+    // claim time kept); any other is a new claim, whose time is always later than the last one's.
+    lease: db.prepare<{ holder: string; now: number; until: number }, EndpointRow & { lease_since: number }>(
+      `UPDATE webhook_endpoints SET lease_holder = @holder, lease_until = @until,
+         lease_since = iif(lease_holder = @holder AND lease_until >= @now, lease_since, max(@now, coalesce(lease_since, 0) + 1))
        WHERE enabled = 1 AND (lease_holder = @holder OR lease_until IS NULL OR lease_until < @now)
-       RETURNING ${ENDPOINT_COLUMNS}`,
+       RETURNING ${ENDPOINT_COLUMNS}, lease_since`,
     ),
     release: db.prepare<[string]>('UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = ?'),
     // Only while the holder's lease is live and the endpoint enabled; disabling gives the lease up.
@@ -78,7 +84,7 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
          last_failure_at = @last_failure_at, last_failure = @last_failure,
          enabled = @disable IS NULL, disabled_reason = @disable,
          lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)
-       WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1`,
+       WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1 AND (@since IS NULL OR lease_since = @since)`,
     ),
     // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key.
     insertAttempt: db.prepare<[DeliveryRow]>(
@@ -137,10 +143,14 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
     leaseEndpoints: async (holder, leaseMs) =>
       run(() => {
         const now = Date.now();
-        return stmt.lease.all({ holder, now, until: now + leaseMs }).map(toEndpoint).sort(oldestFirst);
+        return stmt.lease
+          .all({ holder, now, until: now + leaseMs })
+          .map((row) => ({ ...toEndpoint(row), leaseClaimedAt: new Date(row.lease_since) }))
+          .sort(oldestFirst);
       }),
     releaseLeases: async (holder) => void run(() => stmt.release.run(holder)),
-    recordProgress: async (id, holder, progress) => run(() => record.immediate(toProgressRow(id, holder, progress), progress.attempts)),
+    replayFrom: async (id, after) => run(() => stmt.replay.run(after, id).changes === 1),
+    recordProgress: async (id, holder, progress, claimedAt) => run(() => record.immediate(toProgressRow(id, holder, progress, claimedAt), progress.attempts)),
     recordAttempts: async (attempts) => void run(() => recordOutside.immediate(attempts)),
     listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
     async purgeDeliveries(before) {
@@ -165,6 +175,7 @@ interface ProgressRow {
   id: string;
   holder: string;
   now: number;
+  since: number | null;
   delivered_seq: number;
   failures: number;
   next_attempt_at: string | null;
@@ -173,11 +184,12 @@ interface ProgressRow {
   disable: string | null;
 }
 
-function toProgressRow(id: string, holder: string, p: DeliveryProgress): ProgressRow {
+function toProgressRow(id: string, holder: string, p: DeliveryProgress, claimedAt: Date | undefined): ProgressRow {
   return {
     id,
     holder,
     now: Date.now(),
+    since: claimedAt?.getTime() ?? null,
     delivered_seq: p.deliveredSeq,
     failures: p.failures,
     next_attempt_at: p.nextAttemptAt?.toISOString() ?? null,
