@@ -32,6 +32,7 @@ import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import type { Store } from './store/store.js';
 
 declare module 'fastify' {
@@ -177,6 +178,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   await app.register(historyRoutes);
   await app.register(eventRoutes({ pipeline, events: store.events, streams }));
   await app.register(callingKeyRoutes);
+  await app.register(webhookRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
   handle = fastLane(
