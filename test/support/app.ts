@@ -182,7 +182,7 @@ export function assertError(res: TestResponse, status: number, code: string): { 
 /** Each port of a store, and each member of each port. */
 type PortName = Exclude<keyof Store, 'backend' | 'close'>;
 type PortMember = { [P in PortName]: keyof Store[P] }[PortName];
-const PORT_NAMES: readonly PortName[] = ['entries', 'changes', 'keys', 'history', 'events', 'maintenance'];
+const PORT_NAMES: readonly PortName[] = ['entries', 'changes', 'keys', 'history', 'events', 'webhooks', 'maintenance'];
 
 /** The real store, except that `member` (of whichever port has it) rejects with `error`: for the paths only a broken store reaches. */
 export function failingOn(store: Store, member: PortMember, error: Error): Store {
