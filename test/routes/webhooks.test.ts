@@ -88,10 +88,23 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('503 service_unavailable when the store cannot list the endpoints', async (t) => {
-      const api = await buildTestApp(t, { backend, wrapStore: (store) => failingOn(store, 'listEndpoints', new StoreUnavailableError('down')) });
+    test('503 service_unavailable when the store is down, 500 internal_error (saying nothing of it) when it fails', async (t) => {
+      const down = await buildTestApp(t, { backend, wrapStore: (store) => failingOn(store, 'listEndpoints', new StoreUnavailableError('down')) });
+      const downKey = await makeKey(down.store, down.config.environment, ['webhooks:manage']);
+      assertError(await down.request({ method: 'GET', url: '/v1/webhooks', key: downKey }), 503, 'service_unavailable');
+      const broken = await buildTestApp(t, { backend, wrapStore: (store) => failingOn(store, 'listEndpoints', new Error('SQLITE_CORRUPT in webhook_endpoints')) });
+      const brokenKey = await makeKey(broken.store, broken.config.environment, ['webhooks:manage']);
+      const failed = assertError(await broken.request({ method: 'GET', url: '/v1/webhooks', key: brokenKey }), 500, 'internal_error');
+      assert.doesNotMatch(failed.message, /SQLITE|webhook_endpoints/);
+    });
+
+    test('429 rate_limited past the key\'s requests per minute', async (t) => {
+      const api = await buildTestApp(t, { backend, config: { RATE_LIMIT_PER_MINUTE: '2' } });
       const key = await makeKey(api.store, api.config.environment, ['webhooks:manage']);
-      assertError(await api.request({ method: 'GET', url: '/v1/webhooks', key }), 503, 'service_unavailable');
+      for (let i = 0; i < 2; i++) assert.equal((await api.request({ method: 'GET', url: '/v1/webhooks', key })).status, 200);
+      const limited = await api.request({ method: 'GET', url: '/v1/webhooks', key });
+      assertError(limited, 429, 'rate_limited');
+      assert.match(String(limited.headers['retry-after']), /^\d+$/);
     });
   });
 }
