@@ -20,10 +20,9 @@ The key is printed once, alone on stdout; only its SHA-256 hash is stored, so ke
 Options:
   --name NAME            who or what uses the key (required, at most ${NAME_MAX} characters)
   --scope SCOPE          inventory:read (list stock), inventory:write (list and set stock) or
-                         webhooks:manage (read the webhook endpoints: GET /v1/webhooks);
-                         repeat it for several. Every key may list stock: inventory:read is
-                         added when no inventory scope is given. Default: inventory:read only
-                         (least privilege)
+                         webhooks:manage (GET /v1/webhooks: the webhook endpoints); repeat it
+                         for several; inventory:read is added to a key given no inventory scope.
+                         Default: inventory:read only (least privilege)
   --expires-in DURATION  the key stops working after this long: 3600s, 90m, 12h, 30d or 2w
                          (s, m, h, d, w; at most 3650d). Default: it never expires
   --json                 print one JSON object: id, key, name, scopes, environment,
