@@ -5,7 +5,7 @@ import { DISABLED_BY_OPERATOR } from '../../src/domain/webhook.js';
 import { buildTestApp, makeKey, type TestApp } from '../../test/support/app.js';
 import { BACKENDS, backendSkip } from '../../test/support/backends.js';
 import { browserSkip, recordTraffic, startChromium, type Traffic } from '../../test/support/browser.js';
-import { firstRows, signIn } from './dashboard-page.js';
+import { axeFindings, firstRows, signIn } from './dashboard-page.js';
 
 /**
  * The dashboard's Webhooks panel in headless Chromium: folded under the table, it shows each
@@ -66,6 +66,8 @@ for (const backend of BACKENDS) {
       ]);
       assert.ok(!(await page.content()).includes('whsec_'), 'no secret on the page');
       assert.deepEqual(traffic.refused, []);
+      const serious = (await axeFindings(page)).filter((f) => f.impact === 'serious' || f.impact === 'critical');
+      assert.deepEqual(serious, [], 'axe-core: no serious or critical finding with the panel open');
     });
 
     test('another key sees a note saying a key with webhooks:manage shows them, and asks for nothing', async (t) => {
