@@ -29,7 +29,7 @@ export const testCommand: Command = {
     const { values, positionals } = parseCommandArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
     if (values.help) return printHelp(io, TEST_HELP);
     const id = endpointIdArgument('test', positionals);
-    const { attempt, url } = await withExistingStore(io, async ({ webhooks }, config) => {
+    const { attempt, url, outcome } = await withExistingStore(io, async ({ webhooks }, config) => {
       const endpoint = await webhooks.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
       const now = new Date();
@@ -55,11 +55,11 @@ export const testCommand: Command = {
         responseBody: sent.responseBody,
       };
       await webhooks.recordAttempts([attempt]);
-      return { attempt, url: endpoint.url };
+      return { attempt, url: endpoint.url, outcome };
     });
-    const result = attempt.status !== null ? `HTTP ${attempt.status}` : failureText({ error: attempt.error ?? 'no answer' });
-    const line = `webhook.test ${attempt.eventId} to ${url}: ${result} in ${attempt.durationMs} ms`;
-    if (attempt.status !== null && attempt.status >= 200 && attempt.status < 300) {
+    const line = `webhook.test ${attempt.eventId} to ${url}: ${failureText(outcome)} in ${attempt.durationMs} ms`;
+    // Delivered as domain/webhook.ts nextStep has it: a 2xx.
+    if ('status' in outcome && outcome.status >= 200 && outcome.status < 300) {
       io.stdout(`${line}: delivered.\n`);
       return 0;
     }
