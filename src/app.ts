@@ -32,6 +32,7 @@ import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
 import { inventoryRoutes } from './routes/inventory.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import type { Store } from './store/store.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookSender } from './webhooks/sender.js';
@@ -197,6 +198,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   await app.register(historyRoutes);
   await app.register(eventRoutes({ pipeline, events: store.events, streams }));
   await app.register(callingKeyRoutes);
+  await app.register(webhookRoutes);
   registerMethodNotAllowed(app, methodsByPath);
 
   handle = fastLane(

@@ -8,6 +8,7 @@ import { isKeyRefused, type Session } from './session.js';
 import { Toolbar } from './toolbar.js';
 import { useEdits } from './use-edits.js';
 import { useInventory } from './use-inventory.js';
+import { WebhooksPanel } from './webhooks-panel.js';
 
 interface Props {
   session: Session;
@@ -104,6 +105,7 @@ export function InventoryPage({ session, onSignOut }: Props) {
         )}
         {historyOf !== null && <HistoryPanel key={historyOf.toString()} client={session.client} petId={historyOf} onClose={closeHistory} onError={events.onError} />}
       </div>
+      <WebhooksPanel session={session} onError={onKeyRefused} />
     </div>
   );
 }

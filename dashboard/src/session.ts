@@ -12,6 +12,8 @@ export interface Session {
   keyName: string;
   /** The key may change quantities (scope inventory:write); a read-only key may only look. */
   canWrite: boolean;
+  /** The key may read the webhook endpoints (scope webhooks:manage): the Webhooks panel shows them. */
+  canManageWebhooks: boolean;
   /** The first list, asked for with the key check rather than after it: the table fills a round trip sooner. */
   firstList: ReturnType<InventoryClient['listInventoryIfChanged']>;
 }
@@ -50,7 +52,7 @@ export async function signIn(apiKey: string): Promise<Session> {
   } catch {
     // Kept in memory only.
   }
-  return { client, keyName: key.name, canWrite: key.scopes.includes('inventory:write'), firstList };
+  return { client, keyName: key.name, canWrite: key.scopes.includes('inventory:write'), canManageWebhooks: key.scopes.includes('webhooks:manage'), firstList };
 }
 
 /** True when the service refused the key itself (unknown, revoked, expired): the user must sign in again. */

@@ -17,10 +17,12 @@ export interface Command {
 export function commandGroup(spec: { name?: string; summary: string; description: string; options?: string; commands: Record<string, Command> }): Command {
   const names = Object.keys(spec.commands);
   const usage = spec.name === undefined ? PROGRAM : `${PROGRAM} ${spec.name}`;
+  // Two spaces at least after the longest name (rotate-secret), eight columns for the short ones.
+  const width = Math.max(8, ...names.map((name) => name.length + 2));
   const help =
     `Usage: ${usage} <command> [options]\n\n${spec.description}\n\nCommands:\n` +
     Object.entries(spec.commands)
-      .map(([name, c]) => `  ${name.padEnd(8)}${c.summary}`)
+      .map(([name, c]) => `  ${name.padEnd(width)}${c.summary}`)
       .join('\n') +
     (spec.options === undefined ? '' : `\n\nOptions:\n${spec.options}`) +
     `\n\nRun "${usage} <command> --help" for its options.\n`;

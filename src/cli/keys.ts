@@ -5,6 +5,7 @@ import { DURATION_FORMAT, parseDuration } from '../domain/duration.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
 import { withExistingStore, withStore } from './store-access.js';
+import { formatTable, formatTime } from './table.js';
 
 const NAME_MAX = 100;
 const DEFAULT_SCOPES: Scope[] = ['inventory:read'];
@@ -18,8 +19,10 @@ The key is printed once, alone on stdout; only its SHA-256 hash is stored, so ke
 
 Options:
   --name NAME            who or what uses the key (required, at most ${NAME_MAX} characters)
-  --scope SCOPE          inventory:read (list stock) or inventory:write (list and set stock);
-                         repeat it for several. Default: inventory:read only (least privilege)
+  --scope SCOPE          inventory:read (list stock), inventory:write (list and set stock) or
+                         webhooks:manage (GET /v1/webhooks: the webhook endpoints); repeat it
+                         for several; inventory:read is added to a key given no inventory scope.
+                         Default: inventory:read only (least privilege)
   --expires-in DURATION  the key stops working after this long: 3600s, 90m, 12h, 30d or 2w
                          (s, m, h, d, w; at most 3650d). Default: it never expires
   --json                 print one JSON object: id, key, name, scopes, environment,
@@ -143,7 +146,9 @@ function checkName(raw: string | undefined): string {
 function checkScopes(raw: string[]): Scope[] {
   const bad = raw.find((s) => !isScope(s));
   if (bad !== undefined) throw new CliError(`--scope must be one of ${SCOPES.join(', ')} (got ${JSON.stringify(bad)})`, EXIT_USAGE);
-  return raw.filter(isScope);
+  const scopes = raw.filter(isScope);
+  // Every key may read stock: the API's answers (403 only where more is needed) and GET /v1/key count on it.
+  return scopes.some((s) => s.startsWith('inventory:')) ? scopes : ['inventory:read', ...scopes];
 }
 
 function checkExpiry(raw: string | undefined): Date | null {
@@ -199,15 +204,4 @@ function keyTableRow(r: ApiKeyRecord, now: Date): string[] {
 
 function keyState(r: ApiKeyRecord, now: Date): 'active' | 'revoked' | 'expired' {
   return keyUnusableReason(r, now) ?? 'active';
-}
-
-/** ISO time to the second: enough to tell keys apart, short enough for a table. */
-function formatTime(d: Date): string {
-  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** Left-aligned columns two spaces apart, header first. */
-function formatTable(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  return [header, ...rows].map((row) => `${row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()}\n`).join('');
 }

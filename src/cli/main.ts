@@ -5,6 +5,7 @@ import { CliError, EXIT_USAGE, processIO, PROGRAM, type CliIO } from './io.js';
 import { keysCommand } from './keys.js';
 import { petsCommand } from './pets.js';
 import { serveCommand } from './serve.js';
+import { webhooksCommand } from './webhooks.js';
 
 const VERSION_FLAGS = ['--version', '-V'];
 
@@ -13,7 +14,7 @@ const cli = commandGroup({
   description:
     "The stock-level service of a pet store, and the tools to run it.\nEvery command reads DATABASE_URL (default sqlite:./data/inventory.db) and INVENTORY_ENV.",
   options: '  -V, --version  print the version\n  -h, --help     show this help',
-  commands: { serve: serveCommand, keys: keysCommand, pets: petsCommand, events: eventsCommand },
+  commands: { serve: serveCommand, keys: keysCommand, pets: petsCommand, events: eventsCommand, webhooks: webhooksCommand },
 });
 
 /** Runs the CLI; resolves to the process exit code, never throws. */

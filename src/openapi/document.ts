@@ -3,6 +3,7 @@ import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validation.js';
 import { CallingKey, Scope } from '../schemas/calling-key.js';
 import { EventPageSchema, InventoryEventSchema } from '../schemas/event.js';
+import { WebhookEndpointSchema, WebhookListSchema } from '../schemas/webhook.js';
 import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
 import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
 
@@ -20,6 +21,8 @@ const NAMED_SCHEMAS = new Map<TSchema, string>([
   [EventPageSchema, 'EventPage'],
   [Scope, 'Scope'],
   [CallingKey, 'CallingKey'],
+  [WebhookEndpointSchema, 'WebhookEndpoint'],
+  [WebhookListSchema, 'WebhookList'],
   [ErrorSchema, 'Error'],
 ]);
 
@@ -55,6 +58,7 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
     tags: [
       { name: 'inventory', description: 'Stock levels' },
       { name: 'keys', description: 'The API key making the call' },
+      { name: 'webhooks', description: 'The webhook endpoints events are delivered to (read-only: the CLI manages them)' },
       { name: 'meta', description: 'About the service' },
     ],
     paths,
@@ -65,7 +69,8 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
           type: 'http',
           scheme: 'bearer',
           description:
-            'An API key as the bearer token. Keys hold the scope inventory:read (GET) or inventory:write (GET and PATCH); ' +
+            'An API key as the bearer token. Keys hold the scope inventory:read (GET) or inventory:write (GET and PATCH), ' +
+            'and webhooks:manage to read the webhook endpoints; ' +
             'production and staging keys differ by prefix and each environment accepts only its own.',
         },
       },
@@ -181,7 +186,7 @@ function commonErrorResponses(op: OperationSpec, options: DocumentOptions): Reco
   };
   if (op.scope) {
     out[401] = { description: 'API key missing or invalid', errorCodes: ['unauthorized'] };
-    // Every key holds at least inventory:read, so only write operations can answer 403.
+    // Every key holds at least inventory:read (keys create adds it), so only other operations can answer 403.
     if (op.scope !== 'inventory:read') out[403] = { description: `The API key lacks the scope ${op.scope}`, errorCodes: ['forbidden'] };
     out[429] = { description: 'Too many requests from this API key this minute, or too many failed authentications from this address', errorCodes: ['rate_limited'] };
   }

@@ -4,7 +4,7 @@ import { SCOPES } from './values.js';
 export const Scope = Type.Unsafe<(typeof SCOPES)[number]>({
   type: 'string',
   enum: [...SCOPES],
-  description: 'A permission of an API key: inventory:read (the GET operations) or inventory:write (GET and PATCH)',
+  description: 'A permission of an API key: inventory:read (the GET operations of the inventory), inventory:write (GET and PATCH), webhooks:manage (GET /v1/webhooks)',
 });
 
 /**

@@ -4,7 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { ERROR_CATALOGUE, ERROR_CODES, StoreUnavailableError } from '../../src/errors.js';
 import { readFile } from 'node:fs/promises';
 import { PET_ID_INT64_NOTE, petIdDescription, type InventoryItem } from '../../src/schemas/inventory.js';
-import { assertError, buildTestApp, failingOn } from '../support/app.js';
+import { assertError, buildTestApp, failingOn, makeKey } from '../support/app.js';
 import type { OpenApiDoc } from '../support/contract.js';
 import { StreamClient } from '../support/event-stream.js';
 
@@ -218,8 +218,21 @@ test('every documented response of both operations is reachable and matches the 
   const lookupBroken = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'findApiKeyByHash', new Error('boom')) });
   const lookupDown = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'findApiKeyByHash', new StoreUnavailableError('down')) });
   for (const app of [lookupBroken, lookupDown]) await app.request({ method: 'GET', url: '/v1/key', key: app.keys.read });
+  // The webhook endpoints: a key with webhooks:manage, one without, its rate limit, and a store that fails.
+  const hooks = await buildTestApp(t, { config: { RATE_LIMIT_PER_MINUTE: '3' } });
+  const manage = await makeKey(hooks.store, hooks.config.environment, ['webhooks:manage']);
+  await hooks.request({ method: 'GET', url: '/v1/webhooks', key: manage });
+  await hooks.request({ method: 'GET', url: '/v1/webhooks?x=1', key: manage });
+  await hooks.request({ method: 'GET', url: '/v1/webhooks', key: 'nope' });
+  await hooks.request({ method: 'GET', url: '/v1/webhooks', key: hooks.keys.read });
+  for (let i = 0; i < 2; i++) await hooks.request({ method: 'GET', url: '/v1/webhooks', key: manage });
+  const hooksBroken = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'listEndpoints', new Error('boom')) });
+  const hooksDown = await buildTestApp(t, { wrapStore: (s) => failingOn(s, 'listEndpoints', new StoreUnavailableError('down')) });
+  for (const app of [hooksBroken, hooksDown]) {
+    await app.request({ method: 'GET', url: '/v1/webhooks', key: await makeKey(app.store, app.config.environment, ['webhooks:manage']) });
+  }
   const seen = new Set(
-    [api, strict, events, failing, broken, keys, lookupBroken, lookupDown].flatMap((app) => [...app.contract.seen]),
+    [api, strict, events, failing, broken, keys, lookupBroken, lookupDown, hooks, hooksBroken, hooksDown].flatMap((app) => [...app.contract.seen]),
   );
   const doc = await documentOf(t);
   for (const [path, ops] of Object.entries(doc.paths)) {

@@ -5,7 +5,7 @@ import type { paths } from './generated/openapi.js';
 import { parseJson, stringifyJson } from './json.js';
 import { checkPetId } from './pet-id.js';
 import { retryingFetch, retryPolicy, type FetchLike, type RetryOptions } from './retry.js';
-import type { CallingKey, EventPage, FollowedEvent, HistoryPage, InventoryIfChanged, InventoryItem, InventoryUpdate } from './types.js';
+import type { CallingKey, EventPage, FollowedEvent, HistoryPage, InventoryIfChanged, InventoryItem, InventoryUpdate, WebhookList } from './types.js';
 
 export interface InventoryClientOptions {
   /** The API's base URL, /v1 included, e.g. http://localhost:8080/v1. */
@@ -56,6 +56,8 @@ export interface InventoryClient {
   listEvents(options?: EventsOptions): Promise<EventPage>;
   /** The change events as they happen (the live stream), reconnecting after a cut with Last-Event-ID; see FollowOptions. */
   followEvents(options?: FollowOptions): AsyncGenerator<FollowedEvent, void, undefined>;
+  /** Every webhook endpoint and where its delivery stands (scope webhooks:manage), never a secret. */
+  listWebhooks(): Promise<WebhookList>;
 }
 
 /** What openapi-fetch hands back for a call made with parseAs 'text'. */
@@ -135,6 +137,11 @@ export function createInventoryClient(options: InventoryClientOptions): Inventor
 
     followEvents(followOptions) {
       return followEvents(events, followOptions);
+    },
+
+    async listWebhooks() {
+      const { body } = await settle<WebhookList>(api.GET('/webhooks', { parseAs: 'text' }));
+      return body;
     },
   };
 }

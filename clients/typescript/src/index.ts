@@ -21,4 +21,6 @@ export type {
   PetStatus,
   Scope,
   ServiceErrorCode,
+  WebhookEndpoint,
+  WebhookList,
 } from './types.js';

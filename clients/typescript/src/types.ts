@@ -12,10 +12,14 @@ export type ChangeReason = components['schemas']['ChangeReason'];
 export type HistoryItem = components['schemas']['HistoryItem'];
 /** One page of history, newest first; nextCursor is null on the last page. */
 export type HistoryPage = components['schemas']['HistoryPage'];
-/** What an API key may do: inventory:read (the GETs), inventory:write (GETs and updates). */
+/** What an API key may do: inventory:read (the GETs), inventory:write (GETs and updates), webhooks:manage (listWebhooks). */
 export type Scope = components['schemas']['Scope'];
 /** The key making the call: id, name, scopes as stored, expiresAt (RFC 3339) or null; never the key itself. */
 export type CallingKey = components['schemas']['CallingKey'];
+/** One webhook endpoint: its URL, state, the seq delivered up to, the backlog and the last failure; never its secret. */
+export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
+/** Every webhook endpoint, oldest first, and the event log's head the backlogs count against. */
+export type WebhookList = components['schemas']['WebhookList'];
 /** The service's closed set of error codes. */
 export type ServiceErrorCode = components['schemas']['Error']['code'];
 

@@ -6,7 +6,7 @@ import { DOCUMENT_PATH, generate, OUTPUT_PATH } from '../scripts/generate.mjs';
 import { StoreUnavailableError } from '../../../src/errors.js';
 import type { Store } from '../../../src/store/store.js';
 import { BACKENDS, backendSkip } from '../../../test/support/backends.js';
-import { buildTestApp, type TestApp } from '../../../test/support/app.js';
+import { buildTestApp, makeKey, type TestApp } from '../../../test/support/app.js';
 
 // The built package (dist/), as a user installs it: `npm test` builds it first (pretest).
 
@@ -103,6 +103,18 @@ for (const backend of BACKENDS) {
         assert.deepEqual(await clientFor(api, { apiKey: key }).getCallingKey(), { id: record.id, name: record.name, scopes, expiresAt: null });
       }
       await apiError(clientFor(api, { apiKey: 'inv_live_not-a-key' }).getCallingKey(), 401, 'unauthorized');
+    });
+
+    test('listWebhooks gives every endpoint\'s state to a key with webhooks:manage, never a secret; 403 forbidden to another', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http' });
+      const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+      await api.store.webhooks.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret, createdAt: new Date('2026-01-02T03:04:05.000Z') });
+      const apiKey = await makeKey(api.store, api.config.environment, ['webhooks:manage']);
+      const list = await clientFor(api, { apiKey }).listWebhooks();
+      assert.deepEqual(list.items.map((e) => [e.id, e.url, e.enabled, e.backlog, e.createdAt]), [['whk_till', 'https://till.example/hook', true, 0, '2026-01-02T03:04:05.000Z']]);
+      assert.equal(list.head, await api.store.events.head());
+      assert.ok(!JSON.stringify(list).includes(secret.slice(6)));
+      await apiError(clientFor(api, { apiKey: api.keys.read }).listWebhooks(), 403, 'forbidden');
     });
 
     test('getInventoryItem returns the entry with its ETag, for ids beyond 2^53 and at the int64 bounds', async (t) => {

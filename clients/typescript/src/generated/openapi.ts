@@ -145,6 +145,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook endpoints and their delivery state
+         * @description Every webhook endpoint, oldest first: its URL, whether it is enabled (or why not), the seq delivered up to, the backlog, and the last failure. Read-only: endpoints are added, changed and removed with the CLI (`webhooks`). Never a signing secret.
+         *
+         *     Requires the scope `webhooks:manage`.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -274,10 +296,10 @@ export interface components {
             items: components["schemas"]["InventoryEvent"][];
         };
         /**
-         * @description A permission of an API key: inventory:read (the GET operations) or inventory:write (GET and PATCH)
+         * @description A permission of an API key: inventory:read (the GET operations of the inventory), inventory:write (GET and PATCH), webhooks:manage (GET /v1/webhooks)
          * @enum {string}
          */
-        Scope: "inventory:read" | "inventory:write";
+        Scope: "inventory:read" | "inventory:write" | "webhooks:manage";
         CallingKey: {
             /** @description The key's id, as in `keys list` and in the change history */
             id: string;
@@ -287,6 +309,41 @@ export interface components {
             scopes: components["schemas"]["Scope"][];
             /** @description When the key stops working (RFC 3339, UTC), or null when it does not expire */
             expiresAt: string | null;
+        };
+        WebhookEndpoint: {
+            /** @description whk_ and 16 random bytes: the id the CLI's webhooks commands take */
+            id: string;
+            /** @description Where the events are POSTed */
+            url: string;
+            /** @description What the operator wrote about it, or null */
+            description: string | null;
+            /** @description Whether events are delivered to it; a disabled endpoint keeps its place and resumes from it when enabled */
+            enabled: boolean;
+            /** @description Why it was disabled (by an operator, a 410 Gone, every retry failed); null while enabled */
+            disabledReason: string | null;
+            /** @description Every event up to this seq was delivered; the next one sent is the first above it */
+            deliveredSeq: number;
+            /** @description Events committed and not yet delivered to it: head minus deliveredSeq */
+            backlog: number;
+            /** @description Failed attempts in a row at the next event */
+            failures: number;
+            /** @description When the next attempt is due after a failure (RFC 3339, UTC); null: at once */
+            nextAttemptAt: string | null;
+            /** @description When the last attempt failed (RFC 3339, UTC); null when none failed since the last delivery */
+            lastFailureAt: string | null;
+            /** @description What went wrong then: HTTP and the status, or the network error; null when none */
+            lastFailure: string | null;
+            /**
+             * Format: date-time
+             * @description When it was added (RFC 3339, UTC)
+             */
+            createdAt: string;
+        };
+        WebhookList: {
+            /** @description Every webhook endpoint, oldest first */
+            items: components["schemas"]["WebhookEndpoint"][];
+            /** @description The newest event seq, read after the endpoints: each backlog is head minus deliveredSeq */
+            head: number;
         };
         Error: {
             /**
@@ -1293,6 +1350,135 @@ export interface operations {
                         code?: "unauthorized";
                         /** @constant */
                         status?: 401;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every endpoint and the event log's head */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope webhooks:manage */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
                     };
                 };
             };

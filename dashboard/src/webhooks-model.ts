@@ -1,0 +1,36 @@
+import type { WebhookEndpoint } from '@petstore/inventory-client';
+import { formatCount } from './messages.js';
+
+/** One endpoint as the Webhooks panel shows it: every cell's text, and the time of the last failure for a <time>. */
+export interface WebhookRow {
+  id: string;
+  url: string;
+  state: string;
+  delivered: string;
+  backlog: string;
+  lastFailure: string;
+  lastFailureAt: string | null;
+}
+
+/** The state in words: enabled, retrying after failures, or disabled and why. */
+export function webhookState(endpoint: Pick<WebhookEndpoint, 'enabled' | 'disabledReason' | 'failures'>): string {
+  if (!endpoint.enabled) {
+    // The service's reasons start "disabled by ..." or say what happened; "Disabled: disabled by" would stutter.
+    const reason = (endpoint.disabledReason ?? 'no reason recorded').replace(/^disabled /, '');
+    return `Disabled: ${reason}`;
+  }
+  return endpoint.failures > 0 ? `Enabled, retrying (${formatCount(endpoint.failures)} failed)` : 'Enabled';
+}
+
+/** What the panel shows of an endpoint; the answer holds no secret, and nothing here would show one. */
+export function webhookRow(endpoint: WebhookEndpoint): WebhookRow {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    state: webhookState(endpoint),
+    delivered: `seq ${formatCount(endpoint.deliveredSeq)}`,
+    backlog: formatCount(endpoint.backlog),
+    lastFailure: endpoint.lastFailure ?? '—',
+    lastFailureAt: endpoint.lastFailure === null ? null : endpoint.lastFailureAt,
+  };
+}

@@ -1,0 +1,74 @@
+import { loadConfig } from '../../config.js';
+import { checkWebhookUrl } from '../../webhooks/address-guard.js';
+import { newEndpointId, newWebhookSecret } from '../../webhooks/secret.js';
+import { parseCommandArgs, printHelp, type Command } from '../command.js';
+import { CliError, EXIT_USAGE } from '../io.js';
+import { withStore } from '../store-access.js';
+import { HELP_OPTION } from './arguments.js';
+
+const URL_MAX = 2048;
+const DESCRIPTION_MAX = 200;
+
+const ADD_HELP = `Usage: petstore-inventory webhooks add --url URL [--description TEXT] [--json]
+
+Adds a webhook endpoint to the store DATABASE_URL names: every event appended from now on is
+POSTed to URL, in order, signed (Standard Webhooks). Prints the endpoint's id and its signing
+secret; the secret is shown only this once, so give it to the receiver now.
+
+Only https URLs whose host resolves to a public address are accepted; WEBHOOKS_ALLOW_PRIVATE=true
+also accepts http and loopback, private and link-local addresses (receivers in the store's own network).
+
+Options:
+  --url URL           where the events go (required, at most ${URL_MAX} characters)
+  --description TEXT  what or who receives them (at most ${DESCRIPTION_MAX} characters)
+  --json              print one JSON object: id, url, secret, enabled
+  -h, --help          show this help
+`;
+
+/** webhooks add: a new endpoint at the log's head, and its secret printed once. */
+export const addCommand: Command = {
+  summary: 'add an endpoint and print its signing secret (shown only once)',
+  async run(args, io) {
+    const { values } = parseCommandArgs({
+      args,
+      options: { url: { type: 'string' }, description: { type: 'string' }, json: { type: 'boolean' }, help: HELP_OPTION },
+      strict: true,
+    });
+    if (values.help) return printHelp(io, ADD_HELP);
+    const description = checkDescription(values.description);
+    const url = await checkUrl(values.url, loadConfig(io.env).webhooksAllowPrivate);
+    const endpoint = await withStore(io, ({ webhooks }) =>
+      webhooks.addEndpoint({ id: newEndpointId(), url, description, secret: newWebhookSecret(), createdAt: new Date() }),
+    );
+    if (values.json) {
+      io.stdout(`${JSON.stringify({ id: endpoint.id, url: endpoint.url, secret: endpoint.secret, enabled: endpoint.enabled })}\n`);
+      io.stderr(`Added webhook endpoint ${endpoint.id}: it receives the events after seq ${endpoint.deliveredSeq}. The secret will not be shown again: store it now.\n`);
+    } else {
+      io.stdout(
+        `Added webhook endpoint ${endpoint.id} for ${endpoint.url}: it receives the events after seq ${endpoint.deliveredSeq}.\n` +
+          `Signing secret: ${endpoint.secret}\n` +
+          'The secret will not be shown again: store it now (webhooks rotate-secret makes a new one).\n',
+      );
+    }
+    return 0;
+  },
+};
+
+/** The URL as the store keeps it (parsed and normalised), or the refusal (exit 2); the URL is not echoed, as it may hold credentials. */
+async function checkUrl(raw: string | undefined, allowPrivate: boolean): Promise<string> {
+  if (raw === undefined) throw new CliError('webhooks add needs --url URL (where the events are POSTed)', EXIT_USAGE);
+  if (raw.length > URL_MAX) throw new CliError(`--url must be at most ${URL_MAX} characters`, EXIT_USAGE);
+  const why = await checkWebhookUrl(raw, allowPrivate);
+  if (why !== undefined) throw new CliError(`--url is refused: ${why}`, EXIT_USAGE);
+  return new URL(raw).href;
+}
+
+function checkDescription(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  const description = raw.trim();
+  if (description === '') return null;
+  if ([...description].length > DESCRIPTION_MAX) throw new CliError(`--description must be at most ${DESCRIPTION_MAX} characters`, EXIT_USAGE);
+  // A line break or escape code would garble "webhooks list".
+  if (/\p{Cc}/u.test(description)) throw new CliError('--description must not contain control characters', EXIT_USAGE);
+  return description;
+}

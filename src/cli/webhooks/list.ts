@@ -1,0 +1,106 @@
+import type { DeliveryAttempt } from '../../domain/webhook.js';
+import { webhookList } from '../../operations/list-webhooks.js';
+import type { WebhookEndpointBody } from '../../schemas/webhook.js';
+import { parseCommandArgs, printHelp, type Command } from '../command.js';
+import { CliError, EXIT_USAGE } from '../io.js';
+import { withExistingStore } from '../store-access.js';
+import { formatTable, formatTime } from '../table.js';
+import { endpointIdArgument, HELP_OPTION, noEndpoint } from './arguments.js';
+
+const DELIVERIES_DEFAULT = 20;
+const DELIVERIES_MAX = 1000;
+
+const LIST_HELP = `Usage: petstore-inventory webhooks list [--json]
+
+Lists the webhook endpoints: id, URL, whether enabled (or why not), the seq delivered up to, the
+backlog (events committed and not yet delivered) and the last failure. Never a signing secret.
+
+Options:
+  --json      print what GET /v1/webhooks answers: {"items": [...], "head": N}
+  -h, --help  show this help
+`;
+
+const DELIVERIES_HELP = `Usage: petstore-inventory webhooks deliveries ID [--limit N] [--json]
+
+The endpoint's delivery log, newest first: each attempt's event id and seq, when it was made,
+the receiver's status or the network error, and how long it took.
+
+Options:
+  --limit N   show at most N attempts, 1 to ${DELIVERIES_MAX} (default ${DELIVERIES_DEFAULT})
+  --json      print a JSON array, with the first 1 KiB of each answer's body
+  -h, --help  show this help
+`;
+
+/** webhooks list: every endpoint's state, as the API has it. */
+export const listCommand: Command = {
+  summary: 'list endpoints, what they were delivered and their backlog (never a secret)',
+  async run(args, io) {
+    const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
+    if (values.help) return printHelp(io, LIST_HELP);
+    const list = await withExistingStore(io, (store) => webhookList(store));
+    if (values.json) {
+      io.stdout(`${JSON.stringify(list)}\n`);
+    } else if (list.items.length === 0) {
+      io.stdout('No webhook endpoints yet. Add one with: petstore-inventory webhooks add --url URL\n');
+    } else {
+      io.stdout(formatTable(['ID', 'URL', 'STATE', 'DELIVERED', 'BACKLOG', 'LAST FAILURE'], list.items.map(endpointRow)));
+    }
+    return 0;
+  },
+};
+
+function endpointRow(e: WebhookEndpointBody): string[] {
+  const state = e.enabled ? (e.failures > 0 ? `retrying (${e.failures} failed)` : 'enabled') : `disabled: ${(e.disabledReason ?? 'no reason recorded').replace(/^disabled /, '')}`;
+  const failure = e.lastFailure === null ? '-' : `${e.lastFailureAt === null ? '' : `${formatTime(new Date(e.lastFailureAt))} `}${e.lastFailure}`;
+  return [e.id, e.url, state, String(e.deliveredSeq), String(e.backlog), failure];
+}
+
+/** webhooks deliveries ID: the delivery log, newest first. */
+export const deliveriesCommand: Command = {
+  summary: "an endpoint's delivery log: each attempt's event, time, status or error, duration",
+  async run(args, io) {
+    const { values, positionals } = parseCommandArgs({
+      args,
+      options: { limit: { type: 'string' }, json: { type: 'boolean' }, help: HELP_OPTION },
+      strict: true,
+      allowPositionals: true,
+    });
+    if (values.help) return printHelp(io, DELIVERIES_HELP);
+    const id = endpointIdArgument('deliveries', positionals);
+    const limit = values.limit === undefined ? DELIVERIES_DEFAULT : /^[1-9][0-9]*$/.test(values.limit) ? Number(values.limit) : NaN;
+    if (!(limit >= 1 && limit <= DELIVERIES_MAX)) {
+      throw new CliError(`--limit must be a whole number from 1 to ${DELIVERIES_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
+    }
+    const attempts = await withExistingStore(io, async ({ webhooks }) => {
+      if (!(await webhooks.getEndpoint(id))) throw noEndpoint(id);
+      return webhooks.listDeliveries(id, limit);
+    });
+    if (values.json) {
+      io.stdout(`${JSON.stringify(attempts.map(attemptJson))}\n`);
+    } else if (attempts.length === 0) {
+      io.stdout(`No delivery attempts to ${id} yet.\n`);
+    } else {
+      io.stdout(formatTable(['AT', 'EVENT', 'SEQ', 'RESULT', 'DURATION'], attempts.map(attemptRow)));
+    }
+    return 0;
+  },
+};
+
+/** Built field by field, as the API's endpoints are. */
+function attemptJson(a: DeliveryAttempt) {
+  return {
+    eventId: a.eventId,
+    seq: a.seq,
+    attemptedAt: a.attemptedAt.toISOString(),
+    status: a.status,
+    error: a.error,
+    durationMs: a.durationMs,
+    responseBody: a.responseBody,
+  };
+}
+
+function attemptRow(a: DeliveryAttempt): string[] {
+  const result = a.status !== null ? `HTTP ${a.status}` : (a.error ?? 'no answer');
+  // A receiver's error text could hold a line break: one attempt, one line.
+  return [a.attemptedAt.toISOString(), a.eventId, String(a.seq), result.replace(/\p{Cc}+/gu, ' '), `${a.durationMs} ms`];
+}

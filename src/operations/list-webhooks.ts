@@ -1,0 +1,53 @@
+import type { WebhookEndpoint } from '../domain/webhook.js';
+import { WebhookListSchema, type WebhookEndpointBody, type WebhookListBody } from '../schemas/webhook.js';
+import type { Events, Webhooks } from '../store/store.js';
+import { jsonAnswer, type Answer } from './answer.js';
+import { NoQuery, type OperationSpec } from './operation.js';
+
+export const listWebhooks = {
+  operationId: 'listWebhooks',
+  method: 'GET',
+  path: '/v1/webhooks',
+  summary: 'Webhook endpoints and their delivery state',
+  description:
+    'Every webhook endpoint, oldest first: its URL, whether it is enabled (or why not), the seq delivered up to, the backlog, ' +
+    'and the last failure. Read-only: endpoints are added, changed and removed with the CLI (`webhooks`). Never a signing secret.',
+  tags: ['webhooks'],
+  scope: 'webhooks:manage',
+  querystring: NoQuery,
+  responses: {
+    200: { description: 'Every endpoint and the event log\'s head', schema: WebhookListSchema },
+  },
+  extensions: { 'x-extension': true },
+} as const satisfies OperationSpec;
+
+/** An endpoint as the API and `webhooks list --json` show it: field by field, so a secret never slips in. */
+export function webhookEndpointBody(endpoint: WebhookEndpoint, head: number): WebhookEndpointBody {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    description: endpoint.description,
+    enabled: endpoint.enabled,
+    disabledReason: endpoint.disabledReason,
+    deliveredSeq: endpoint.deliveredSeq,
+    // A reset past pruned events may leave deliveredSeq at a head read a moment later than ours.
+    backlog: Math.max(0, head - endpoint.deliveredSeq),
+    failures: endpoint.failures,
+    nextAttemptAt: endpoint.nextAttemptAt?.toISOString() ?? null,
+    lastFailureAt: endpoint.lastFailureAt?.toISOString() ?? null,
+    lastFailure: endpoint.lastFailure,
+    createdAt: endpoint.createdAt.toISOString(),
+  };
+}
+
+/** Every endpoint, then the head: read in that order, the head is never behind an endpoint's deliveredSeq. */
+export async function webhookList(store: { webhooks: Pick<Webhooks, 'listEndpoints'>; events: Pick<Events, 'head'> }): Promise<WebhookListBody> {
+  const endpoints = await store.webhooks.listEndpoints();
+  const head = await store.events.head();
+  return { items: endpoints.map((e) => webhookEndpointBody(e, head)), head };
+}
+
+/** GET /v1/webhooks: every endpoint's state, never its secrets. */
+export async function answerListWebhooks(store: { webhooks: Pick<Webhooks, 'listEndpoints'>; events: Pick<Events, 'head'> }): Promise<Answer> {
+  return jsonAnswer(200, JSON.stringify(await webhookList(store)));
+}
