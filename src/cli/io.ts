@@ -1,3 +1,5 @@
+import { constants as osConstants } from 'node:os';
+import { stopRequests } from '../stop-signals.js';
 /** The name every error line starts with; the message after it never starts with it again. */
 export const PROGRAM = 'petstore-inventory';
 
@@ -26,14 +28,27 @@ export const processIO: CliIO = {
 
 /**
  * The signal that stops a command that runs until stopped: the IO's own, or one that SIGINT and
- * SIGTERM abort (and no longer end the process by themselves) until `release` is called.
+ * SIGTERM abort (and no longer end the process by themselves) until `release` is called. A copy of
+ * the first signal (stop-signals.ts: the terminal's and npm's, or timeout's to the process and
+ * again to its group) is no new request, and is ignored even after `release`, as the command ends;
+ * a later one exits at once, as the signal would.
  */
 export function stopSignalOf(io: Pick<CliIO, 'stopSignal'>): { signal: AbortSignal; release: () => void } {
   if (io.stopSignal) return { signal: io.stopSignal, release: () => {} };
   const controller = new AbortController();
-  const stop = () => controller.abort();
-  process.once('SIGINT', stop).once('SIGTERM', stop);
-  return { signal: controller.signal, release: () => void process.off('SIGINT', stop).off('SIGTERM', stop) };
+  const requestOf = stopRequests();
+  const handle = (signal: NodeJS.Signals) => {
+    const request = requestOf(signal);
+    if (request === 'stop') controller.abort();
+    else if (request === 'stop-now') process.exit(128 + osConstants.signals[signal]);
+  };
+  process.on('SIGINT', handle).on('SIGTERM', handle);
+  return {
+    signal: controller.signal,
+    release: () => {
+      if (!controller.signal.aborted) process.off('SIGINT', handle).off('SIGTERM', handle);
+    },
+  };
 }
 
 /** A failure the CLI reports as one line on stderr and exit code `exitCode`. */
