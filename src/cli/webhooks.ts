@@ -1,7 +1,7 @@
 import { commandGroup, type Command } from './command.js';
 import { addCommand } from './webhooks/add.js';
 import { deliveriesCommand, listCommand } from './webhooks/list.js';
-import { disableCommand, enableCommand, removeCommand, rotateSecretCommand } from './webhooks/state.js';
+import { disableCommand, enableCommand, removeCommand, replayCommand, rotateSecretCommand } from './webhooks/state.js';
 import { testCommand } from './webhooks/test-delivery.js';
 
 /** The webhooks command group: endpoints and their delivery log, managed by the operator. */
@@ -19,6 +19,7 @@ export const webhooksCommand: Command = commandGroup({
     enable: enableCommand,
     test: testCommand,
     deliveries: deliveriesCommand,
+    replay: replayCommand,
     'rotate-secret': rotateSecretCommand,
   },
 });

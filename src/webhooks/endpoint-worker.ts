@@ -1,7 +1,7 @@
-import { nextStep, failureText, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
+import { failureText, nextStep, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
 import type { Events, LeasedEndpoint, Webhooks } from '../store/store.js';
 import { attemptResult, type SendMessage, type WebhookLog, type WebhookObserver } from './context.js';
-import { eventMessage, resetMessage, type WebhookMessage } from './messages.js';
+import { attemptRecord, eventMessage, resetMessage, type WebhookMessage } from './messages.js';
 import { signingSecrets, webhookHeaders } from './signing.js';
 
 /** Events read from the log at a time. */
@@ -130,16 +130,7 @@ export class EndpointWorker {
     const headers = webhookHeaders(message, signingSecrets(endpoint, at), at);
     const sent = await this.#context.send(endpoint.url, { id: message.id, body: message.body, headers });
     const outcome = sent.outcome;
-    this.#pending.push({
-      endpointId: this.id,
-      eventId: message.id,
-      seq: message.seq,
-      attemptedAt: at,
-      status: 'status' in outcome ? outcome.status : null,
-      error: 'error' in outcome ? outcome.error : null,
-      durationMs: sent.durationMs,
-      responseBody: sent.responseBody,
-    });
+    this.#pending.push(attemptRecord(this.id, message, at, sent));
     this.#context.observer?.attempted(this.id, attemptResult(outcome), sent.durationMs);
     const step = nextStep(outcome, this.#failures, this.#context.schedule, new Date());
     if (step.kind === 'delivered') {
@@ -205,14 +196,13 @@ export class EndpointWorker {
   #sleep(ms: number | undefined): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(done, ms);
-      timer?.unref();
-      const self = this;
-      function done() {
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
         clearTimeout(timer);
-        if (self.#wakeUp === done) self.#wakeUp = undefined;
+        if (this.#wakeUp === done) this.#wakeUp = undefined;
         resolve();
-      }
+      };
+      if (ms !== undefined) timer = setTimeout(done, ms).unref();
       this.#wakeUp = done;
     });
   }

@@ -1,4 +1,6 @@
 import { eventId, eventJson, type InventoryEvent } from '../domain/event.js';
+import type { DeliveryAttempt } from '../domain/webhook.js';
+import type { SentAttempt } from './sender.js';
 
 /** One webhook message: the webhook-id (the same on every attempt) and the JSON body. */
 export interface WebhookMessage {
@@ -35,5 +37,20 @@ export function testMessage(endpointId: string, id: string, now: Date): WebhookM
     id,
     seq: 0,
     body: `{"id":"${id}","type":"webhook.test","occurredAt":"${now.toISOString()}","data":{"endpointId":${JSON.stringify(endpointId)}}}`,
+  };
+}
+
+/** One attempt to send `message` to endpoint `endpointId`, begun at `at`, as the delivery log keeps it. */
+export function attemptRecord(endpointId: string, message: WebhookMessage, at: Date, sent: SentAttempt): DeliveryAttempt {
+  const outcome = sent.outcome;
+  return {
+    endpointId,
+    eventId: message.id,
+    seq: message.seq,
+    attemptedAt: at,
+    status: 'status' in outcome ? outcome.status : null,
+    error: 'error' in outcome ? outcome.error : null,
+    durationMs: sent.durationMs,
+    responseBody: sent.responseBody,
   };
 }

@@ -159,8 +159,23 @@ for (const backend of BACKENDS) {
         assertFailed(pasted, 2, /that is a signing secret, not an endpoint id/);
         assert.ok(!pasted.err.includes('c2VjcmV0'), 'a pasted secret is not echoed');
       }
+      assertFailed(await run('webhooks', 'replay', 'whk_nope', '--from', '1'), 1, /^petstore-inventory: no webhook endpoint whk_nope\b/);
       assertFailed(await run('webhooks', 'frobnicate'), 2, /webhooks has no command "frobnicate"/);
       assertFailed(await run('webhooks', 'deliveries', 'whk_nope', '--limit', '0'), 2, /--limit must be a whole number from 1 to 1000/);
+    });
+
+    test('replay --from SEQ moves the endpoint back to just before SEQ; a bad or missing --from is a usage error', async (t) => {
+      const { run } = await sandbox(t);
+      const { id } = JSON.parse((await run('webhooks', 'add', '--url', 'http://127.0.0.1:9/hook', '--json')).out) as { id: string };
+      for (const petId of ['7', '8', '9']) assert.equal((await run('pets', 'add', '--pet-id', petId, '--status', 'available')).code, 0);
+      const replayed = await run('webhooks', 'replay', id, '--from', '2');
+      assert.equal(replayed.code, 0, replayed.err);
+      assert.equal(replayed.out, `Webhook endpoint ${id} gets every event from seq 2 on again, now: 2 events to deliver.\n`);
+      const state = (JSON.parse((await run('webhooks', 'list', '--json')).out) as { items: Record<string, unknown>[] }).items[0]!;
+      assert.deepEqual([state.deliveredSeq, state.backlog], [1, 2]);
+      for (const bad of [[], ['--from', '0'], ['--from', 'x'], ['--from', '-3']]) {
+        assertFailed(await run('webhooks', 'replay', id, ...bad), 2, /needs --from SEQ, a whole number from 1|--from/);
+      }
     });
 
     test('disable keeps the place, enable resumes from it, remove deletes the endpoint', async (t) => {

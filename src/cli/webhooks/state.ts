@@ -1,6 +1,7 @@
 import { DISABLED_BY_OPERATOR } from '../../domain/webhook.js';
 import { newWebhookSecret } from '../../webhooks/secret.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
+import { CliError, EXIT_USAGE } from '../io.js';
 import { withExistingStore } from '../store-access.js';
 import { formatTime } from '../table.js';
 import { endpointIdArgument, HELP_OPTION, noEndpoint } from './arguments.js';
@@ -32,6 +33,19 @@ disabled (by an operator, a 410 Gone, or every retry failed), or to retry now an
 waiting between retries. Its count of failures starts again.
 
 Options:
+  -h, --help  show this help
+`;
+
+const REPLAY_HELP = `Usage: petstore-inventory webhooks replay ID --from SEQ
+
+Delivers again, in order, every event from seq SEQ on that the event log still holds (see
+"petstore-inventory webhooks deliveries ID" and "events tail" for the seqs): for a receiver that
+lost what it had been sent. Each event keeps its webhook-id, so a receiver that drops repeats must
+forget those first. An endpoint behind the event retention gets webhook.reset instead. A disabled
+endpoint is replayed once it is enabled.
+
+Options:
+  --from SEQ  the first seq to deliver again (a whole number from 1)
   -h, --help  show this help
 `;
 
@@ -102,6 +116,27 @@ export const enableCommand: Command = {
       return { deliveredSeq: endpoint.deliveredSeq, backlog: Math.max(0, (await events.head()) - endpoint.deliveredSeq) };
     });
     io.stdout(`Enabled webhook endpoint ${id}: delivery resumes after seq ${deliveredSeq} (${backlog} event${backlog === 1 ? '' : 's'} waiting).\n`);
+    return 0;
+  },
+};
+
+/** webhooks replay ID --from SEQ: moves the endpoint back to just before SEQ. */
+export const replayCommand: Command = {
+  summary: 'deliver again every event from a seq on',
+  async run(args, io) {
+    const { values, positionals } = parseCommandArgs({ args, options: { from: { type: 'string' }, help: HELP_OPTION }, strict: true, allowPositionals: true });
+    if (values.help) return printHelp(io, REPLAY_HELP);
+    const id = endpointIdArgument('replay', positionals);
+    const from = values.from === undefined || !/^[1-9]\d{0,15}$/.test(values.from) ? NaN : Number(values.from);
+    if (!Number.isSafeInteger(from)) throw new CliError('webhooks replay needs --from SEQ, a whole number from 1', EXIT_USAGE);
+    const { enabled, backlog } = await withExistingStore(io, async ({ webhooks, events }) => {
+      if (!(await webhooks.replayFrom(id, from - 1))) throw noEndpoint(id);
+      const endpoint = await webhooks.getEndpoint(id);
+      if (!endpoint) throw noEndpoint(id);
+      return { enabled: endpoint.enabled, backlog: Math.max(0, (await events.head()) - endpoint.deliveredSeq) };
+    });
+    const when = enabled ? 'now' : `once it is enabled ("petstore-inventory webhooks enable ${id}")`;
+    io.stdout(`Webhook endpoint ${id} gets every event from seq ${from} on again, ${when}: ${backlog} event${backlog === 1 ? '' : 's'} to deliver.\n`);
     return 0;
   },
 };

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { failureText, type DeliveryAttempt } from '../../domain/webhook.js';
+import { failureText } from '../../domain/webhook.js';
+import { attemptResult } from '../../webhooks/context.js';
+import { attemptRecord, testMessage } from '../../webhooks/messages.js';
 import { WebhookSender } from '../../webhooks/sender.js';
 import { signingSecrets, webhookHeaders } from '../../webhooks/signing.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
@@ -17,11 +19,6 @@ Options:
   -h, --help  show this help
 `;
 
-/** The body of a webhook.test event: not in the event log, so its seq in the delivery log is 0. */
-export function testEventBody(endpointId: string, id: string, at: Date): string {
-  return JSON.stringify({ id, type: 'webhook.test', occurredAt: at.toISOString(), data: { endpointId } });
-}
-
 /** webhooks test ID: one signed webhook.test, sent now, outside the order. */
 export const testCommand: Command = {
   summary: 'send a webhook.test event now and print the answer',
@@ -33,33 +30,21 @@ export const testCommand: Command = {
       const endpoint = await webhooks.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
       const now = new Date();
-      const eventId = `evt_test_${randomBytes(12).toString('base64url')}`;
-      const body = testEventBody(endpoint.id, eventId, now);
-      const headers = webhookHeaders({ id: eventId, body }, signingSecrets(endpoint, now), now);
+      const message = testMessage(endpoint.id, `evt_test_${randomBytes(12).toString('base64url')}`, now);
+      const headers = webhookHeaders(message, signingSecrets(endpoint, now), now);
       const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhooksAllowPrivate });
       let sent;
       try {
-        sent = await sender.send(endpoint.url, { id: eventId, body, headers });
+        sent = await sender.send(endpoint.url, { id: message.id, body: message.body, headers });
       } finally {
         sender.close();
       }
-      const outcome = sent.outcome;
-      const attempt: DeliveryAttempt = {
-        endpointId: endpoint.id,
-        eventId,
-        seq: 0,
-        attemptedAt: now,
-        status: 'status' in outcome ? outcome.status : null,
-        error: 'error' in outcome ? outcome.error : null,
-        durationMs: sent.durationMs,
-        responseBody: sent.responseBody,
-      };
+      const attempt = attemptRecord(endpoint.id, message, now, sent);
       await webhooks.recordAttempts([attempt]);
-      return { attempt, url: endpoint.url, outcome };
+      return { attempt, url: endpoint.url, outcome: sent.outcome };
     });
     const line = `webhook.test ${attempt.eventId} to ${url}: ${failureText(outcome)} in ${attempt.durationMs} ms`;
-    // Delivered as domain/webhook.ts nextStep has it: a 2xx.
-    if ('status' in outcome && outcome.status >= 200 && outcome.status < 300) {
+    if (attemptResult(outcome) === 'delivered') {
       io.stdout(`${line}: delivered.\n`);
       return 0;
     }
