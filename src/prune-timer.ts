@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import type { Events, Maintenance } from './store/store.js';
+import type { Events, Maintenance, Webhooks } from './store/store.js';
 
 /** How often each instance deletes expired idempotency records and, with a retention, old history and events. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -28,12 +28,12 @@ export interface PruneTimer {
 /**
  * Every `intervalMs`, deletes what the store need not keep: expired idempotency records (a lookup
  * ignores them: dead weight), when HISTORY_RETENTION_DAYS is set history older than that, and when
- * EVENTS_RETENTION_DAYS is set (7 by default) events older than that. Runs never overlap; each
+ * EVENTS_RETENTION_DAYS is set (7 by default) events and webhook delivery attempts older than that. Runs never overlap; each
  * deletes in short transactions (see the store's purge members), so the writes of requests
  * interleave. With several instances each runs it: the steps are cheap and idempotent.
  */
 export function schedulePruning(
-  store: { maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>; events: Pick<Events, 'purgeEvents'> },
+  store: { maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>; events: Pick<Events, 'purgeEvents'>; webhooks: Pick<Webhooks, 'purgeDeliveries'> },
   settings: Pick<Config, 'historyRetentionDays' | 'eventsRetentionDays'>,
   log: PruneLog,
   intervalMs = PRUNE_INTERVAL_MS,
@@ -53,11 +53,16 @@ export function schedulePruning(
       rows = await store.maintenance.purgeHistory(olderThan(now, settings.historyRetentionDays)).catch(failed('history'));
     }
     let events: number | void = 0;
+    let deliveries: number | void = 0;
     if (settings.eventsRetentionDays > 0 && !stopped) {
       events = await store.events.purgeEvents(olderThan(now, settings.eventsRetentionDays)).catch(failed('events'));
     }
-    if (records || rows || events) {
-      log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0, events: events ?? 0 }, 'housekeeping deleted old rows');
+    // The webhook delivery log is kept as long as the events it tells of.
+    if (settings.eventsRetentionDays > 0 && !stopped) {
+      deliveries = await store.webhooks.purgeDeliveries(olderThan(now, settings.eventsRetentionDays)).catch(failed('webhook deliveries'));
+    }
+    if (records || rows || events || deliveries) {
+      log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0, events: events ?? 0, webhookDeliveries: deliveries ?? 0 }, 'housekeeping deleted old rows');
     }
   };
   const runNow = () => {

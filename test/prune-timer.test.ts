@@ -30,7 +30,7 @@ test('housekeeping deletes expired idempotency records, and history past HISTORY
   t.after(() => keepAll.stop());
   await keepAll.runNow();
   assert.deepEqual(await history(), [0, 1, 29, 31, 35, 40], 'HISTORY_RETENTION_DAYS=0 keeps every row');
-  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0, webhookDeliveries: 0 }, message: 'housekeeping deleted old rows' }]);
 
   // On its timer, as a server runs it.
   const thirtyDays = schedulePruning(store, { historyRetentionDays: 30, eventsRetentionDays: 0 }, log, 20);
@@ -54,7 +54,7 @@ test('the first run comes soon after start, not an interval later: an instance r
     assert.ok(waited < 3000, 'a first run within 3 s, with the first run due within 50 ms');
     await sleep(20);
   }
-  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0, webhookDeliveries: 0 }, message: 'housekeeping deleted old rows' }]);
 });
 
 test('housekeeping deletes events past EVENTS_RETENTION_DAYS, oldest first, and a reader behind them is told; 0 keeps them all', async (t) => {
@@ -65,6 +65,10 @@ test('housekeeping deletes events past EVENTS_RETENTION_DAYS, oldest first, and 
   for (const daysAgo of [35, 31, 29, 1]) await store.changes.applyChange(change(1n, daysAgo, { at: new Date(now - daysAgo * DAY_MS) }));
   const seqs = async (after: number) => (await store.events.readEvents(after, 10)).items.map((e) => e.seq);
   assert.deepEqual(await seqs(0), [1, 2, 3, 4, 5]);
+  // Two attempts logged, 31 days and 1 day ago.
+  await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://receiver.example/hook', description: null, secret: 'whsec_c2VjcmV0', createdAt: new Date() });
+  const attempt = (seq: number, daysAgo: number) => ({ endpointId: 'whk_1', eventId: `evt_${seq}`, seq, attemptedAt: new Date(now - daysAgo * DAY_MS), status: 204, error: null, durationMs: 3, responseBody: '' });
+  await store.webhooks.recordAttempts([attempt(3, 31), attempt(5, 1)]);
 
   const log = recordingLog();
   const keepAll = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 0 }, log);
@@ -75,7 +79,8 @@ test('housekeeping deletes events past EVENTS_RETENTION_DAYS, oldest first, and 
   const thirtyDays = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 30 }, log);
   t.after(() => thirtyDays.stop());
   await thirtyDays.runNow();
-  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 0, historyRows: 0, events: 3 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 0, historyRows: 0, events: 3, webhookDeliveries: 1 }, message: 'housekeeping deleted old rows' }]);
+  assert.deepEqual((await store.webhooks.listDeliveries('whk_1', 10)).map((a) => a.eventId), ['evt_5'], 'the delivery log is kept as long as the events');
   assert.deepEqual(await store.events.readEvents(0, 10), { items: [], head: 5, pruned: true });
   assert.deepEqual(await store.events.readEvents(2, 10), { items: [], head: 5, pruned: true });
   assert.deepEqual(await seqs(3), [4, 5]);
