@@ -72,7 +72,9 @@ export interface TestAppOptions {
 export async function buildTestApp(t: TestContext, options: TestAppOptions = {}): Promise<TestApp> {
   // The test's own synchronous work runs on the app's event loop, where it would count as overload: shedding is
   // off unless a test turns it on (test/hardening/limits.test.ts); server processes keep the default.
-  const config = loadConfig({ LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...options.config });
+  // The webhook dispatcher claims endpoints at start, then only when a test asks (app.webhookDispatcher.leaseNow()):
+  // a lease round on its own timer would start delivering to a test's endpoints at a moment of its own choosing.
+  const config = loadConfig({ LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', WEBHOOK_LEASE_MS: '600000', ...options.config });
   // Registered before the database's own cleanup (node:test runs after hooks in order), so the app, then the store
   // (if the app was never built; else a no-op), close before the database is removed.
   const toClose: { close(): Promise<unknown> }[] = [];
