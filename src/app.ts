@@ -157,6 +157,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     leaseMs: config.webhookLeaseMs,
     log: app.log,
     ...(metrics && { observer: metrics.webhooks }),
+    cancelSends: () => sender.close(),
   });
 
   app.setValidatorCompiler(compileSchemaValidator);
@@ -173,7 +174,6 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     connections.closeIdle();
     // Before the store closes: the attempt in flight is recorded, and the leases are given up for another instance.
     await dispatcher.close();
-    sender.close();
   });
   app.addHook('onClose', async () => {
     purge.stop();

@@ -193,7 +193,7 @@ export const SETTINGS = {
   WEBHOOK_LEASE_MS: {
     key: 'webhookLeaseMs',
     value: integer({ default: 15_000, min: 1000, max: 600_000 }),
-    doc: 'how long an instance holds the delivery to a webhook endpoint without renewing it (renewed every third of it); when the instance dies, another takes the endpoint over within about twice this',
+    doc: 'how long an instance holds the delivery to a webhook endpoint without renewing it (renewed every third of it); when the instance dies, another takes the endpoint over within about four thirds of this (20 s by default)',
   },
   // No key: only `serve` reads it; the other commands run in one process whatever it says.
   WORKERS: {

@@ -27,7 +27,7 @@ export interface WebhookEndpoint {
   failures: number;
   /** The next attempt waits until then (a retry's wait); null: at once. */
   nextAttemptAt: Date | null;
-  /** The last failed attempt's time and what went wrong (status or error), or null when none since the last delivery. */
+  /** The last failed attempt's time and what went wrong (status or error), kept after later deliveries; null when none ever failed. */
   lastFailureAt: Date | null;
   lastFailure: string | null;
 }
@@ -94,6 +94,19 @@ export const DISABLED_BY_OPERATOR = 'disabled by an operator';
 /** A Retry-After is honoured up to this (a day): a receiver cannot park an endpoint for longer. */
 export const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
+/** After a rotation, the secret it replaced keeps signing beside the new one this long (a day). */
+export const PREVIOUS_SECRET_MS = 24 * 3600 * 1000;
+
+/** A 2xx: the event was delivered. */
+export function isDelivered(outcome: AttemptOutcome): boolean {
+  return 'status' in outcome && outcome.status >= 200 && outcome.status < 300;
+}
+
+/** Events an endpoint has yet to receive: the log's head past the seq it was delivered up to. */
+export function backlogOf(head: number, endpoint: Pick<WebhookEndpoint, 'deliveredSeq'>): number {
+  return Math.max(0, head - endpoint.deliveredSeq);
+}
+
 /** What an outcome that is no delivery says in the log and `webhooks list`: the status, or the error. */
 export function failureText(outcome: AttemptOutcome): string {
   return 'status' in outcome ? `HTTP ${outcome.status}` : outcome.error;
@@ -101,18 +114,20 @@ export function failureText(outcome: AttemptOutcome): string {
 
 /**
  * The rule: a 2xx is delivered; a 410 disables the endpoint at once; anything else is failure
- * number failuresBefore + 1, retried after the schedule's wait for it (a 429's or 503's Retry-After
- * instead, up to a day), and disables the endpoint once the schedule is used up.
+ * number failuresBefore + 1, retried after the schedule's wait for it, or after a 429's or 503's
+ * Retry-After when that is longer (up to a day: a receiver may slow the retries, never hasten
+ * them, so the schedule's days are never used up in seconds), and disables the endpoint once the
+ * schedule is used up.
  */
 export function nextStep(outcome: AttemptOutcome, failuresBefore: number, schedule: readonly number[], now: Date): NextStep {
-  if ('status' in outcome && outcome.status >= 200 && outcome.status < 300) return { kind: 'delivered' };
+  if (isDelivered(outcome)) return { kind: 'delivered' };
   const failures = failuresBefore + 1;
   const why = failureText(outcome);
   if ('status' in outcome && outcome.status === 410) return { kind: 'disable', failures, why: DISABLED_GONE };
   if (failures > schedule.length) return { kind: 'disable', failures, why: DISABLED_EXHAUSTED };
   let waitMs = schedule[failures - 1]!;
   if ('status' in outcome && (outcome.status === 429 || outcome.status === 503) && outcome.retryAfterMs !== undefined) {
-    waitMs = Math.min(Math.max(outcome.retryAfterMs, 0), MAX_RETRY_AFTER_MS);
+    waitMs = Math.max(waitMs, Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS));
   }
   return { kind: 'retry', failures, at: new Date(now.getTime() + waitMs), why };
 }

@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
+import { backlogOf } from '../domain/webhook.js';
 import type { Events, Webhooks } from '../store/store.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/context.js';
 import { CellCounter, CellHistogram, type HistogramCell } from './cells.js';
@@ -33,7 +34,7 @@ export function webhookMetrics(registry: Registry): { observer: WebhookObserver;
     (read ??= (async () => {
       if (!source) return [];
       const [list, head] = await Promise.all([source.webhooks.listEndpoints(), source.events.head()]);
-      return list.map((e) => ({ id: e.id, backlog: Math.max(0, head - e.deliveredSeq), enabled: e.enabled }));
+      return list.map((e) => ({ id: e.id, backlog: backlogOf(head, e), enabled: e.enabled }));
     })().finally(() => setImmediate(() => (read = undefined))));
   new Gauge({
     name: 'inventory_webhook_backlog_events',

@@ -1,4 +1,4 @@
-import type { WebhookEndpoint } from '../domain/webhook.js';
+import { backlogOf, type WebhookEndpoint } from '../domain/webhook.js';
 import { WebhookListSchema, type WebhookEndpointBody, type WebhookListBody } from '../schemas/webhook.js';
 import type { Events, Webhooks } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
@@ -31,7 +31,7 @@ export function webhookEndpointBody(endpoint: WebhookEndpoint, head: number): We
     disabledReason: endpoint.disabledReason,
     deliveredSeq: endpoint.deliveredSeq,
     // A reset past pruned events may leave deliveredSeq at a head read a moment later than ours.
-    backlog: Math.max(0, head - endpoint.deliveredSeq),
+    backlog: backlogOf(head, endpoint),
     failures: endpoint.failures,
     nextAttemptAt: endpoint.nextAttemptAt?.toISOString() ?? null,
     lastFailureAt: endpoint.lastFailureAt?.toISOString() ?? null,

@@ -16,5 +16,5 @@ export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
 /** What happened to an entry, as a change event's type: it appeared (or was revived), its quantity or status changed, it was retired. */
 export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
 
-/** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH). */
+/** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH), webhooks:manage (GET /v1/webhooks). */
 export const SCOPES = ['inventory:read', 'inventory:write', 'webhooks:manage'] as const;

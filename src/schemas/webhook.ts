@@ -18,7 +18,7 @@ export const WebhookEndpointSchema = Type.Object(
     backlog: Type.Integer({ minimum: 0, description: 'Events committed and not yet delivered to it: head minus deliveredSeq' }),
     failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row at the next event' }),
     nextAttemptAt: Time('When the next attempt is due after a failure (RFC 3339, UTC); null: at once'),
-    lastFailureAt: Time('When the last attempt failed (RFC 3339, UTC); null when none failed since the last delivery'),
+    lastFailureAt: Time('When an attempt last failed (RFC 3339, UTC), kept after later deliveries; null when none ever failed'),
     lastFailure: Text('What went wrong then: HTTP and the status, or the network error; null when none'),
     createdAt: Type.String({ format: 'date-time', description: 'When it was added (RFC 3339, UTC)' }),
   },

@@ -164,13 +164,13 @@ export interface Webhooks {
   disableEndpoint(id: string, why: string): Promise<boolean>;
   /**
    * Enables an endpoint: its failures are cleared and the next attempt is at once, from the first
-   * event it did not get; gives its lease up (a worker still running stops at its next flush). False
-   * when none has this id.
+   * event it did not get. Ends the current claim of its lease, not the lease: the worker running
+   * under it is refused at its next flush, and its holder claims it anew. False when none has this id.
    */
   enableEndpoint(id: string): Promise<boolean>;
   /**
    * Moves an endpoint back (or on) to just after seq `after`, so every event above it is delivered
-   * again; clears its failures and gives its lease up, as enableEndpoint. False when none has this id.
+   * again; clears its failures and ends the claim of its lease, as enableEndpoint. False when none has this id.
    */
   replayFrom(id: string, after: number): Promise<boolean>;
   /** Replaces the secret; the one it replaces keeps signing beside it until `previousUntil`. Undefined when none has this id. */
@@ -188,7 +188,7 @@ export interface Webhooks {
    * Appends the attempts and sets the endpoint's progress (and disables it when `disable` is set),
    * in one transaction, only if `holder` still holds its lease (the claim of `claimedAt`, when
    * given) and it is enabled; false otherwise (another holder took it over, or an operator
-   * disabled, enabled, replayed or removed it, which gives the lease up): nothing is recorded.
+   * disabled, enabled, replayed or removed it): nothing is recorded.
    */
   recordProgress(id: string, holder: string, progress: DeliveryProgress, claimedAt?: Date): Promise<boolean>;
   /** Appends attempts made outside the order (the CLI's `webhooks test`) to the delivery log; moves nothing. */

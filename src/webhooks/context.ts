@@ -1,4 +1,4 @@
-import type { AttemptOutcome } from '../domain/webhook.js';
+import { isDelivered, type AttemptOutcome } from '../domain/webhook.js';
 import type { SentAttempt } from './sender.js';
 
 /** Sends one signed message to a URL (WebhookSender.send). */
@@ -24,5 +24,5 @@ export interface WebhookLog {
 /** What an outcome counts as in the metrics. */
 export function attemptResult(outcome: AttemptOutcome): AttemptResult {
   if (!('status' in outcome)) return 'error';
-  return outcome.status >= 200 && outcome.status < 300 ? 'delivered' : 'http_error';
+  return isDelivered(outcome) ? 'delivered' : 'http_error';
 }

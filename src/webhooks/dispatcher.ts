@@ -17,6 +17,8 @@ export interface DispatcherOptions {
   log: WebhookLog;
   observer?: WebhookObserver;
   pollMs?: number;
+  /** Aborts every send in flight (WebhookSender.close), so a shutdown need not wait out a receiver's timeout. */
+  cancelSends?: () => void;
 }
 
 /**
@@ -32,7 +34,13 @@ export class WebhookDispatcher {
   readonly holder = `whd_${randomBytes(9).toString('base64url')}`;
   readonly #options: DispatcherOptions;
   readonly #workers = new Map<string, EndpointWorker>();
+  /** Workers told to stop and not yet stopped: close() waits for them too. */
+  readonly #stopping = new Set<Promise<void>>();
+  /** When each endpoint's worker last ended by itself (disabled, or refused by the store), on performance.now(). */
+  readonly #ended = new Map<string, number>();
   readonly #context: WorkerContext;
+  /** When the last lease round that succeeded began, on performance.now(): the leases it renewed run until at least leaseMs after it. */
+  #renewedAt = -Infinity;
   #leaseTimer: NodeJS.Timeout | undefined;
   #pollTimer: NodeJS.Timeout | undefined;
   #stopHint: (() => void) | undefined;
@@ -50,7 +58,10 @@ export class WebhookDispatcher {
       schedule: options.schedule,
       log: options.log,
       ...(options.observer && { observer: options.observer }),
+      // Renewed every third of a lease: two rounds missed in a row, and the lease may soon run out.
+      leaseFresh: () => performance.now() - this.#renewedAt < (2 * options.leaseMs) / 3,
       stopped: (worker) => {
+        this.#ended.set(worker.id, performance.now());
         if (this.#workers.get(worker.id) === worker) this.#workers.delete(worker.id);
       },
     };
@@ -76,14 +87,16 @@ export class WebhookDispatcher {
     return [...this.#workers.keys()];
   }
 
-  /** A lease round now, as the timer does it; resolves when it is over (tests, and `webhooks enable` through the API). */
+  /** A lease round that begins after this call (one under way is let finish first), as the timer does it; resolves when it is over (tests). */
   async leaseNow(): Promise<void> {
+    await this.#leasing;
     await this.#leaseRound();
   }
 
   /**
-   * Stops every worker (an attempt in flight is awaited, its outcome recorded), then gives the
-   * leases up so another instance takes the endpoints over at once.
+   * Stops every worker (the sends in flight are aborted: the next holder sends them again, with
+   * the same webhook-id), records what they delivered, then gives the leases up so another
+   * instance takes the endpoints over at once.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -92,7 +105,9 @@ export class WebhookDispatcher {
     clearInterval(this.#pollTimer);
     this.#stopHint?.();
     await this.#leasing;
-    await Promise.all([...this.#workers.values()].map((w) => w.stop()));
+    const stopped = [...this.#workers.values()].map((w) => w.stop());
+    this.#options.cancelSends?.();
+    await Promise.all([...stopped, ...this.#stopping]);
     this.#workers.clear();
     await this.#options.webhooks.releaseLeases(this.holder).catch((err: unknown) => this.#options.log.warn({ err }, 'could not release the webhook leases; they expire by themselves'));
   }
@@ -105,9 +120,11 @@ export class WebhookDispatcher {
 
   async #lease(): Promise<void> {
     if (this.#closed) return;
+    const began = performance.now();
     let held: LeasedEndpoint[];
     try {
       held = await this.#options.webhooks.leaseEndpoints(this.holder, this.#options.leaseMs);
+      this.#renewedAt = began;
     } catch (err) {
       // The workers go on: a flush records progress only while the lease holds, so nothing is recorded twice.
       if (!this.#closed) this.#options.log.warn({ err }, 'could not renew the webhook leases; trying again');
@@ -117,11 +134,15 @@ export class WebhookDispatcher {
     const claims = new Map(held.map((e) => [e.id, e.leaseClaimedAt.getTime()]));
     const stopping = new Map<string, Promise<void>>();
     for (const [id, worker] of this.#workers) {
-      // Gone from the set (disabled, removed, taken over), or claimed anew after an operator gave the
-      // lease up (enable, replay): the worker's place is stale, a new one starts from the store's.
+      // Gone from the set (disabled, removed, taken over), or claimed anew after an operator's
+      // enable or replay: the worker's place is stale, a new one starts from the store's.
       if (claims.get(id) !== worker.claimedAt.getTime()) {
         this.#workers.delete(id);
-        stopping.set(id, worker.stop());
+        const stop = worker.stop();
+        stopping.set(id, stop);
+        this.#stopping.add(stop);
+        void stop.finally(() => this.#stopping.delete(stop));
+        this.#options.log.info({ endpointId: id, holder: this.holder }, claims.has(id) ? 'webhook endpoint: delivery starts again from its recorded place (enabled or replayed)' : 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');
       }
     }
     for (const endpoint of held) {
@@ -130,6 +151,8 @@ export class WebhookDispatcher {
         running.update(endpoint);
         continue;
       }
+      // Its worker ended by itself while this round's read was on its way (a 410 disabled it): the read is stale.
+      if ((this.#ended.get(endpoint.id) ?? -Infinity) > began) continue;
       const worker = new EndpointWorker(endpoint, this.#context);
       this.#workers.set(endpoint.id, worker);
       this.#options.log.info({ endpointId: endpoint.id, holder: this.holder, deliveredSeq: endpoint.deliveredSeq }, 'webhook endpoint: delivering from this instance');

@@ -1,7 +1,8 @@
-import { failureText, nextStep, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
+import { failureText, isDelivered, nextStep, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
 import type { Events, LeasedEndpoint, Webhooks } from '../store/store.js';
 import { attemptResult, type SendMessage, type WebhookLog, type WebhookObserver } from './context.js';
 import { attemptRecord, eventMessage, resetMessage, type WebhookMessage } from './messages.js';
+import type { SentAttempt } from './sender.js';
 import { signingSecrets, webhookHeaders } from './signing.js';
 
 /** Events read from the log at a time. */
@@ -26,6 +27,12 @@ export interface WorkerContext {
   schedule: readonly number[];
   log: WebhookLog;
   observer?: WebhookObserver;
+  /**
+   * Whether the dispatcher renewed its leases recently enough that they cannot have run out: while
+   * it is not (the store unreachable past a lease's third), the worker sends nothing, so another
+   * instance that takes the endpoint over never sends beside it.
+   */
+  leaseFresh(): boolean;
   /** Told when the worker ended by itself (disabled, or the lease lost), so the dispatcher forgets it. */
   stopped(worker: EndpointWorker): void;
 }
@@ -51,7 +58,13 @@ export class EndpointWorker {
   #pending: DeliveryAttempt[] = [];
   #lastFlush = Date.now();
   #stopped = false;
+  /** Events may have been appended since the worker last read the log: a hint that came while it was busy is kept here. */
+  #woken = false;
+  /** The reset the endpoint is being sent (after, head), kept so that every retry of it carries the same webhook-id. */
+  #reset: { after: number; head: number } | undefined;
+  /** Ends the current sleep: `wakeUp` for a hint or a stop, `interrupt` for a stop alone. */
   #wakeUp: (() => void) | undefined;
+  #interrupt: (() => void) | undefined;
   #running: Promise<void> | undefined;
 
   constructor(endpoint: LeasedEndpoint, context: WorkerContext) {
@@ -81,15 +94,16 @@ export class EndpointWorker {
     this.#endpoint = endpoint;
   }
 
-  /** Events may have been appended: an idle worker reads the log again. */
+  /** Events may have been appended: an idle worker reads the log again, a busy one once it is done. */
   wake(): void {
+    this.#woken = true;
     this.#wakeUp?.();
   }
 
-  /** Stops after the attempt in flight, recording what it did. */
+  /** Stops after the attempt in flight (whose failure, cut by the stop, is not recorded), recording what it did. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.wake();
+    this.#interrupt?.();
     await this.#running;
   }
 
@@ -98,22 +112,29 @@ export class EndpointWorker {
       const waitMs = this.#nextAttemptAt === null ? 0 : this.#nextAttemptAt.getTime() - Date.now();
       if (waitMs > 0) {
         if (!(await this.#flush())) return;
-        await this.#sleep(waitMs);
+        await this.#sleep(waitMs, false);
         continue;
       }
+      if (!this.#context.leaseFresh()) {
+        await this.#sleep(STORE_RETRY_MS, false);
+        continue;
+      }
+      this.#woken = false;
       let page;
       try {
         page = await this.#context.events.readEvents(this.#deliveredSeq, PAGE);
       } catch (err) {
         this.#context.log.warn({ err, endpointId: this.id }, 'webhook endpoint: could not read the event log; trying again');
-        await this.#sleep(STORE_RETRY_MS);
+        await this.#sleep(STORE_RETRY_MS, false);
         continue;
       }
       if (page.pruned) {
-        await this.#deliver(resetMessage(this.id, this.#deliveredSeq, page.head, new Date()));
+        if (this.#reset?.after !== this.#deliveredSeq) this.#reset = { after: this.#deliveredSeq, head: page.head };
+        if (await this.#deliver(resetMessage(this.id, this.#reset.after, this.#reset.head, new Date()))) this.#reset = undefined;
       } else if (page.items.length === 0) {
         if (!(await this.#flush())) return;
-        await this.#sleep(undefined);
+        // A hint that came while the log was being read (or the flush written) is not lost.
+        if (!this.#woken) await this.#sleep(undefined, true);
       } else {
         for (const event of page.items) {
           if (this.#stopped || !(await this.#deliver(eventMessage(event)))) break;
@@ -128,8 +149,12 @@ export class EndpointWorker {
     const endpoint = this.#endpoint;
     const at = new Date();
     const headers = webhookHeaders(message, signingSecrets(endpoint, at), at);
-    const sent = await this.#context.send(endpoint.url, { id: message.id, body: message.body, headers });
+    const sent = await this.#context.send(endpoint.url, { id: message.id, body: message.body, headers }).catch(
+      (err: unknown): SentAttempt => ({ outcome: { error: err instanceof Error ? err.message : String(err) }, durationMs: Date.now() - at.getTime(), responseBody: null }),
+    );
     const outcome = sent.outcome;
+    // Cut by a shutdown (the sends in flight are aborted): not the receiver's failure; the next holder sends it again.
+    if (this.#stopped && !isDelivered(outcome)) return false;
     this.#pending.push(attemptRecord(this.id, message, at, sent));
     this.#context.observer?.attempted(this.id, attemptResult(outcome), sent.durationMs);
     const step = nextStep(outcome, this.#failures, this.#context.schedule, new Date());
@@ -187,23 +212,25 @@ export class EndpointWorker {
       } catch (err) {
         this.#context.log.warn({ err, endpointId: this.id }, 'webhook endpoint: could not record deliveries; trying again');
         if (this.#stopped) return false;
-        await this.#sleep(STORE_RETRY_MS);
+        await this.#sleep(STORE_RETRY_MS, false);
       }
     }
   }
 
-  /** Waits `ms` (undefined: until woken), or until woken or stopped. */
-  #sleep(ms: number | undefined): Promise<void> {
+  /** Waits `ms` (undefined: until woken), or until stopped, or (`wakeable`) until a hint comes. */
+  #sleep(ms: number | undefined, wakeable: boolean): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const done = () => {
         clearTimeout(timer);
-        if (this.#wakeUp === done) this.#wakeUp = undefined;
+        this.#wakeUp = undefined;
+        this.#interrupt = undefined;
         resolve();
       };
       if (ms !== undefined) timer = setTimeout(done, ms).unref();
-      this.#wakeUp = done;
+      this.#interrupt = done;
+      this.#wakeUp = wakeable ? done : undefined;
     });
   }
 }

@@ -173,6 +173,7 @@ for (const backend of BACKENDS) {
       assert.equal(replayed.out, `Webhook endpoint ${id} gets every event from seq 2 on again, now: 2 events to deliver.\n`);
       const state = (JSON.parse((await run('webhooks', 'list', '--json')).out) as { items: Record<string, unknown>[] }).items[0]!;
       assert.deepEqual([state.deliveredSeq, state.backlog], [1, 2]);
+      assertFailed(await run('webhooks', 'replay', id, '--from', '5'), 2, /--from 5 is past the newest event, seq 3/);
       for (const bad of [[], ['--from', '0'], ['--from', 'x'], ['--from', '-3']]) {
         assertFailed(await run('webhooks', 'replay', id, ...bad), 2, /needs --from SEQ, a whole number from 1|--from/);
       }

@@ -1,13 +1,10 @@
-import { DISABLED_BY_OPERATOR } from '../../domain/webhook.js';
+import { backlogOf, DISABLED_BY_OPERATOR, PREVIOUS_SECRET_MS } from '../../domain/webhook.js';
 import { newWebhookSecret } from '../../webhooks/secret.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
 import { CliError, EXIT_USAGE } from '../io.js';
 import { withExistingStore } from '../store-access.js';
 import { formatTime } from '../table.js';
 import { endpointIdArgument, HELP_OPTION, noEndpoint } from './arguments.js';
-
-/** How long the secret a rotation replaces keeps signing beside the new one. */
-export const PREVIOUS_SECRET_MS = 24 * 3600 * 1000;
 
 const REMOVE_HELP = `Usage: petstore-inventory webhooks remove ID
 
@@ -113,7 +110,7 @@ export const enableCommand: Command = {
       if (!(await webhooks.enableEndpoint(id))) throw noEndpoint(id);
       const endpoint = await webhooks.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
-      return { deliveredSeq: endpoint.deliveredSeq, backlog: Math.max(0, (await events.head()) - endpoint.deliveredSeq) };
+      return { deliveredSeq: endpoint.deliveredSeq, backlog: backlogOf(await events.head(), endpoint) };
     });
     io.stdout(`Enabled webhook endpoint ${id}: delivery resumes after seq ${deliveredSeq} (${backlog} event${backlog === 1 ? '' : 's'} waiting).\n`);
     return 0;
@@ -130,10 +127,13 @@ export const replayCommand: Command = {
     const from = values.from === undefined || !/^[1-9]\d{0,15}$/.test(values.from) ? NaN : Number(values.from);
     if (!Number.isSafeInteger(from)) throw new CliError('webhooks replay needs --from SEQ, a whole number from 1', EXIT_USAGE);
     const { enabled, backlog } = await withExistingStore(io, async ({ webhooks, events }) => {
+      // Past the head it would pass over the events committed until then, unsent.
+      const head = await events.head();
+      if (from > head + 1) throw new CliError(`--from ${from} is past the newest event, seq ${head}: nothing there to deliver again`, EXIT_USAGE);
       if (!(await webhooks.replayFrom(id, from - 1))) throw noEndpoint(id);
       const endpoint = await webhooks.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
-      return { enabled: endpoint.enabled, backlog: Math.max(0, (await events.head()) - endpoint.deliveredSeq) };
+      return { enabled: endpoint.enabled, backlog: backlogOf(await events.head(), endpoint) };
     });
     const when = enabled ? 'now' : `once it is enabled ("petstore-inventory webhooks enable ${id}")`;
     io.stdout(`Webhook endpoint ${id} gets every event from seq ${from} on again, ${when}: ${backlog} event${backlog === 1 ? '' : 's'} to deliver.\n`);

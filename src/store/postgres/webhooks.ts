@@ -10,6 +10,14 @@ const ENDPOINT_COLUMNS = `id, url, description, secret, previous_secret AS "prev
 const DELIVERY_COLUMNS = `endpoint_id AS "endpointId", event_id AS "eventId", seq, attempted_at AS "attemptedAt", status, error,
   duration_ms AS "durationMs", response_body AS "responseBody"`;
 
+/**
+ * Ends the current claim of the lease without giving the lease up: its holder's worker is refused
+ * at its next flush, and the holder's next round claims it anew (a worker that starts from the
+ * store's place, once the old one stopped); no other instance can take it meanwhile, so two never
+ * send to one endpoint at once.
+ */
+const NEW_CLAIM = "lease_since = lease_since + interval '1 millisecond'";
+
 /** Attempts as parallel arrays ($N to $N+7), one row each in the given order (ordinality): many attempts in one INSERT. */
 const ATTEMPTS = (from: number) =>
   `unnest($${from}::text[], $${from + 1}::text[], $${from + 2}::bigint[], $${from + 3}::timestamptz[], $${from + 4}::integer[],
@@ -34,11 +42,11 @@ const STATEMENTS = {
   },
   enable: {
     name: 'webhook-enable',
-    text: 'UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = $1',
+    text: `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
   },
   replay: {
     name: 'webhook-replay',
-    text: 'UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = $1',
+    text: `UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
   },
   // The right-hand sides read the row as it was: the old secret becomes the previous one.
   rotate: {

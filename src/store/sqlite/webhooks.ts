@@ -35,6 +35,13 @@ interface DeliveryRow {
 const ENDPOINT_COLUMNS = `id, url, description, secret, previous_secret, previous_secret_until, enabled, disabled_reason, created_at,
   delivered_seq, failures, next_attempt_at, last_failure_at, last_failure`;
 const DELIVERY_COLUMNS = 'endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body';
+/**
+ * Ends the current claim of the lease without giving the lease up: its holder's worker is refused
+ * at its next flush, and the holder's next round claims it anew (a worker that starts from the
+ * store's place, once the old one stopped); no other instance can take it meanwhile, so two never
+ * send to one endpoint at once.
+ */
+const NEW_CLAIM = 'lease_since = coalesce(lease_since, 0) + 1';
 
 /**
  * The SQLite store's webhook endpoints and delivery log, written on the event loop's connection.
@@ -58,10 +65,10 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
       'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?',
     ),
     enable: db.prepare<[string]>(
-      'UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = ?',
+      `UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
     ),
     replay: db.prepare<[number, string]>(
-      'UPDATE webhook_endpoints SET delivered_seq = ?, failures = 0, next_attempt_at = NULL, lease_holder = NULL, lease_until = NULL WHERE id = ?',
+      `UPDATE webhook_endpoints SET delivered_seq = ?, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
     ),
     // The right-hand sides read the row as it was: the old secret becomes the previous one.
     rotate: db.prepare<[string, string, string], EndpointRow>(

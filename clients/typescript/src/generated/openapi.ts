@@ -329,7 +329,7 @@ export interface components {
             failures: number;
             /** @description When the next attempt is due after a failure (RFC 3339, UTC); null: at once */
             nextAttemptAt: string | null;
-            /** @description When the last attempt failed (RFC 3339, UTC); null when none failed since the last delivery */
+            /** @description When an attempt last failed (RFC 3339, UTC), kept after later deliveries; null when none ever failed */
             lastFailureAt: string | null;
             /** @description What went wrong then: HTTP and the status, or the network error; null when none */
             lastFailure: string | null;
