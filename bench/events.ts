@@ -4,19 +4,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BENCH_WITHOUT_EVENT_LOG } from '../src/cli/serve.js';
 import { createDatabase, type Backend } from './databases.js';
 import type { LoadGenerator } from './load.js';
-import { percentile, type LoadResult } from './load-spec.js';
+import { percentile } from './load-spec.js';
 import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { startServer, type RunningServer } from './servers.js';
+import { alternatePatchRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
+import { startServer } from './servers.js';
 import { StreamReader, type Arrival } from './stream-reader.js';
 
 /** The issue's bound on what the log may cost a PATCH: with it, at least 0.9 of the req/s without it. */
 export const EVENTS_TARGETS = { withLogVsWithout: 0.9 } as const;
 
-/** Counted PATCH rounds per server in the comparison (after one uncounted warm-up round). */
-const ROUNDS = 3;
 /** Pause between one PATCH's event and the next PATCH: one at a time, never a queue. */
 const LAG_PACE_MS = 10;
 /** Past this, a PATCH's event counts as missing (a note, and left out of the figures). */
@@ -41,14 +40,6 @@ export async function eventsSection(backend: Backend, title: string, options: Be
   return { title, rows, notes };
 }
 
-/** One server of the comparison, and what it has measured. */
-interface Side {
-  label: string;
-  server: RunningServer;
-  key: string;
-  runs: LoadResult[];
-}
-
 /**
  * Both servers up at once, each on a fresh database seeded alike, then PATCH loads alternated
  * between them (the order swapped each round, so neither always runs first); each side's best
@@ -69,32 +60,13 @@ async function throughputRows(backend: Backend, options: BenchOptions, load: Loa
       sides.push({ label, key, server: await startServer('service', { databaseUrl, key, env }), runs: [] });
     }
     const heads = await Promise.all(sides.map((s) => eventsHead(s)));
-    // Round 0 warms both servers up (the JIT, the database's caches) and is not counted.
-    for (let round = 0; round <= rounds; round++) {
-      for (const side of round % 2 === 1 ? sides : [...sides].reverse()) {
-        const result = await load.run({
-          baseUrl: side.server.baseUrl,
-          method: 'PATCH',
-          authorization: `Bearer ${side.key}`,
-          petCount: size,
-          connections: PATCH_CONNECTIONS,
-          warmupSeconds: options.warmupSeconds,
-          durationSeconds: options.durationSeconds,
-        });
-        const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
-        process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s (${which})\n`);
-        if (result.ok === 0) throw new Error(`${side.label} answered no 2xx during "${scenario}" (${result.failed} failures)`);
-        if (round === 0) continue;
-        if (result.failed > 0) notes.push(`${scenario}, ${side.label}, round ${round}: ${result.failed} non-2xx answers or socket errors, left out of req/s`);
-        side.runs.push(result);
-      }
-    }
+    await alternatePatchRounds(sides, scenario, backend, options, load, notes);
     // The comparison means something only if the one server appended events and the other none.
     const [on, off] = sides as [Side, Side];
     const grown = await Promise.all(sides.map((s, i) => eventsHead(s).then((h) => h - heads[i]!)));
     if (grown[0]! <= 0 || grown[1] !== 0) throw new Error(`the events head grew by ${grown[0]} with the log and by ${grown[1]} without it; expected > 0 and 0`);
-    const best = (side: Side) => side.runs.reduce((a, b) => (b.requestsPerSecond > a.requestsPerSecond ? b : a));
-    const each = (side: Side) => side.runs.map((r) => Math.round(r.requestsPerSecond).toLocaleString('en-US')).join(', ');
+    const best = bestRun;
+    const each = eachRun;
     notes.push(
       `${scenario}: both servers are the same build, up at once on two databases seeded alike, ${PATCH_CONNECTIONS} connections; ` +
         `one uncounted warm-up round, then ${rounds} rounds alternated (order swapped each round), the best of each shown; req/s per round: log on ${each(on)}; log off ${each(off)}. ` +

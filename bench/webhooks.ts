@@ -8,20 +8,19 @@ import { newEndpointId, newWebhookSecret } from '../src/webhooks/secret.js';
 import { createDatabase, type Backend } from './databases.js';
 import { patch } from './events.js';
 import type { LoadGenerator } from './load.js';
-import { percentile, type LoadResult } from './load-spec.js';
+import { percentile } from './load-spec.js';
 import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { startServer, type RunningServer } from './servers.js';
+import { alternatePatchRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
+import { startServer } from './servers.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
 export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000 } as const;
 
 /** Endpoints registered on the loaded server of the PATCH comparison. */
 const ENDPOINTS = 10;
-/** Counted PATCH rounds per server in the comparison (after one uncounted warm-up round). */
-const ROUNDS = 3;
 /** Pause between one PATCH's delivery and the next PATCH. */
 const LAG_PACE_MS = 10;
 /** Past this, a PATCH's delivery counts as missing. */
@@ -198,14 +197,6 @@ async function latencyRow(backend: Backend, count: number, notes: string[]): Pro
   }
 }
 
-/** One server of the comparison, and what it has measured. */
-interface Side {
-  label: string;
-  server: RunningServer;
-  key: string;
-  runs: LoadResult[];
-}
-
 /**
  * Two servers up at once on databases seeded alike, one with ENDPOINTS endpoints (all answering
  * at once, from a receiver in the bench process) and one with none; PATCH loads alternated between
@@ -225,27 +216,10 @@ async function throughputRows(backend: Backend, options: BenchOptions, load: Loa
       const { databaseUrl, key } = await databaseWithEndpoints(backend, `webhooks_load_${sides.length}`, size, url, endpoints);
       sides.push({ label, key, server: await startServer('service', { databaseUrl, key, env: DELIVERING }), runs: [] });
     }
-    for (let round = 0; round <= ROUNDS; round++) {
-      for (const side of round % 2 === 1 ? sides : [...sides].reverse()) {
-        const result = await load.run({
-          baseUrl: side.server.baseUrl,
-          method: 'PATCH',
-          authorization: `Bearer ${side.key}`,
-          petCount: size,
-          connections: PATCH_CONNECTIONS,
-          warmupSeconds: options.warmupSeconds,
-          durationSeconds: options.durationSeconds,
-        });
-        const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
-        process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s (${which})\n`);
-        if (result.ok === 0) throw new Error(`${side.label} answered no 2xx during "${scenario}" (${result.failed} failures)`);
-        if (round === 0) continue;
-        side.runs.push(result);
-      }
-    }
+    await alternatePatchRounds(sides, scenario, backend, options, load, notes);
     const [withEndpoints, without] = sides as [Side, Side];
-    const best = (side: Side) => side.runs.reduce((a, b) => (b.requestsPerSecond > a.requestsPerSecond ? b : a));
-    const each = (side: Side) => side.runs.map((r) => Math.round(r.requestsPerSecond).toLocaleString('en-US')).join(', ');
+    const best = bestRun;
+    const each = eachRun;
     notes.push(
       `${scenario}: both servers up at once, ${PATCH_CONNECTIONS} connections; one uncounted warm-up round, then ${ROUNDS} rounds alternated, the best of each shown; ` +
         `req/s per round: with ${ENDPOINTS} endpoints ${each(withEndpoints)}; with none ${each(without)}. ` +

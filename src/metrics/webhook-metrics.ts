@@ -36,38 +36,31 @@ export function webhookMetrics(registry: Registry): { observer: WebhookObserver;
       const [list, head] = await Promise.all([source.webhooks.listEndpoints(), source.events.head()]);
       return list.map((e) => ({ id: e.id, backlog: backlogOf(head, e), enabled: e.enabled }));
     })().finally(() => setImmediate(() => (read = undefined))));
-  new Gauge({
-    name: 'inventory_webhook_backlog_events',
-    help: 'Events each webhook endpoint has yet to receive (the log’s head minus the seq it was delivered up to), read from the store when scraped; a disabled endpoint’s backlog grows.',
-    labelNames: ['endpoint'],
-    registers: [registry],
-    aggregator: 'max',
-    async collect() {
-      try {
-        const list = await endpoints();
-        this.reset();
-        for (const e of list) this.set({ endpoint: e.id }, e.backlog);
-      } catch {
-        // The store is unreachable: the last figures stay, and the scrape still answers.
-      }
-    },
-  });
-  new Gauge({
-    name: 'inventory_webhook_endpoint_enabled',
-    help: 'Whether each webhook endpoint is enabled (1) or disabled (0: by an operator, a 410, or retries used up).',
-    labelNames: ['endpoint'],
-    registers: [registry],
-    aggregator: 'max',
-    async collect() {
-      try {
-        const list = await endpoints();
-        this.reset();
-        for (const e of list) this.set({ endpoint: e.id }, e.enabled ? 1 : 0);
-      } catch {
-        // As above.
-      }
-    },
-  });
+  /** A gauge with one value per endpoint, read from the store when scraped. */
+  const perEndpoint = (name: string, help: string, value: (e: { backlog: number; enabled: boolean }) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['endpoint'],
+      registers: [registry],
+      // Every process reads the same store.
+      aggregator: 'max',
+      async collect() {
+        try {
+          const list = await endpoints();
+          this.reset();
+          for (const e of list) this.set({ endpoint: e.id }, value(e));
+        } catch {
+          // The store is unreachable: the last figures stay, and the scrape still answers.
+        }
+      },
+    });
+  perEndpoint(
+    'inventory_webhook_backlog_events',
+    'Events each webhook endpoint has yet to receive (the log’s head minus the seq it was delivered up to), read from the store when scraped; a disabled endpoint’s backlog grows.',
+    (e) => e.backlog,
+  );
+  perEndpoint('inventory_webhook_endpoint_enabled', 'Whether each webhook endpoint is enabled (1) or disabled (0: by an operator, a 410, or retries used up).', (e) => (e.enabled ? 1 : 0));
   const byEndpoint = new Map<string, Record<AttemptResult, { value: number }>>();
   return {
     observer: {
