@@ -53,7 +53,7 @@ test('the command synopses (```text blocks) name only commands and options the C
     for (const [i, line] of block.lines.entries()) {
       const words = line.split(/\s+/);
       if (words[0] !== './bin/petstore-inventory') continue;
-      const command = words.slice(1, words.findIndex((w, j) => j > 0 && !/^[a-z]+$/.test(w)));
+      const command = words.slice(1, words.findIndex((w, j) => j > 0 && !/^[a-z]+(-[a-z]+)*$/.test(w)));
       const help = await runCli({}, ...command, '--help');
       if (help.code !== 0) missing.push(`${block.file}:${block.line + 1 + i}: no command "${command.join(' ')}"`);
       for (const option of line.match(/--[a-z][a-z-]*/g) ?? []) {
