@@ -4,6 +4,7 @@ import type { HistoryEntry } from '../domain/history.js';
 import { parseCommandArgs, petIdArgument, printHelp, type Command } from './command.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { withExistingStore } from './store-access.js';
+import { formatTable } from './table.js';
 
 const LIMIT_MAX = 10_000;
 
@@ -53,14 +54,8 @@ function parseCursor(cursor: string): bigint {
 }
 
 function formatHistory(rows: readonly HistoryEntry[]): string {
-  const table = [['AT', 'FROM', 'TO', 'REASON', 'KEY', 'REQUEST'], ...rows.map((r) => [
-    r.at.toISOString(),
-    String(r.previousQuantity),
-    String(r.quantity),
-    r.reason ?? '-',
-    `${r.keyName} (${r.keyId})`,
-    r.requestId,
-  ])];
-  const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-  return table.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ')).join('\n') + '\n';
+  return formatTable(
+    ['AT', 'FROM', 'TO', 'REASON', 'KEY', 'REQUEST'],
+    rows.map((r) => [r.at.toISOString(), String(r.previousQuantity), String(r.quantity), r.reason ?? '-', `${r.keyName} (${r.keyId})`, r.requestId]),
+  );
 }

@@ -1,3 +1,4 @@
+import { UNIT_MS } from '../domain/duration.js';
 import { ConfigError } from './error.js';
 import type { SettingValue } from './setting.js';
 
@@ -74,7 +75,8 @@ export function byteSize(spec: { default: number }): SettingValue<number> {
   };
 }
 
-const DELAY_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** The units of a duration (domain/duration.ts) but weeks, and milliseconds besides: a retry may come within a second. */
+const DELAY_UNITS_MS: Record<string, number> = { ms: 1, s: UNIT_MS.s, m: UNIT_MS.m, h: UNIT_MS.h, d: UNIT_MS.d };
 const DELAY = /^([0-9]{1,9})(ms|s|m|h|d)$/;
 
 /** A comma-separated list of waits, each a whole number with ms, s, m, h or d (5s,5m,2h), from 1 ms to 7 days, at most `maxItems`; in ms. */

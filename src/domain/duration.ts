@@ -1,5 +1,5 @@
 /** Milliseconds per unit of a duration such as "30d" (s, m, h, d, w). */
-const UNIT_MS = {
+export const UNIT_MS = {
   s: 1000,
   m: 60_000,
   h: 3_600_000,

@@ -1,5 +1,5 @@
 import { eventId, eventJson, type InventoryEvent } from '../domain/event.js';
-import type { DeliveryAttempt } from '../domain/webhook.js';
+import type { DeliveryAttempt, WEBHOOK_EVENT_TYPES } from '../domain/webhook.js';
 import type { SentAttempt } from './sender.js';
 
 /** One webhook message: the webhook-id (the same on every attempt) and the JSON body. */
@@ -24,20 +24,17 @@ export function eventMessage(event: InventoryEvent): WebhookMessage {
  */
 export function resetMessage(endpointId: string, after: number, head: number, now: Date): WebhookMessage {
   const id = `evt_reset_${after}_${head}`;
-  return {
-    id,
-    seq: head,
-    body: `{"id":"${id}","type":"webhook.reset","occurredAt":"${now.toISOString()}","data":{"endpointId":${JSON.stringify(endpointId)},"head":${head}}}`,
-  };
+  return { id, seq: head, body: ownEventBody(id, 'webhook.reset', now, { endpointId, head }) };
 }
 
 /** The event `webhooks test` sends: out of the order, moving nothing. */
 export function testMessage(endpointId: string, id: string, now: Date): WebhookMessage {
-  return {
-    id,
-    seq: 0,
-    body: `{"id":"${id}","type":"webhook.test","occurredAt":"${now.toISOString()}","data":{"endpointId":${JSON.stringify(endpointId)}}}`,
-  };
+  return { id, seq: 0, body: ownEventBody(id, 'webhook.test', now, { endpointId }) };
+}
+
+/** The body of an event that is not in the log, in the shape of the log's (its fields in the same order), numbers all safe. */
+function ownEventBody(id: string, type: (typeof WEBHOOK_EVENT_TYPES)[number], now: Date, data: Record<string, string | number>): string {
+  return JSON.stringify({ id, type, occurredAt: now.toISOString(), data });
 }
 
 /** One attempt to send `message` to endpoint `endpointId`, begun at `at`, as the delivery log keeps it. */

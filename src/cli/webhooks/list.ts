@@ -1,4 +1,4 @@
-import type { DeliveryAttempt } from '../../domain/webhook.js';
+import { failureText, type DeliveryAttempt } from '../../domain/webhook.js';
 import { webhookList } from '../../operations/list-webhooks.js';
 import type { WebhookEndpointBody } from '../../schemas/webhook.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
@@ -100,7 +100,7 @@ function attemptJson(a: DeliveryAttempt) {
 }
 
 function attemptRow(a: DeliveryAttempt): string[] {
-  const result = a.status !== null ? `HTTP ${a.status}` : (a.error ?? 'no answer');
+  const result = failureText(a.status !== null ? { status: a.status } : { error: a.error ?? 'no answer' });
   // A receiver's error text could hold a line break: one attempt, one line.
   return [a.attemptedAt.toISOString(), a.eventId, String(a.seq), result.replace(/\p{Cc}+/gu, ' '), `${a.durationMs} ms`];
 }
