@@ -55,11 +55,14 @@ function describe(error: Error): string {
 export class WebhookSender {
   readonly #timeoutMs: number;
   readonly #allowPrivate: boolean;
+  /** Made once: every agent and every request resolves through it. */
+  readonly #lookup: ReturnType<typeof guardedLookup>;
   readonly #agents = new Map<string, http.Agent>();
 
   constructor(options: { timeoutMs: number; allowPrivate: boolean }) {
     this.#timeoutMs = options.timeoutMs;
     this.#allowPrivate = options.allowPrivate;
+    this.#lookup = guardedLookup(options.allowPrivate);
   }
 
   /** POSTs the message's body with its headers to url once (one silent resend if a reused connection turned out closed); never throws. */
@@ -96,7 +99,7 @@ export class WebhookSender {
   #agent(target: URL): http.Agent {
     let agent = this.#agents.get(target.origin);
     if (agent === undefined) {
-      const options = { keepAlive: true, timeout: IDLE_MS, lookup: guardedLookup(this.#allowPrivate) };
+      const options = { keepAlive: true, timeout: IDLE_MS, lookup: this.#lookup };
       agent = target.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
       this.#agents.set(target.origin, agent);
     }
@@ -117,7 +120,7 @@ export class WebhookSender {
         method: 'POST',
         agent: this.#agent(target),
         // Here too, not only on the agent: the request's options are what reach the connection.
-        lookup: guardedLookup(this.#allowPrivate),
+        lookup: this.#lookup,
         headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
       });
       const timeoutMs = this.#timeoutMs;
