@@ -1,4 +1,5 @@
-import { backlogOf, DISABLED_BY_OPERATOR, PREVIOUS_SECRET_MS } from '../../domain/webhook.js';
+import { backlogOf, DISABLED_BY_OPERATOR, PREVIOUS_SECRET_MS, type WebhookEndpoint } from '../../domain/webhook.js';
+import type { Store } from '../../store/store.js';
 import { newWebhookSecret } from '../../webhooks/secret.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
 import { CliError, EXIT_USAGE } from '../io.js';
@@ -100,19 +101,25 @@ export const disableCommand: Command = {
   },
 };
 
+/** The endpoint as an operator's change left it, with its backlog: what enable and replay report. */
+async function standing(store: Pick<Store, 'webhooks' | 'events'>, id: string): Promise<{ endpoint: WebhookEndpoint; backlog: number; events: string }> {
+  const endpoint = await store.webhooks.getEndpoint(id);
+  if (!endpoint) throw noEndpoint(id);
+  const backlog = backlogOf(await store.events.head(), endpoint);
+  return { endpoint, backlog, events: `${backlog} event${backlog === 1 ? '' : 's'}` };
+}
+
 /** webhooks enable ID: resumes from the first event not delivered. */
 export const enableCommand: Command = {
   summary: 'deliver to an endpoint again, from the first event it did not get',
   async run(args, io) {
     const id = idOnly('enable', args, ENABLE_HELP, io);
     if (id === undefined) return 0;
-    const { deliveredSeq, backlog } = await withExistingStore(io, async ({ webhooks, events }) => {
-      if (!(await webhooks.enableEndpoint(id))) throw noEndpoint(id);
-      const endpoint = await webhooks.getEndpoint(id);
-      if (!endpoint) throw noEndpoint(id);
-      return { deliveredSeq: endpoint.deliveredSeq, backlog: backlogOf(await events.head(), endpoint) };
+    const { endpoint, events } = await withExistingStore(io, async (store) => {
+      if (!(await store.webhooks.enableEndpoint(id))) throw noEndpoint(id);
+      return standing(store, id);
     });
-    io.stdout(`Enabled webhook endpoint ${id}: delivery resumes after seq ${deliveredSeq} (${backlog} event${backlog === 1 ? '' : 's'} waiting).\n`);
+    io.stdout(`Enabled webhook endpoint ${id}: delivery resumes after seq ${endpoint.deliveredSeq} (${events} waiting).\n`);
     return 0;
   },
 };
@@ -126,17 +133,15 @@ export const replayCommand: Command = {
     const id = endpointIdArgument('replay', positionals);
     const from = values.from === undefined || !/^[1-9]\d{0,15}$/.test(values.from) ? NaN : Number(values.from);
     if (!Number.isSafeInteger(from)) throw new CliError('webhooks replay needs --from SEQ, a whole number from 1', EXIT_USAGE);
-    const { enabled, backlog } = await withExistingStore(io, async ({ webhooks, events }) => {
+    const { endpoint, events } = await withExistingStore(io, async (store) => {
       // Past the head it would pass over the events committed until then, unsent.
-      const head = await events.head();
+      const head = await store.events.head();
       if (from > head + 1) throw new CliError(`--from ${from} is past the newest event, seq ${head}: nothing there to deliver again`, EXIT_USAGE);
-      if (!(await webhooks.replayFrom(id, from - 1))) throw noEndpoint(id);
-      const endpoint = await webhooks.getEndpoint(id);
-      if (!endpoint) throw noEndpoint(id);
-      return { enabled: endpoint.enabled, backlog: backlogOf(await events.head(), endpoint) };
+      if (!(await store.webhooks.replayFrom(id, from - 1))) throw noEndpoint(id);
+      return standing(store, id);
     });
-    const when = enabled ? 'now' : `once it is enabled ("petstore-inventory webhooks enable ${id}")`;
-    io.stdout(`Webhook endpoint ${id} gets every event from seq ${from} on again, ${when}: ${backlog} event${backlog === 1 ? '' : 's'} to deliver.\n`);
+    const when = endpoint.enabled ? 'now' : `once it is enabled ("petstore-inventory webhooks enable ${id}")`;
+    io.stdout(`Webhook endpoint ${id} gets every event from seq ${from} on again, ${when}: ${events} to deliver.\n`);
     return 0;
   },
 };
