@@ -161,7 +161,14 @@ for (const backend of BACKENDS) {
       assert.deepEqual(quantities(receiver), [1, 1, 1, 1, 2, 3, 4]);
       const logText = JSON.stringify(api.logs());
       assert.ok(!logText.includes(endpoint.secret) && !logText.includes(endpoint.secret.slice(6)), 'the secret never reaches the log');
-      assert.ok(!api.logs().some((l) => l.level === 30 && /delivered/.test(String(l.msg))), 'no line per success at info');
+      // Seven deliveries and four failures: at info, only the changes of state (claimed, and claimed again after enable).
+      const infoLines = api.logs().filter((l) => l.level === 30 && String(l.msg).startsWith('webhook'));
+      assert.deepEqual(
+        [...new Set(infoLines.map((l) => l.msg))],
+        ['webhook endpoint: delivering from this instance'],
+        'no line per success at info',
+      );
+      assert.equal(infoLines.length, 2, 'one when the endpoint was claimed, one when it was claimed again after enable');
     });
 
     test('after a rotation every delivery carries both signatures, each of which verifies, until the old secret expires', async (t) => {
