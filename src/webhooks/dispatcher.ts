@@ -34,8 +34,11 @@ export class WebhookDispatcher {
   readonly holder = `whd_${randomBytes(9).toString('base64url')}`;
   readonly #options: DispatcherOptions;
   readonly #workers = new Map<string, EndpointWorker>();
-  /** Workers told to stop and not yet stopped: close() waits for them too. */
-  readonly #stopping = new Set<Promise<void>>();
+  /**
+   * Workers told to stop and not yet stopped, by endpoint: a new worker for the endpoint starts only
+   * once its predecessor stopped, whichever round stopped it, and close() waits for them too.
+   */
+  readonly #stopping = new Map<string, Promise<void>>();
   /** When each endpoint's worker last ended by itself (disabled, or refused by the store), on performance.now(). */
   readonly #ended = new Map<string, number>();
   readonly #context: WorkerContext;
@@ -107,7 +110,7 @@ export class WebhookDispatcher {
     await this.#leasing;
     const stopped = [...this.#workers.values()].map((w) => w.stop());
     this.#options.cancelSends?.();
-    await Promise.all([...stopped, ...this.#stopping]);
+    await Promise.all([...stopped, ...this.#stopping.values()]);
     this.#workers.clear();
     await this.#options.webhooks.releaseLeases(this.holder).catch((err: unknown) => this.#options.log.warn({ err }, 'could not release the webhook leases; they expire by themselves'));
   }
@@ -132,16 +135,15 @@ export class WebhookDispatcher {
     }
     if (this.#closed) return;
     const claims = new Map(held.map((e) => [e.id, e.leaseClaimedAt.getTime()]));
-    const stopping = new Map<string, Promise<void>>();
     for (const [id, worker] of this.#workers) {
       // Gone from the set (disabled, removed, taken over), or claimed anew after an operator's
       // enable or replay: the worker's place is stale, a new one starts from the store's.
       if (claims.get(id) !== worker.claimedAt.getTime()) {
         this.#workers.delete(id);
-        const stop = worker.stop();
-        stopping.set(id, stop);
-        this.#stopping.add(stop);
-        void stop.finally(() => this.#stopping.delete(stop));
+        const stop: Promise<void> = worker.stop().finally(() => {
+          if (this.#stopping.get(id) === stop) this.#stopping.delete(id);
+        });
+        this.#stopping.set(id, stop);
         this.#options.log.info({ endpointId: id, holder: this.holder }, claims.has(id) ? 'webhook endpoint: delivery starts again from its recorded place (enabled or replayed)' : 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');
       }
     }
@@ -157,7 +159,7 @@ export class WebhookDispatcher {
       this.#workers.set(endpoint.id, worker);
       this.#options.log.info({ endpointId: endpoint.id, holder: this.holder, deliveredSeq: endpoint.deliveredSeq }, 'webhook endpoint: delivering from this instance');
       // One delivery in flight per endpoint, always: a new worker waits for the one it replaces.
-      const before = stopping.get(endpoint.id);
+      const before = this.#stopping.get(endpoint.id);
       if (before) void before.then(() => worker.run());
       else worker.run();
     }
