@@ -6,6 +6,19 @@ import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../../src/store/postgres/m
 import { adminQuery, backendSkip, createTestDatabase } from '../../support/backends.js';
 import { change } from '../../support/store.js';
 
+/** The schema as release `version` left it (its migrations applied and recorded), then `sql` run in it (its rows). */
+async function schemaAtVersion(schema: string, version: number, sql: string): Promise<void> {
+  await adminQuery(`
+    CREATE SCHEMA ${schema};
+    SET search_path = ${schema};
+    CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
+    ${POSTGRES_MIGRATIONS.filter((m) => m.version <= version)
+      .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
+      .join('\n')}
+    ${sql}
+  `);
+}
+
 describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () => {
   it('a schema of version 3 is migrated with its idempotency records hashed, counted and still replayed', async (t) => {
     const db = await createTestDatabase('postgres', t);
@@ -14,13 +27,7 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     const iso = (ms: number) => new Date(ms).toISOString();
     const outcome = JSON.stringify({ kind: 'updated', entry: { petId: '1', quantity: 5, status: 'available', version: 2 } });
     // The schema as the previous release left it, with records answered an hour before the upgrade.
-    await adminQuery(`
-      CREATE SCHEMA ${schema};
-      SET search_path = ${schema};
-      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
-      ${POSTGRES_MIGRATIONS.filter((m) => m.version < 4)
-        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
-        .join('\n')}
+    await schemaAtVersion(schema, 3, `
       INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version) VALUES (1, 5, 'available', now(), now(), 2);
       INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, outcome, created_at, expires_at) VALUES
         ('key_a', 'sale-1', 'fp-1', '${outcome}', '${iso(now - 3_600_000)}', '${iso(now + 23 * 3_600_000)}'),
@@ -48,13 +55,7 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
   it('a schema of version 4 is migrated with every entry still stocked, and can retire one', async (t) => {
     const db = await createTestDatabase('postgres', t);
     const schema = pg.escapeIdentifier(db.location);
-    await adminQuery(`
-      CREATE SCHEMA ${schema};
-      SET search_path = ${schema};
-      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
-      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 4)
-        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
-        .join('\n')}
+    await schemaAtVersion(schema, 4, `
       INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (1, 0, 'sold', now(), now()), (2, 4, 'available', now(), now());
     `);
 
@@ -68,13 +69,7 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
   it('a schema of version 6 is migrated with an empty event log at head 0, which its next change starts', async (t) => {
     const db = await createTestDatabase('postgres', t);
     const schema = pg.escapeIdentifier(db.location);
-    await adminQuery(`
-      CREATE SCHEMA ${schema};
-      SET search_path = ${schema};
-      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
-      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 6)
-        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
-        .join('\n')}
+    await schemaAtVersion(schema, 6, `
       INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version, change_seq) VALUES (1, 3, 'available', now(), now(), 4, 7);
       UPDATE store_state SET version = 7;
     `);
@@ -92,13 +87,7 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
   it('a schema of version 7 is migrated with no webhook endpoint; one added starts at its event log head', async (t) => {
     const db = await createTestDatabase('postgres', t);
     const schema = pg.escapeIdentifier(db.location);
-    await adminQuery(`
-      CREATE SCHEMA ${schema};
-      SET search_path = ${schema};
-      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL);
-      ${POSTGRES_MIGRATIONS.filter((m) => m.version <= 7)
-        .map((m) => `${m.sql}; INSERT INTO schema_migrations VALUES (${m.version}, '${m.name}', now());`)
-        .join('\n')}
+    await schemaAtVersion(schema, 7, `
       UPDATE store_state SET events_head = 42;
     `);
 
