@@ -222,7 +222,8 @@ export class ConnectionManager {
    * balancer's pre-opened one), and the server's close would wait for its client to give it up.
    */
   closeIdle(): void {
-    for (const conn of [...this.#idle]) this.#forget(conn, true);
+    // As the drain judges idle: bytes read since the last answer are a request on its way, answered before the close.
+    for (const conn of [...this.#idle]) if (conn.socket.bytesRead === conn.bytesAtIdle) this.#forget(conn, true);
   }
 
   /** Stops the sweep (the app closes). */
