@@ -251,10 +251,11 @@ export function fuzzCaseArb(pets: number): fc.Arbitrary<FuzzCase> {
     })
     .map(({ method, target, version, bigHeader, headers, h2, ...rest }) => {
       const all: [string, string][] = bigHeader > 0 ? [...headers, ['X-Big', 'b'.repeat(bigHeader)]] : headers;
-      // Node's parser takes HTTP/2.0 in an HTTP/1 request line, and "CONNECT  HTTP/1.1" (no target) as
-      // an HTTP/0.9 CONNECT to "HTTP/1.1": both are requests, answered like any other.
-      const badTarget = target.malformed && !(method === 'CONNECT' && target.target === '');
-      const malformed = badTarget || ['get', 'PATCH2', 'G ET', 'PRI'].includes(method) || !['HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0'].includes(version);
+      // Node's parser takes HTTP/2.0 in an HTTP/1 request line, and "CONNECT  HTTP/1.2" (no target) as
+      // an HTTP/0.9 CONNECT to "HTTP/1.2", whatever the version text: both are requests, answered like any other.
+      const connectTo = method === 'CONNECT' && target.target === '';
+      const badVersion = !connectTo && !['HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0'].includes(version);
+      const malformed = (target.malformed && !connectTo) || badVersion || ['get', 'PATCH2', 'G ET', 'PRI'].includes(method);
       if (method === 'PRI' && h2) return { ...rest, method, target: '*', version: 'HTTP/2.0', headers: [], host: 'none' as const, body: undefined, malformed, h2Preface: true };
       return { ...rest, method, target: target.target, version, headers: all, malformed, h2Preface: false };
     });
