@@ -19,7 +19,7 @@ export const ERROR_CATALOGUE = {
   invalid_body: { status: 400, message: 'The request body must be a JSON object.' },
   malformed_json: { status: 400, message: 'The request body is not valid JSON.' },
   invalid_parameter: { status: 400, message: 'A query parameter is not valid.' },
-  invalid_reason: { status: 400, message: 'reason must be one of received, returned, correction.' },
+  invalid_reason: { status: 400, message: 'reason must be one of received, returned, correction, sold, damaged.' },
   bad_request: { status: 400, message: 'The HTTP request could not be parsed.' },
   expectation_failed: { status: 417, message: 'The only expectation this service meets is Expect: 100-continue.' },
   headers_too_large: { status: 431, message: 'The request line and headers exceed the size limit.' },
@@ -30,6 +30,7 @@ export const ERROR_CATALOGUE = {
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   precondition_failed: { status: 412, message: 'The entry has changed since the given ETag.' },
   precondition_required: { status: 428, message: 'This operation requires an If-Match header.' },
+  insufficient_stock: { status: 409, message: 'The adjustment would take the count below 0; nothing changed.' },
   events_pruned: {
     status: 410,
     message: 'The events after this seq were pruned: reload the list, then follow the events from the seq in X-Events-Head.',

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { PetStatus } from '../schemas/inventory.js';
-import type { ChangeOutcome, ChangeResult } from './inventory.js';
+import type { BatchOutcome, ChangeBatchResult, ChangeOutcome, ChangeRefusal, ChangeResult, InventoryEntry } from './inventory.js';
 
 /**
  * The rules of an Idempotency-Key that every backend follows inside the transaction of a change
@@ -34,14 +34,33 @@ export interface IdempotencyRecord {
  * One left by an earlier version is a claim whose request never answered: no client was told an
  * outcome, so the change is applied, once, and its outcome kept.
  */
-export type IdempotencyVerdict = { kind: 'new' } | { kind: 'rewrite' } | { kind: 'answer'; result: ChangeResult };
+export type IdempotencyVerdict<R = ChangeResult> = { kind: 'new' } | { kind: 'rewrite' } | { kind: 'answer'; result: R | { kind: 'idempotency_key_reused' } };
 
-export function judgeIdempotency(record: IdempotencyRecord | undefined, fingerprint: string): IdempotencyVerdict {
+/**
+ * `replay` turns a stored outcome into the answer replayed: a change's by default, a batch's
+ * (replayBatchOutcome) for a batch. A key's fingerprint names the operation, so a record is only
+ * ever replayed by the operation that stored it.
+ */
+export function judgeIdempotency<R = ChangeResult>(
+  record: IdempotencyRecord | undefined,
+  fingerprint: string,
+  replay: (outcome: string) => R = replayOutcome as (outcome: string) => R,
+): IdempotencyVerdict<R> {
   if (!record) return { kind: 'new' };
   if (record.expired) return { kind: 'rewrite' };
   if (record.fingerprint !== fingerprint) return { kind: 'answer', result: { kind: 'idempotency_key_reused' } };
   if (record.outcome === null) return { kind: 'rewrite' };
-  return { kind: 'answer', result: { ...decodeOutcome(record.outcome), replayed: true } };
+  return { kind: 'answer', result: replay(record.outcome) };
+}
+
+/** A change's stored outcome, replayed. */
+function replayOutcome(text: string): ChangeResult {
+  return { ...decodeOutcome(text), replayed: true };
+}
+
+/** A batch's stored outcome, replayed. */
+export function replayBatchOutcome(text: string): ChangeBatchResult {
+  return { ...decodeBatchOutcome(text), replayed: true };
 }
 
 /**
@@ -58,24 +77,57 @@ export function recordsFull(oldestLive: Date | undefined, now: Date): ChangeResu
   return { kind: 'idempotency_records_full', retryAt: oldestLive ?? now };
 }
 
+interface StoredEntry {
+  petId: string;
+  quantity: number;
+  status: PetStatus;
+  version: number;
+}
+
 interface StoredOutcome {
   kind: ChangeOutcome['kind'];
-  entry?: { petId: string; quantity: number; status: PetStatus; version: number };
+  entry?: StoredEntry;
 }
+
+type StoredBatchOutcome = { kind: 'applied'; entries: StoredEntry[] } | { kind: 'refused'; index: number; outcome: StoredOutcome };
 
 /** An outcome as stored for idempotent replays: JSON with the petId as a string, so every int64 survives. */
 export function encodeOutcome(outcome: ChangeOutcome): string {
-  const stored: StoredOutcome = { kind: outcome.kind };
-  if (outcome.kind !== 'not_found') {
-    const { item, version } = outcome.entry;
-    stored.entry = { petId: item.petId.toString(), quantity: item.quantity, status: item.status, version };
-  }
-  return JSON.stringify(stored);
+  return JSON.stringify(storedOutcome(outcome));
 }
 
 export function decodeOutcome(text: string): ChangeOutcome {
-  const stored = JSON.parse(text) as StoredOutcome;
+  return outcomeOf(JSON.parse(text) as StoredOutcome);
+}
+
+/** A batch's outcome as stored for idempotent replays, each entry as encodeOutcome keeps one. */
+export function encodeBatchOutcome(outcome: BatchOutcome): string {
+  const stored: StoredBatchOutcome =
+    outcome.kind === 'applied'
+      ? { kind: 'applied', entries: outcome.entries.map(storedEntry) }
+      : { kind: 'refused', index: outcome.index, outcome: storedOutcome(outcome.outcome) };
+  return JSON.stringify(stored);
+}
+
+export function decodeBatchOutcome(text: string): BatchOutcome {
+  const stored = JSON.parse(text) as StoredBatchOutcome;
+  if (stored.kind === 'applied') return { kind: 'applied', entries: stored.entries.map(entryOf) };
+  return { kind: 'refused', index: stored.index, outcome: outcomeOf(stored.outcome) as ChangeRefusal };
+}
+
+function storedOutcome(outcome: ChangeOutcome): StoredOutcome {
+  return outcome.kind === 'not_found' ? { kind: outcome.kind } : { kind: outcome.kind, entry: storedEntry(outcome.entry) };
+}
+
+function outcomeOf(stored: StoredOutcome): ChangeOutcome {
   if (stored.kind === 'not_found' || !stored.entry) return { kind: 'not_found' };
-  const { petId, quantity, status, version } = stored.entry;
-  return { kind: stored.kind, entry: { item: { petId: BigInt(petId), quantity, status }, version } };
+  return { kind: stored.kind, entry: entryOf(stored.entry) };
+}
+
+function storedEntry({ item, version }: InventoryEntry): StoredEntry {
+  return { petId: item.petId.toString(), quantity: item.quantity, status: item.status, version };
+}
+
+function entryOf({ petId, quantity, status, version }: StoredEntry): InventoryEntry {
+  return { item: { petId: BigInt(petId), quantity, status }, version };
 }

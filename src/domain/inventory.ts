@@ -1,4 +1,5 @@
 import type { ChangeReason, InventoryItem } from '../schemas/inventory.js';
+import { QUANTITY_MAX, QUANTITY_MIN } from '../schemas/values.js';
 
 /** An entry with its version, which every change of its quantity increments (its ETag). */
 export interface InventoryEntry {
@@ -12,21 +13,41 @@ export type RetireOutcome = { kind: 'retired'; item: InventoryItem } | { kind: '
 /** If-Match as a store condition: any existing entry (`*`), or one of these versions. */
 export type VersionCondition = { anyVersion: true } | { anyVersion: false; versions: readonly number[] };
 
-/** One change of an entry's quantity, as the store applies it. */
-export interface QuantityChange {
-  petId: bigint;
-  quantity: number;
-  /** From If-Match; undefined applies the change unconditionally. */
-  condition?: VersionCondition | undefined;
+/**
+ * What a change does to an entry's count: sets it (PATCH, a batch's `quantity`), or moves it by a
+ * non-zero `delta` from the count the store holds when the change applies, inside its transaction
+ * (an adjustment: a sale is -1 whatever the count is, so concurrent sales never lose one).
+ */
+export type CountChange = { quantity: number; delta?: undefined } | { delta: number; quantity?: undefined };
+
+/** Who made a change and when, as the history and the event log keep it. */
+export interface ChangeOrigin {
   /** Who asked, for the history: the API key's id and name, never the key. */
   keyId: string;
   keyName: string;
   requestId: string;
-  reason: ChangeReason | null;
   at: Date;
   /** From Idempotency-Key: the first outcome is kept per key id and idempotency key until `expiresAt`. */
   idempotency?: IdempotencyRequest | undefined;
 }
+
+/** One change of one entry's count: which entry, what it does, and under which If-Match. */
+export type EntryChange = CountChange & {
+  petId: bigint;
+  /** From If-Match; undefined applies the change unconditionally. */
+  condition?: VersionCondition | undefined;
+  reason: ChangeReason | null;
+};
+
+/** One change of an entry's quantity, as the store applies it (PATCH, an adjustment). */
+export type QuantityChange = EntryChange & ChangeOrigin;
+
+/**
+ * Several changes applied all or nothing, in one transaction (POST /v1/inventory/batch): each pet
+ * at most once (the caller refuses a repeated petId before the store), one origin and one
+ * idempotency key for the whole.
+ */
+export type ChangeBatch = ChangeOrigin & { changes: readonly EntryChange[] };
 
 /** An Idempotency-Key as a change carries it to the store, which keeps only the key's SHA-256. */
 export interface IdempotencyRequest {
@@ -48,7 +69,14 @@ export function idempotencySlot(keyId: string, idempotencyKey: string): string {
 export type ChangeOutcome =
   | { kind: 'updated'; entry: InventoryEntry }
   | { kind: 'not_found' }
-  | { kind: 'precondition_failed'; entry: InventoryEntry };
+  | { kind: 'precondition_failed'; entry: InventoryEntry }
+  /** A delta that would take the count below 0; `entry` holds the count on hand. */
+  | { kind: 'insufficient_stock'; entry: InventoryEntry }
+  /** A delta that would take the count above QUANTITY_MAX. */
+  | { kind: 'quantity_out_of_range'; entry: InventoryEntry };
+
+/** A change's outcome that changed nothing. */
+export type ChangeRefusal = Exclude<ChangeOutcome, { kind: 'updated' }>;
 
 /**
  * The outcome, `replayed` when it is the stored first outcome of the same idempotency key; or a
@@ -62,20 +90,45 @@ export type ChangeResult =
   | { kind: 'idempotency_records_full'; retryAt: Date };
 
 /**
- * The If-Match judgement: what a change does to the entry it finds, inside its transaction. No
- * entry is not_found (before any precondition, RFC 9110 13.2.1), a condition that fails is
- * precondition_failed, anything else applies. SQLite calls it; PostgreSQL judges a whole batch in
- * one statement, and the store contract suite sends the same cases through both and this function.
+ * The judgement of one change on the entry it finds, inside its transaction: no entry is
+ * not_found (before any precondition, RFC 9110 13.2.1); an If-Match condition that fails is
+ * precondition_failed (the client's premise is wrong, whatever the count); a delta that would take
+ * the count below 0 is insufficient_stock, above QUANTITY_MAX quantity_out_of_range; anything else
+ * applies, with the count it sets. SQLite calls it; PostgreSQL judges a whole batch in one
+ * statement that mirrors it and calls it for each change that statement did not apply, and the
+ * store contract suite sends the same cases through both and this function.
  */
 export function judgeChange(
   current: InventoryEntry | undefined,
-  condition: VersionCondition | undefined,
-): { kind: 'apply'; current: InventoryEntry } | Exclude<ChangeOutcome, { kind: 'updated' }> {
+  change: CountChange & { condition?: VersionCondition | undefined },
+): { kind: 'apply'; current: InventoryEntry; quantity: number } | ChangeRefusal {
   if (!current) return { kind: 'not_found' };
+  const { condition } = change;
   if (condition && !condition.anyVersion && !condition.versions.includes(current.version)) {
     return { kind: 'precondition_failed', entry: current };
   }
-  return { kind: 'apply', current };
+  const quantity = change.delta === undefined ? change.quantity : current.item.quantity + change.delta;
+  if (quantity < QUANTITY_MIN) return { kind: 'insufficient_stock', entry: current };
+  if (quantity > QUANTITY_MAX) return { kind: 'quantity_out_of_range', entry: current };
+  return { kind: 'apply', current, quantity };
+}
+
+/**
+ * What a batch did: every change applied, each entry as it left it, in the order given; or none,
+ * refused for the first change (by `index`) that could not apply.
+ */
+export type BatchOutcome = { kind: 'applied'; entries: InventoryEntry[] } | { kind: 'refused'; index: number; outcome: ChangeRefusal };
+
+/** A batch's outcome, `replayed` for its Idempotency-Key's stored one; or the key refused, as for one change (ChangeResult). */
+export type ChangeBatchResult =
+  | (BatchOutcome & { replayed: boolean })
+  | { kind: 'idempotency_key_reused' }
+  | { kind: 'idempotency_records_full'; retryAt: Date };
+
+/** The first change of a batch, by index, that repeats an earlier one's petId, or -1: a batch changes each pet at most once. */
+export function repeatedPet(changes: readonly { petId: bigint }[]): number {
+  const seen = new Set<bigint>();
+  return changes.findIndex(({ petId }) => seen.size === seen.add(petId).size);
 }
 
 /** Where a new count comes from: a request (PATCH, the dashboard), or a stocktake (pets import --upsert). */

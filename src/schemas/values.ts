@@ -10,8 +10,11 @@ export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export const QUANTITY_MIN = 0;
 export const QUANTITY_MAX = 2147483647;
 
-/** Why a count changed: the spec's own purposes of the update operation (new arrivals, returns, manual adjustments). */
-export const CHANGE_REASONS = ['received', 'returned', 'correction'] as const;
+/**
+ * Why a count changed: the spec's own purposes of the update operation (new arrivals, returns,
+ * manual adjustments), then sales and write-offs (decisions 3.8).
+ */
+export const CHANGE_REASONS = ['received', 'returned', 'correction', 'sold', 'damaged'] as const;
 
 /** What happened to an entry, as a change event's type: it appeared (or was revived), its quantity or status changed, it was retired. */
 export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;

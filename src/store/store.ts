@@ -2,7 +2,7 @@ import type { ApiKeyRecord } from '../domain/api-key.js';
 import type { InventoryEvent } from '../domain/event.js';
 import type { HistoryEntry } from '../domain/history.js';
 import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
-import type { ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 import type { DeliveryAttempt, DeliveryProgress, NewWebhookEndpoint, WebhookEndpoint } from '../domain/webhook.js';
 
@@ -64,11 +64,21 @@ export interface Entries {
  */
 export interface Changes {
   /**
-   * Sets the quantity of an existing entry (its status never changes) if its If-Match condition
-   * holds (domain `judgeChange`). Changes that arrive together share one commit (group-commit.ts);
+   * Sets the quantity of an existing entry, or moves it by a delta from the count it holds (its
+   * status never changes), if domain `judgeChange` lets it: If-Match holds, and a delta keeps the
+   * count within its bounds. Changes that arrive together share one commit (group-commit.ts);
    * each resolves only once its own is durable.
    */
   applyChange(change: QuantityChange): Promise<ChangeResult>;
+  /**
+   * Applies a batch all or nothing, in one transaction: each change is judged as applyChange's
+   * (domain `judgeChange`, a delta on the count it finds), and the first that cannot apply refuses
+   * the whole batch by its index, with nothing written (no history row, no event). Each applied
+   * change writes its history row and appends its event (source api, the batch's key and request),
+   * as applyChange's. The batch's idempotency key covers the whole: its outcome, applied or
+   * refused, is kept and replayed as one. Each petId at most once: a repeated one throws.
+   */
+  applyBatch(batch: ChangeBatch): Promise<ChangeBatchResult>;
   /** Creates entries, all or nothing; DuplicatePetError if a petId has one. A retired petId is revived: new quantity and status, its version goes on. */
   addItems(items: readonly InventoryItem[]): Promise<void>;
   /** Retires an entry the store no longer stocks, keeping its history; refuses one holding stock (in_stock) unless `force`. */
