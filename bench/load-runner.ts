@@ -4,6 +4,7 @@
  * answers each with a LoadResult.
  */
 import { performance } from 'node:perf_hooks';
+import type { RunnerReply } from './child-runner.js';
 import { runAutocannon } from './load-autocannon.js';
 import { runPaced } from './load-paced.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
@@ -13,7 +14,7 @@ export interface LoadJob {
   spec: LoadSpec;
 }
 
-export type LoadReply = { id: number; result: LoadResult } | { id: number; error: string };
+export type LoadReply = RunnerReply<LoadResult>;
 
 process.on('message', (job: LoadJob) => {
   // A fixed rate needs requests spaced evenly; autocannon's rate sends each second's quota in one burst.

@@ -1,8 +1,9 @@
 import { availableParallelism } from 'node:os';
-import type { LoadJob, LoadReply } from './load-runner.js';
+import { ChildRunner } from './child-runner.js';
+import type { LoadJob } from './load-runner.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
 import { runWrk, wrkTiming } from './load-wrk.js';
-import { hasCommand, PINNING, spawnChild, stopChild, TSX_NODE, type Spawned } from './processes.js';
+import { hasCommand, PINNING } from './processes.js';
 
 export type LoadTool = 'wrk' | 'autocannon';
 
@@ -15,7 +16,7 @@ export function pickLoadTool(requested: LoadTool | undefined): LoadTool {
 /** Drives loads with one tool; autocannon and the paced generator run in long-lived child processes. */
 export class LoadGenerator {
   readonly tool: LoadTool;
-  readonly #runners = new Map<string, LoadRunner>();
+  readonly #runners = new Map<string, ChildRunner<Omit<LoadJob, 'id'>, LoadResult>>();
 
   constructor(tool: LoadTool) {
     this.tool = tool;
@@ -30,8 +31,8 @@ export class LoadGenerator {
     // The paced generator gets a process of its own: next to a saturated autocannon its timings would be the generator's.
     const key = `${pinned ? 'pinned' : 'unpinned'} ${spec.rate === undefined ? 'full speed' : 'paced'}`;
     let runner = this.#runners.get(key);
-    if (!runner) this.#runners.set(key, (runner = new LoadRunner(pinned)));
-    return runner.run(spec);
+    if (!runner) this.#runners.set(key, (runner = new ChildRunner('bench/load-runner.ts', 'load generator', pinned)));
+    return runner.run({ spec });
   }
 
   /** The warm-up and window a full-speed load really gets (wrk rounds to whole seconds), to line a second load up with it. */
@@ -42,41 +43,5 @@ export class LoadGenerator {
   async close(): Promise<void> {
     await Promise.all([...this.#runners.values()].map((r) => r.close()));
     this.#runners.clear();
-  }
-}
-
-class LoadRunner {
-  readonly #process: Spawned;
-  readonly #pending = new Map<number, { done: (r: LoadResult) => void; fail: (e: Error) => void }>();
-  #nextId = 0;
-
-  constructor(pinned: boolean) {
-    this.#process = spawnChild([...TSX_NODE, 'bench/load-runner.ts'], {
-      ...(pinned ? { core: 'load' as const } : {}),
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    this.#process.child.on('message', (reply: LoadReply) => {
-      const job = this.#pending.get(reply.id);
-      this.#pending.delete(reply.id);
-      if ('error' in reply) job?.fail(new Error(`load generator: ${reply.error}`));
-      else job?.done(reply.result);
-    });
-    void this.#process.exited.then((how) => {
-      for (const job of this.#pending.values()) job.fail(new Error(`load runner exited (${how}):\n${this.#process.output()}`));
-      this.#pending.clear();
-    });
-  }
-
-  run(spec: LoadSpec): Promise<LoadResult> {
-    return new Promise((done, fail) => {
-      const job: LoadJob = { id: this.#nextId++, spec };
-      this.#pending.set(job.id, { done, fail });
-      this.#process.child.send(job);
-    });
-  }
-
-  async close(): Promise<void> {
-    if (this.#process.child.connected) this.#process.child.disconnect();
-    await stopChild(this.#process, 2000);
   }
 }
