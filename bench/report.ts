@@ -20,6 +20,8 @@ export interface Section {
   title: string;
   rows: Row[];
   notes: string[];
+  /** What went wrong in what was measured (a sale lost): printed loudly under the section, and the run exits non-zero. */
+  failures?: string[];
 }
 
 /** `value`× `of`, met when at least `atLeast` (no target when absent); NaN or infinite when a side had no answers. */

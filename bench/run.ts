@@ -17,6 +17,7 @@ import { catalogueSection } from './catalogue.js';
 import { dashboardSection } from './dashboard.js';
 import { docsSection } from './docs.js';
 import { eventsSection } from './events.js';
+import { tillsSection } from './tills.js';
 import { webhooksSection } from './webhooks.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
@@ -25,6 +26,8 @@ import { startupSection } from './startup.js';
 
 const RESULTS_FILE = resolve(REPO_ROOT, 'bench', 'results.md');
 const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
+/** The --only scenarios run once per backend. */
+const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'events', 'tills', 'webhooks']);
 
 async function main(argv: string[]): Promise<number> {
   let options: BenchOptions | undefined;
@@ -62,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
   };
   try {
     if (!options.only) show(await startupSection(options.startupRounds));
-    for (const backend of options.only === undefined || options.only === 'catalogue' || options.only === 'events' || options.only === 'webhooks' ? options.backends : []) {
+    for (const backend of options.only === undefined || BACKEND_SCENARIOS.has(options.only) ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       if (!options.only) {
         const section: Section = skip
@@ -83,6 +86,10 @@ async function main(argv: string[]): Promise<number> {
         const webhooks = `Webhooks on ${TITLES[backend]}`;
         show(skip ? { title: webhooks, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await webhooksSection(backend, webhooks, options, load));
       }
+      if (options.only === undefined || options.only === 'tills') {
+        const tills = `Tills on ${TITLES[backend]}`;
+        show(skip ? { title: tills, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await tillsSection(backend, tills, options));
+      }
     }
     if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options));
     if (options.only === undefined || options.only === 'docs') show(await docsSection(options));
@@ -91,6 +98,7 @@ async function main(argv: string[]): Promise<number> {
     await cleanUp();
   }
   if (!options.only) show({ title: 'List cache (in process)', rows: [], notes: listRenderNotes(options.sizes) });
+  const failures = sections.flatMap((s) => (s.failures ?? []).map((f) => `${s.title}: ${f}`));
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   if (options.quick || options.only) {
     process.stdout.write(`Run in ${seconds} s; bench/results.md left as it is (only a full run of everything writes it).\n`);
@@ -98,7 +106,9 @@ async function main(argv: string[]): Promise<number> {
     await writeFile(RESULTS_FILE, resultsMarkdown([...header, `- Wall time: ${seconds} s`], sections));
     process.stdout.write(`Full run in ${seconds} s; wrote bench/results.md.\n`);
   }
-  return 0;
+  if (failures.length === 0) return 0;
+  process.stderr.write(`\nbench: FAILED: ${failures.length} scenario${failures.length === 1 ? '' : 's'} measured a wrong outcome:\n${failures.map((f) => `  - ${f}`).join('\n')}\n`);
+  return 1;
 }
 
 /** Why the PostgreSQL half cannot run, or undefined when the server answers and the service can use it. */
@@ -112,6 +122,7 @@ function renderSection(section: Section): string {
   const parts = [`## ${section.title}`];
   if (section.rows.length > 0) parts.push(renderTable(section));
   if (section.notes.length > 0) parts.push(renderNotes(section.notes));
+  if (section.failures?.length) parts.push(section.failures.map((f) => `**FAILED: ${f}**`).join('\n'));
   return parts.join('\n\n');
 }
 

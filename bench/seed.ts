@@ -19,9 +19,14 @@ export function benchItems(size: number, from = 0): InventoryItem[] {
  * real ones) and returns a fresh inventory:write key; the store is closed before any server starts.
  */
 export async function seedDatabase(databaseUrl: string, size: number): Promise<string> {
+  return seedDatabaseWith(databaseUrl, benchItems(size));
+}
+
+/** seedDatabase with these entries. */
+export async function seedDatabaseWith(databaseUrl: string, items: InventoryItem[]): Promise<string> {
   const store = await openStore(databaseUrl);
   try {
-    await store.changes.addItems(benchItems(size));
+    await store.changes.addItems(items);
     const { key } = await issueApiKey(store.keys, { name: 'bench', environment: 'production', scopes: ['inventory:write'], expiresAt: null });
     return key;
   } finally {

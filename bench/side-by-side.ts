@@ -23,7 +23,7 @@ export interface Side {
  */
 export async function alternatePatchRounds(sides: Side[], scenario: string, backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<void> {
   for (let round = 0; round <= ROUNDS; round++) {
-    for (const side of round % 2 === 1 ? sides : [...sides].reverse()) {
+    for (const side of roundOrder(sides, round)) {
       const result = await load.run({
         baseUrl: side.server.baseUrl,
         method: 'PATCH',
@@ -41,6 +41,11 @@ export async function alternatePatchRounds(sides: Side[], scenario: string, back
       side.runs.push(result);
     }
   }
+}
+
+/** The sides in the order they run in this round: swapped each round, so none always runs first. */
+export function roundOrder<T>(sides: readonly T[], round: number): T[] {
+  return round % 2 === 1 ? [...sides] : [...sides].reverse();
 }
 
 /** A side's best round: other work on a shared machine only ever slows a round down. */
