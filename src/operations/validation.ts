@@ -24,7 +24,7 @@ export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
 };
 
 /** What a field accepts, where its code's catalogue message names another field (the code is shared). */
-const FIELD_MESSAGES: Readonly<Record<string, string>> = {
+export const FIELD_MESSAGES: Readonly<Record<string, string>> = {
   delta: `delta must be a non-zero integer from ${DELTA_MIN} to ${DELTA_MAX}`,
   ifMatch: 'ifMatch must be one If-Match value: "*" or entity tags such as "v3", as sent in ETag',
 };

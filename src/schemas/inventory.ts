@@ -106,8 +106,11 @@ export const BatchChange = Type.Object(batchChangeFields, {
   oneOf: [{ required: ['quantity'] }, { required: ['delta'] }],
 });
 
-/** What the operation checks each change against; `oneOf` is left to its own check, which names the change's fields. */
-export const BatchChangeCheck = Type.Object(batchChangeFields, { additionalProperties: false });
+/**
+ * What the operation checks each change against: `oneOf` is left to its own check, which names the
+ * fields, and petId (a number, or a bigint beyond 2^53) to its own, which keeps every digit.
+ */
+export const BatchChangeCheck = Type.Object({ ...batchChangeFields, petId: Type.Unknown() }, { additionalProperties: false });
 export type BatchChangeCheck = Static<typeof BatchChangeCheck>;
 
 /** The body of POST /v1/inventory/batch; its size bounds are BATCH_MAX_CHANGES, a setting, checked by the operation. */
