@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { get } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { CHROMIUM, startChromium } from '../test/support/browser.js';
 import { listInventory } from '../src/operations/list-inventory.js';
 import { createDatabase } from './databases.js';
+import { describeLoadAverage } from './machine.js';
 import type { BenchOptions } from './options.js';
 import type { Row, Section } from './report.js';
 import { seedDatabase } from './seed.js';
@@ -92,19 +92,12 @@ export async function docsFigures(baseUrl: string, loads: number): Promise<Pick<
       timing('interactive ("Test Request" visible), warm cache', warm.map((t) => t.interactive), loads),
     );
     const note =
-      `Chromium ${browser.version()} at 1280×900; the service unpinned; ${describeLoad()}; times from the start of the navigation to the first frame ` +
+      `Chromium ${browser.version()} at 1280×900; the service unpinned; ${describeLoadAverage()} at the end; times from the start of the navigation to the first frame ` +
       `in which the heading "${FIRST_OPERATION}" (an h3) is visible, and in which Scalar's "Test Request" button is, read in the page; medians`;
     return { rows, notes: [note] };
   } finally {
     await browser.close();
   }
-}
-
-/** The machine's load averages (1, 5, 15 min) once the loads are done: other work on the same cores slows every figure. */
-function describeLoad(): string {
-  return `load average ${loadavg()
-    .map((n) => n.toFixed(1))
-    .join(', ')} at the end`;
 }
 
 /** Loads the page in a new tab of `context` and resolves to what it recorded, or undefined when it never showed both. */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, release, totalmem, type } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
 import { resolve } from 'node:path';
 import type { LoadTool } from './load.js';
 import { PINNING, REPO_ROOT } from './processes.js';
@@ -25,4 +25,11 @@ export function describePinning(): string {
   return PINNING
     ? `servers on core ${PINNING.server}, load generator on core ${PINNING.load} (taskset); the --workers comparison is unpinned`
     : 'none (taskset missing or a single core): server and load generator share the cores';
+}
+
+/** The machine's load averages (1, 5, 15 min) now: other work on the same cores slows every figure. */
+export function describeLoadAverage(): string {
+  return `load average ${loadavg()
+    .map((n) => n.toFixed(1))
+    .join(', ')}`;
 }

@@ -1,6 +1,7 @@
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { ChildRunner } from './child-runner.js';
 import { createDatabase, type Backend } from './databases.js';
+import { describeLoadAverage } from './machine.js';
 import type { BenchOptions } from './options.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { seedDatabase, seedDatabaseWith } from './seed.js';
@@ -13,12 +14,12 @@ export const TILLS = 50;
 export const TILL_PETS = 100;
 /** Each till pet's stock at the start: far more than any run sells, so no sale is refused for want of stock. */
 const STOCK = 100_000_000;
-/** Changes in the batch, and PATCHes against it (the default BATCH_MAX_CHANGES). */
-export const BATCH_CHANGES = 1000;
+/** Changes in the batch, and PATCHes against it (the default BATCH_MAX_CHANGES); a tenth in a quick run, whose PATCHes one at a time would take seconds. */
+export const BATCH_CHANGES = { quick: 100, full: 1000 } as const;
 /** The few concurrent clients that send the PATCHes in the second comparison. */
 export const PATCH_CLIENTS = 10;
 /** Timed repetitions of each way of making the changes, after one uncounted warm-up; the median is shown. */
-const REPEATS = { quick: 3, full: 11 } as const;
+const REPEATS = { quick: 3, full: 5 } as const;
 
 /** The sales-per-second figures of one way of selling, over its rounds. */
 interface Till {
@@ -38,18 +39,20 @@ interface Till {
  * The tills on one backend: 50 clients selling random pets from 100 by read-modify-write (GET, then
  * PATCH with If-Match, again from the GET on 412) against the same clients selling by POST
  * .../adjustments, two servers up at once, rounds alternated; every count checked against the
- * sales made. Then 1,000 changes in one batch against 1,000 PATCHes over keep-alive. The clients
+ * sales made. Then 1,000 changes (100 quick) in one batch against as many PATCHes over keep-alive. The clients
  * run in a child process of their own on the load core (tills-runner.ts).
  */
 export async function tillsSection(backend: Backend, title: string, options: BenchOptions): Promise<Section> {
   const section: Required<Section> = { title, rows: [], notes: [], failures: [] };
   const runner = new ChildRunner<TillsJob, TillsResult>('bench/tills-runner.ts', 'tills clients', true);
+  const before = describeLoadAverage();
   try {
     await salesRows(backend, options, runner, section);
     await changesRows(backend, options, runner, section);
   } finally {
     await runner.close();
   }
+  section.notes.push(`The machine: ${before} at the start, ${describeLoadAverage()} at the end; other work on these cores slows every figure, the ratios less than the rates`);
   for (const failure of section.failures) process.stderr.write(`\nbench: FAILED: ${backend} tills: ${failure}\n\n`);
   return section;
 }
@@ -152,24 +155,25 @@ async function countsCheck(till: Till, section: Required<Section>): Promise<Chec
   return { text, target, met: false };
 }
 
-/** 1,000 changes in one batch against 1,000 PATCHes, one client one after another and PATCH_CLIENTS at once, alternated on one server. */
+/** 1,000 changes (100 quick) in one batch against as many PATCHes, one client one after another and PATCH_CLIENTS at once, alternated on one server. */
 async function changesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Required<Section>): Promise<void> {
-  const scenario = `${BATCH_CHANGES.toLocaleString('en-US')} changes (set counts)`;
+  const changes = options.quick ? BATCH_CHANGES.quick : BATCH_CHANGES.full;
   const repeats = options.quick ? REPEATS.quick : REPEATS.full;
+  const scenario = `${changes.toLocaleString('en-US')} changes (set counts)`;
   const databaseUrl = await createDatabase(backend, 'tills_batch');
-  const key = await seedDatabase(databaseUrl, BATCH_CHANGES);
+  const key = await seedDatabase(databaseUrl, changes);
   const server = await startServer('service', { databaseUrl, key });
   const ways: { label: string; how: ChangesJob['how']; connections: number; ms: number[] }[] = [
     { label: 'one POST /v1/inventory/batch', how: 'batch', connections: 1, ms: [] },
-    { label: `${BATCH_CHANGES.toLocaleString('en-US')} PATCHes, one client, one after another`, how: 'patch', connections: 1, ms: [] },
-    { label: `${BATCH_CHANGES.toLocaleString('en-US')} PATCHes, ${PATCH_CLIENTS} clients at once`, how: 'patch', connections: PATCH_CLIENTS, ms: [] },
+    { label: `${changes.toLocaleString('en-US')} PATCHes, one client, one after another`, how: 'patch', connections: 1, ms: [] },
+    { label: `${changes.toLocaleString('en-US')} PATCHes, ${PATCH_CLIENTS} clients at once`, how: 'patch', connections: PATCH_CLIENTS, ms: [] },
   ];
   let firstQuantity = 0;
   try {
     for (let round = 0; round <= repeats; round++) {
       for (const way of roundOrder(ways, round)) {
-        firstQuantity += BATCH_CHANGES;
-        const job: ChangesJob = { kind: 'changes', baseUrl: server.baseUrl, authorization: `Bearer ${key}`, how: way.how, connections: way.connections, pets: BATCH_CHANGES, firstQuantity };
+        firstQuantity += changes;
+        const job: ChangesJob = { kind: 'changes', baseUrl: server.baseUrl, authorization: `Bearer ${key}`, how: way.how, connections: way.connections, pets: changes, firstQuantity };
         const { ms } = (await runner.run(job)) as ChangesResult;
         if (round > 0) way.ms.push(ms);
       }
@@ -178,7 +182,7 @@ async function changesRows(backend: Backend, options: BenchOptions, runner: Chil
     const res = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
     const items = (await res.json()) as { petId: number; quantity: number }[];
     const wrong = items.filter((it) => it.quantity !== firstQuantity + Number(it.petId) - 1).length;
-    if (res.status !== 200 || items.length !== BATCH_CHANGES || wrong > 0) {
+    if (res.status !== 200 || items.length !== changes || wrong > 0) {
       throw new Error(`after the changes, GET /v1/inventory answered ${res.status} with ${items.length} entries, ${wrong} of them not the counts last set`);
     }
   } finally {
@@ -188,14 +192,14 @@ async function changesRows(backend: Backend, options: BenchOptions, runner: Chil
   const batch = median(ways[0]!.ms);
   for (const way of ways) {
     const ms = median(way.ms);
-    const perSecond = Math.round((BATCH_CHANGES / ms) * 1000).toLocaleString('en-US');
+    const perSecond = Math.round((changes / ms) * 1000).toLocaleString('en-US');
     const checks: Check[] = [{ text: `${ms.toFixed(1)} ms (${perSecond} changes/s)` }];
     if (way.how !== 'batch') checks.push({ text: `${(ms / batch).toFixed(2)}× the batch's time` });
     section.rows.push({ scenario, server: `service: ${way.label}`, checks });
   }
   section.notes.push(
-    `${scenario}: one server on a fresh database of ${BATCH_CHANGES.toLocaleString('en-US')} pets; each way sets every pet to a count it did not hold ` +
-      `(the batch as ${BATCH_CHANGES.toLocaleString('en-US')} {"petId","quantity"} changes in one request, checked item by item; the PATCHes over keep-alive connections opened beforehand), ` +
+    `${scenario}: one server on a fresh database of ${changes.toLocaleString('en-US')} pets; each way sets every pet to a count it did not hold ` +
+      `(the batch as ${changes.toLocaleString('en-US')} {"petId","quantity"} changes in one request, checked item by item; the PATCHes over keep-alive connections opened beforehand), ` +
       `from the clients' process on the load core, timed from the first request sent to the last answer read; one uncounted warm-up, then ${repeats} repetitions alternated, the median shown; ` +
       `ms each: ${ways.map((w) => `${w.how === 'batch' ? 'batch' : `PATCH × ${w.connections}`} ${w.ms.map((m) => m.toFixed(0)).join(', ')}`).join('; ')}`,
   );
