@@ -21,7 +21,7 @@ export interface SalesResult {
   /** Sales answered 200 inside the window. */
   sales: number;
   perSecond: number;
-  /** 412s that sent the sales of the window back to a GET. */
+  /** 412s answered inside the window, each sending a sale back to its GET: per sale, what a sale costs beyond its two requests. */
   retries: number;
   /** Each sale's time, from its first request to its 200, retries included. */
   p50Ms: number;

@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { percentile } from './load-spec.js';
 import { agentFor, call, type SalesJob, type SalesResult } from './tills-jobs.js';
 
-/** What one sale came to: sold (after this many 412s), refused (why, and its body), unknown (no answer to the change), or abandoned at the end. */
-type Outcome = { sold: true; retries: number } | { sold: false; refused: string; body: string } | { sold: false; unknown: true } | { sold: false; abandoned: true };
+/** What one sale came to: sold, refused (why, and its body), unknown (no answer to the change), or abandoned at the end. */
+type Outcome = { sold: true } | { sold: false; refused: string; body: string } | { sold: false; unknown: true } | { sold: false; abandoned: true };
 
 const SALE = JSON.stringify({ delta: -1, reason: 'sold' });
 
@@ -24,6 +24,7 @@ export async function runSales(job: SalesJob): Promise<SalesResult> {
   let sales = 0;
   let retries = 0;
   let unknown = 0;
+  const inWindow = (at: number) => at >= windowStart && at < end;
 
   const get = (petId: number) => call(agent, job.baseUrl, job.authorization, 'GET', `/v1/inventory/${petId}`);
   const sellOne = async (petId: number): Promise<Outcome> => {
@@ -31,7 +32,7 @@ export async function runSales(job: SalesJob): Promise<SalesResult> {
     if (job.method === 'adjustment') {
       const answer = await call(agent, job.baseUrl, job.authorization, 'POST', `${path}/adjustments`, SALE).catch(() => undefined);
       if (!answer) return { sold: false, unknown: true };
-      return answer.status === 200 ? { sold: true, retries: 0 } : { sold: false, refused: `POST adjustments ${answer.status}`, body: answer.body };
+      return answer.status === 200 ? { sold: true } : { sold: false, refused: `POST adjustments ${answer.status}`, body: answer.body };
     }
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0 && performance.now() >= end) return { sold: false, abandoned: true };
@@ -41,8 +42,9 @@ export async function runSales(job: SalesJob): Promise<SalesResult> {
       const body = JSON.stringify({ quantity: quantity - 1, reason: 'sold' });
       const answer = await call(agent, job.baseUrl, job.authorization, 'PATCH', path, body, read.etag).catch(() => undefined);
       if (!answer) return { sold: false, unknown: true };
-      if (answer.status === 200) return { sold: true, retries: attempt };
+      if (answer.status === 200) return { sold: true };
       if (answer.status !== 412) return { sold: false, refused: `PATCH ${answer.status}`, body: answer.body };
+      if (inWindow(performance.now())) retries++;
     }
   };
 
@@ -54,9 +56,8 @@ export async function runSales(job: SalesJob): Promise<SalesResult> {
       const at = performance.now();
       if (outcome.sold) {
         soldByPet[petId - 1]!++;
-        if (at >= windowStart && at < end) {
+        if (inWindow(at)) {
           sales++;
-          retries += outcome.retries;
           latencies.push(at - began);
         }
       } else if ('unknown' in outcome) unknown++;
