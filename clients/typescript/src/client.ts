@@ -22,7 +22,7 @@ import type {
 export interface InventoryClientOptions {
   /** The API's base URL, /v1 included, e.g. http://localhost:8080/v1. */
   baseUrl: string;
-  /** An API key: inventory:read for the GETs, inventory:write for updateInventory too. */
+  /** An API key: inventory:read for the GETs, inventory:write for the changes (update, adjust, batch) too. */
   apiKey: string;
   /** The fetch to send with (default globalThis.fetch): a proxy agent, a test double. */
   fetch?: FetchLike;
