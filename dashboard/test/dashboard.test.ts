@@ -860,6 +860,32 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
       'applied once',
     );
     assert.equal(await alertWith(page, 'changed by someone else').count(), 0, 'no conflict with itself');
+
+    // An add-or-remove the same way: an adjustment sent twice would sell two.
+    const adjustments = recordAdjustments(page, petId);
+    let lostAdjustments = 0;
+    await page.route(
+      (url) => url.pathname === `/v1/inventory/${petId}/adjustments`,
+      async (route) => {
+        if (lostAdjustments > 0) return route.continue();
+        lostAdjustments++;
+        await route.fetch();
+        await route.abort('connectionreset');
+      },
+    );
+    await openEditor(page, petId);
+    await editor(page, petId).delta.fill('-1');
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 11, 10);
+    assert.equal(lostAdjustments, 1, 'the first answer was lost');
+    const adjustmentKeys = adjustments.requests.map((r) => r.headers()['idempotency-key']);
+    assert.ok(adjustmentKeys.length === 2 && adjustmentKeys[0] && adjustmentKeys[0] === adjustmentKeys[1], `sent again with the same Idempotency-Key: ${adjustmentKeys.join(', ')}`);
+    assert.equal(await adjustments.answers[0]!.headerValue('idempotent-replayed'), 'true');
+    assert.deepEqual(
+      (await historyInApi(api, petId)).map((h) => [h.previousQuantity, h.quantity]),
+      [[11, 10], [8, 11]],
+      'the adjustment applied once',
+    );
   });
 
   await t.test('the history panel: newest first, 20 a page, older changes to the end, then closed', { timeout }, async (st) => {
