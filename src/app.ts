@@ -194,7 +194,16 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   await app.register(openApiRoutes(JSON.stringify(document)));
   await app.register(docsRoutes(document));
   await app.register(dashboardRoutes({ directory: dashboardDirectory }));
-  await app.register(inventoryRoutes({ requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey, listCache }));
+  await app.register(
+    inventoryRoutes({
+      requireIfMatch: config.requireIfMatch,
+      idempotencyRecordsPerKey: config.idempotencyRecordsPerKey,
+      listCache,
+      bodyLimit: config.bodyLimit,
+      batchMaxChanges: config.batchMaxChanges,
+      rateLimiter,
+    }),
+  );
   await app.register(historyRoutes);
   await app.register(eventRoutes({ pipeline, events: store.events, streams }));
   await app.register(callingKeyRoutes);

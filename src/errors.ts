@@ -48,11 +48,13 @@ export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
 export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
 
-/** The spec's Error object. */
+/** The spec's Error object, with `index` when it refuses one change of a batch (decisions 5.12). */
 export interface ErrorBody {
   code: ErrorCode;
   message: string;
   status: number;
+  /** The position, in the batch's `changes`, of the change refused: the one field beyond the contract's three. */
+  index?: number;
 }
 
 /** An error the API answers with as-is: code, status and a message meant for the caller. */
@@ -60,17 +62,27 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
+  /** Which change of a batch the error refuses; undefined for any other error. */
+  readonly index: number | undefined;
 
-  constructor(code: ErrorCode, message?: string, headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, message?: string, headers: Record<string, string> = {}, index?: number) {
     super(message ?? ERROR_CATALOGUE[code].message);
     this.name = 'ApiError';
     this.code = code;
     this.status = ERROR_CATALOGUE[code].status;
     this.headers = headers;
+    this.index = index;
+  }
+
+  /** The same error about change `index` of a batch: `changes[index]: ` before the message, and `index` in the body. */
+  atChange(index: number, headers: Record<string, string> = { ...this.headers }): ApiError {
+    return new ApiError(this.code, `changes[${index}]: ${this.message}`, headers, index);
   }
 
   toBody(): ErrorBody {
-    return { code: this.code, message: this.message, status: this.status };
+    return this.index === undefined
+      ? { code: this.code, message: this.message, status: this.status }
+      : { code: this.code, message: this.message, status: this.status, index: this.index };
   }
 }
 

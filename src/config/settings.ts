@@ -67,6 +67,11 @@ export const SETTINGS = {
     doc: 'largest request body, in bytes or with a unit (`413` beyond)',
     example: '1MiB',
   },
+  BATCH_MAX_CHANGES: {
+    key: 'batchMaxChanges',
+    value: integer({ default: 1000, min: 1, max: 100_000 }),
+    doc: 'most changes in one `POST /v1/inventory/batch` (`400 invalid_body` beyond); that route takes a body of up to 256 bytes per change, or `BODY_LIMIT` when larger',
+  },
   REQUEST_TIMEOUT_MS: {
     key: 'requestTimeoutMs',
     value: integer({ default: 10_000, min: 1, max: 3_600_000 }),

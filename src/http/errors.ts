@@ -71,7 +71,8 @@ function fromFramework(err: FastifyError, request: FastifyRequest, bodyLimit: nu
     return validationToApiError(err.validation, err.validationContext, request.body, request.routeOptions.config.accepted ?? NOTHING_ACCEPTED);
   }
   const mapped = err.code ? FRAMEWORK_ERRORS[err.code] : undefined;
-  if (mapped) return mapped(bodyLimit);
+  // A route may take a larger body than BODY_LIMIT (the batch's): the limit named is the route's.
+  if (mapped) return mapped(request.routeOptions.bodyLimit ?? bodyLimit);
   // JSON.parse failures surface as SyntaxError with status 400 from some Fastify paths.
   if (err instanceof SyntaxError) return new ApiError('malformed_json');
   return err;

@@ -75,16 +75,23 @@ export class RateLimiter {
     if (shared) this.#timer = setInterval(() => this.sync(), syncIntervalMs).unref();
   }
 
-  /** Counts a request of `keyId` if its window has room; the verdict is in `decision`. */
-  take(keyId: string, nowMs: number): RateDecision {
+  /**
+   * Counts `count` requests of `keyId` (a batch's changes beyond its first: decisions 5.12) if its
+   * window has room for all of them, else none; the verdict is in `decision`.
+   */
+  take(keyId: string, nowMs: number, count = 1): RateDecision {
     let w = this.#windows.get(keyId);
     if (w === undefined) w = this.#track(keyId, nowMs);
     else if (nowMs >= w.resetAt) this.#roll(w, nowMs);
     const used = w.shared + w.sending + w.pending;
     const d = this.decision;
-    d.admitted = used < this.limit;
-    if (d.admitted && w.pending++ === 0 && this.#shared) this.#dirty.push(w);
-    d.remaining = d.admitted ? this.limit - used - 1 : 0;
+    d.admitted = used + count <= this.limit;
+    if (d.admitted && count > 0) {
+      if (w.pending === 0 && this.#shared) this.#dirty.push(w);
+      w.pending += count;
+    }
+    // Refused, the count is what is left as it was: a batch too large for it may still fit smaller.
+    d.remaining = d.admitted ? this.limit - used - count : Math.max(0, this.limit - used);
     d.resetSeconds = Math.ceil((w.resetAt - nowMs) / 1000);
     return d;
   }

@@ -4,7 +4,7 @@ import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validat
 import { CallingKey, Scope } from '../schemas/calling-key.js';
 import { EventPageSchema, InventoryEventSchema } from '../schemas/event.js';
 import { WebhookEndpointSchema, WebhookListSchema } from '../schemas/webhook.js';
-import { ChangeReason, ErrorSchema, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
+import { BatchChange, BatchErrorSchema, BatchResult, ChangeReason, ErrorSchema, InventoryAdjustment, InventoryBatch, VersionedItem, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
 import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
 
 export const API_PREFIX = '/v1';
@@ -13,6 +13,11 @@ export const API_PREFIX = '/v1';
 const NAMED_SCHEMAS = new Map<TSchema, string>([
   [InventoryItem, 'InventoryItem'],
   [InventoryUpdate, 'InventoryUpdate'],
+  [InventoryAdjustment, 'InventoryAdjustment'],
+  [InventoryBatch, 'InventoryBatch'],
+  [BatchChange, 'BatchChange'],
+  [BatchResult, 'BatchResult'],
+  [VersionedItem, 'VersionedItem'],
   [PetStatus, 'PetStatus'],
   [ChangeReason, 'ChangeReason'],
   [HistoryItem, 'HistoryItem'],
@@ -24,6 +29,7 @@ const NAMED_SCHEMAS = new Map<TSchema, string>([
   [WebhookEndpointSchema, 'WebhookEndpoint'],
   [WebhookListSchema, 'WebhookList'],
   [ErrorSchema, 'Error'],
+  [BatchErrorSchema, 'BatchError'],
 ]);
 
 export interface DocumentOptions {
@@ -32,6 +38,8 @@ export interface DocumentOptions {
   /** Staging base URL ending in /v1, when configured. */
   stagingUrl: string | undefined;
   bodyLimit: number;
+  /** The body limit of each operation whose limit is not bodyLimit (the batch's), by operationId. */
+  bodyLimits?: Readonly<Record<string, number>>;
 }
 
 /** The OpenAPI 3.1 document of the operations under /v1, built from their declarations, with the closed set of error codes. */
@@ -191,7 +199,7 @@ function commonErrorResponses(op: OperationSpec, options: DocumentOptions): Reco
     out[429] = { description: 'Too many requests from this API key this minute, or too many failed authentications from this address', errorCodes: ['rate_limited'] };
   }
   if (op.body) {
-    out[413] = { description: `The body is larger than ${options.bodyLimit} bytes`, errorCodes: ['payload_too_large'] };
+    out[413] = { description: `The body is larger than ${options.bodyLimits?.[op.operationId] ?? options.bodyLimit} bytes`, errorCodes: ['payload_too_large'] };
     out[415] = { description: `The body is not ${op.body.contentTypes.join(' or ')}`, errorCodes: ['unsupported_media_type'] };
   }
   return out;
@@ -213,7 +221,7 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
   if (r.errorCodes) {
     schema = {
       allOf: [
-        { $ref: '#/components/schemas/Error' },
+        refs(op.errorSchema ?? ErrorSchema),
         { type: 'object', properties: { code: { enum: r.errorCodes }, status: { const: status } } },
       ],
     };

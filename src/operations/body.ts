@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Static, TObject } from 'typebox';
 import { ApiError } from '../errors.js';
+import { exactIntegers } from '../json.js';
 import type { OperationSpec } from './operation.js';
 import { compileSchemaValidator } from './schema-validator.js';
 import { acceptedInput, validationToApiError } from './validation.js';
@@ -27,7 +28,8 @@ const PLAIN_JSON_CONTENT_TYPES = new Set(JSON_MEDIA_TYPES.flatMap((t) => [t, `${
 /**
  * The body of a request with a JSON media type, or an ApiError: a content coding (the body would
  * be read as what it is not), wrong charset, not JSON, nested too deep, prototype keys. An empty
- * body is undefined, as no body is: the operation's check names the fields it needs.
+ * body is undefined, as no body is: the operation's check names the fields it needs. An integer
+ * beyond 2^53 is a bigint, every digit kept (decisions 3.2: a petId in a batch).
  */
 export function parseJsonBody(headers: Pick<IncomingHttpHeaders, 'content-type' | 'content-encoding'>, text: string): unknown {
   const contentEncoding = headers['content-encoding'];
@@ -48,7 +50,7 @@ export function parseJsonBody(headers: Pick<IncomingHttpHeaders, 'content-type' 
     throw new ApiError('malformed_json', `The request body is not valid JSON${position ? ` (error at character ${position})` : ''}.`);
   }
   checkStructure(value);
-  return value;
+  return exactIntegers(text, value);
 }
 
 /** Every coding in a Content-Encoding list is identity (or the list is empty): the body is the bytes as sent. */

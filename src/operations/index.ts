@@ -1,3 +1,5 @@
+import { adjustInventory } from './adjust-inventory.js';
+import { applyInventoryBatch } from './batch-inventory.js';
 import { getCallingKey } from './get-calling-key.js';
 import { getInventoryItem } from './get-inventory-item.js';
 import { listEvents } from './list-events.js';
@@ -10,4 +12,4 @@ import { streamEvents } from './stream-events.js';
 import { updateInventory } from './update-inventory.js';
 
 /** Every operation of the API; the OpenAPI document is built from this list. */
-export const OPERATIONS: readonly OperationSpec[] = [listInventory, getInventoryItem, updateInventory, listInventoryHistory, listEvents, streamEvents, getCallingKey, listWebhooks, getOpenApiDocument];
+export const OPERATIONS: readonly OperationSpec[] = [listInventory, getInventoryItem, updateInventory, adjustInventory, applyInventoryBatch, listInventoryHistory, listEvents, streamEvents, getCallingKey, listWebhooks, getOpenApiDocument];

@@ -38,7 +38,15 @@ export interface OperationSpec {
   querystring?: TObject;
   /** What each parameter of `querystring` accepts, in words ("an integer from 1 to 500"), for the message refusing a bad value. */
   queryAccepts?: Readonly<Record<string, string>>;
-  body?: { schema: TObject; contentTypes: readonly string[]; description: string };
+  body?: {
+    schema: TObject;
+    contentTypes: readonly string[];
+    description: string;
+    /** The operation checks the body itself (a batch names the change it refuses by index); the routes skip the schema check. */
+    checkedByOperation?: boolean;
+  };
+  /** The schema of this operation's Error bodies when it is not the spec's Error (a batch's carries `index`). */
+  errorSchema?: TSchema;
   /** Success and operation-specific error responses; the common errors are added for every operation. */
   responses: Record<number, ResponseSpec>;
   /** Statuses the spec itself lists for this operation; the document marks every other one x-extension. */

@@ -1,4 +1,6 @@
 import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
+import { stringifyJson } from '../json.js';
+import { DELTA_MAX, DELTA_MIN } from '../schemas/values.js';
 import type { OperationSpec } from './operation.js';
 
 /** One schema validation error, as the validator (and Fastify, which runs the same one) reports it. */
@@ -13,7 +15,18 @@ export interface SchemaError {
 /** The code for an invalid value of each body field; the OpenAPI document lists them too. */
 export const FIELD_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   quantity: 'invalid_quantity',
+  // A delta is a number of pets, as a quantity is: one code for every bad number of pets (decisions 5.11).
+  delta: 'invalid_quantity',
   reason: 'invalid_reason',
+  // The fields of a batch's change (decisions 5.12).
+  petId: 'invalid_pet_id',
+  ifMatch: 'invalid_parameter',
+};
+
+/** What a field accepts, where its code's catalogue message names another field (the code is shared). */
+export const FIELD_MESSAGES: Readonly<Record<string, string>> = {
+  delta: `delta must be a non-zero integer from ${DELTA_MIN} to ${DELTA_MAX}`,
+  ifMatch: 'ifMatch must be one If-Match value: "*" or entity tags such as "v3", as sent in ETag',
 };
 
 /** What an operation's query and body accept, named in the messages that refuse them. */
@@ -69,7 +82,8 @@ export function validationToApiError(errors: readonly SchemaError[], part: strin
   const code = field === undefined ? undefined : FIELD_ERROR_CODES[field];
   if (!code) return new ApiError('invalid_body');
   const given = (body as Record<string, unknown>)[field!];
-  return new ApiError(code, `${ERROR_CATALOGUE[code].message.replace(/\.$/, '')}; got ${preview(given)}.`);
+  const accepts = FIELD_MESSAGES[field!] ?? ERROR_CATALOGUE[code].message.replace(/\.$/, '');
+  return new ApiError(code, `${accepts}; got ${preview(given)}.`);
 }
 
 /** A query parameter whose value is refused: what it accepts, in words (never the schema's pattern). */
@@ -96,7 +110,8 @@ function inWords(items: readonly string[]): string {
 
 /** A short, safe rendering of a rejected value for an error message. */
 function preview(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  // stringifyJson: a bigint (an integer beyond 2^53) is shown with its digits, where JSON.stringify would throw.
+  const text = stringifyJson(value);
   return text.length > 40 ? `${text.slice(0, 40)}...` : text;
 }
 

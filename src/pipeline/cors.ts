@@ -2,7 +2,7 @@ import type { Answer } from '../operations/answer.js';
 import { memoryRule, type Rule } from './pipeline.js';
 
 /** What a browser app may send: the methods of the API and the request headers it reads. */
-export const CORS_ALLOW_METHODS = 'GET, PATCH';
+export const CORS_ALLOW_METHODS = 'GET, PATCH, POST';
 export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID, X-Request-Id';
 /** The answer headers a browser app may read beyond the CORS-safelisted ones. */
 export const CORS_EXPOSE_HEADERS = 'ETag, RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Idempotent-Replayed, WWW-Authenticate, X-Events-Head';

@@ -1,6 +1,7 @@
 import { ApiError } from '../errors.js';
 import type { EventLoopDelay } from '../limits/event-loop-delay.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
+import type { RequestContext } from './context.js';
 import { memoryRule, type Rule } from './pipeline.js';
 
 /** The liveness check answers whatever the load: a busy process is alive, and must not be restarted for it. */
@@ -38,4 +39,26 @@ export function rateLimit(limiter: RateLimiter): Rule {
     const retryAfter = String(decision.resetSeconds);
     return new ApiError('rate_limited', `This API key has made its ${limiter.limit} requests of this minute; retry in ${retryAfter} s.`, { 'retry-after': retryAfter });
   });
+}
+
+/**
+ * Takes `count` more requests of the key that made `ctx` (a batch counts as many as it has
+ * changes, the pipeline took its first: decisions 5.12), all or none: the RateLimit header then
+ * says what is left after them. When they do not fit, 429 with Retry-After, and the header says
+ * what is left as it was, since nothing more was taken.
+ */
+export function takeMore(limiter: RateLimiter, ctx: RequestContext, count: number): ApiError | undefined {
+  const principal = ctx.principal;
+  if (principal === null || count <= 0) return undefined;
+  const decision = limiter.take(principal.keyId, Date.now(), count);
+  ctx.answerHeaders.ratelimit = limiter.rateLimitHeader(decision);
+  if (decision.admitted) return undefined;
+  const retryAfter = String(decision.resetSeconds);
+  const total = count + 1;
+  const never = total > limiter.limit ? ` It never fits: this API key may make ${limiter.limit} requests a minute; send smaller batches.` : '';
+  return new ApiError(
+    'rate_limited',
+    `This batch counts as ${total} requests and this API key has ${decision.remaining + 1} left this minute, this one included; nothing changed. Retry in ${retryAfter} s.${never}`,
+    { 'retry-after': retryAfter },
+  );
 }

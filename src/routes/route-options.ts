@@ -16,7 +16,7 @@ type RouteSchema<S> = { querystring: S extends { querystring: infer Q extends TO
 }
   ? { params: TObject<{ [K in keyof P]: TString }> }
   : unknown) &
-  (S extends { body: { schema: infer B extends TObject } } ? { body: B } : unknown);
+  (S extends { body: { checkedByOperation: true } } ? unknown : S extends { body: { schema: infer B extends TObject } } ? { body: B } : unknown);
 
 /**
  * Fastify route options from an operation's declaration: method, URL, who may call it, and the
@@ -27,7 +27,7 @@ export function routeOptions<const S extends OperationSpec>(spec: S) {
   const schema = {
     querystring: spec.querystring ?? NoQuery,
     ...(spec.pathParams && { params: Type.Object(Object.fromEntries(Object.keys(spec.pathParams).map((name) => [name, Type.String()]))) }),
-    ...(spec.body && { body: spec.body.schema }),
+    ...(spec.body && !spec.body.checkedByOperation && { body: spec.body.schema }),
   };
   return {
     method: spec.method,

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
-import { CHANGE_REASONS, PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
+import { CHANGE_REASONS, DELTA_MAX, DELTA_MIN, PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
 export const PetStatus = Type.Unsafe<(typeof PET_STATUSES)[number]>({
   type: 'string',
@@ -52,9 +52,12 @@ export const InventoryList = Type.Array(InventoryItem);
 export const ChangeReason = Type.Unsafe<(typeof CHANGE_REASONS)[number]>({
   type: 'string',
   enum: [...CHANGE_REASONS],
-  description: 'Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment)',
+  description: 'Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment), sold (a sale), damaged (a write-off)',
 });
 export type ChangeReason = Static<typeof ChangeReason>;
+
+/** The optional reason of a change, marked as the extension it is. */
+const ReasonField = Type.Optional(Type.Unsafe<ChangeReason>({ ...ChangeReason, 'x-extension': true }));
 
 export const InventoryUpdate = Type.Object(
   {
@@ -64,11 +67,73 @@ export const InventoryUpdate = Type.Object(
       description: 'The new stock count (the value the entry is to hold)',
     }),
     // Optional and an extension: a body with only quantity is the contract's request.
-    reason: Type.Optional(Type.Unsafe<ChangeReason>({ ...ChangeReason, 'x-extension': true })),
+    reason: ReasonField,
   },
   { additionalProperties: false },
 );
 export type InventoryUpdate = Static<typeof InventoryUpdate>;
+
+/** How much a count moves: a non-zero integer (decisions 5.11). */
+export const Delta = Type.Integer({
+  minimum: DELTA_MIN,
+  maximum: DELTA_MAX,
+  not: { const: 0 },
+  description: `How much the count moves: a non-zero integer from ${DELTA_MIN} to ${DELTA_MAX} (negative for sales and write-offs)`,
+});
+
+/** The body of POST /v1/inventory/{petId}/adjustments. */
+export const InventoryAdjustment = Type.Object(
+  {
+    delta: Delta,
+    reason: ReasonField,
+  },
+  { additionalProperties: false },
+);
+export type InventoryAdjustment = Static<typeof InventoryAdjustment>;
+
+/** The fields of one change of a batch: exactly one of quantity and delta (checked apart, for its own message). */
+const batchChangeFields = {
+  petId: Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description: petIdDescription('The pet whose count changes') }),
+  quantity: Type.Optional(Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX, description: 'The count to set, as PATCH sets it' })),
+  delta: Type.Optional(Delta),
+  ifMatch: Type.Optional(Type.String({ description: 'One If-Match value (an ETag such as "v7", or "*"): the change applies only to that version of the entry' })),
+  reason: ReasonField,
+};
+
+/** One change of a batch, as the document shows it: quantity or delta, never both. */
+export const BatchChange = Type.Object(batchChangeFields, {
+  additionalProperties: false,
+  oneOf: [{ required: ['quantity'] }, { required: ['delta'] }],
+});
+
+/**
+ * What the operation checks each change against: `oneOf` is left to its own check, which names the
+ * fields, and petId (a number, or a bigint beyond 2^53) to its own, which keeps every digit.
+ */
+export const BatchChangeCheck = Type.Object({ ...batchChangeFields, petId: Type.Unknown() }, { additionalProperties: false });
+export type BatchChangeCheck = Static<typeof BatchChangeCheck>;
+
+/** The body of POST /v1/inventory/batch; its size bounds are BATCH_MAX_CHANGES, a setting, checked by the operation. */
+export const InventoryBatch = Type.Object(
+  {
+    changes: Type.Array(BatchChange, { minItems: 1, description: 'The changes, each pet at most once; 1 to BATCH_MAX_CHANGES of them' }),
+  },
+  { additionalProperties: false },
+);
+
+/** An entry as a batch left it, with its version (the number of its ETag). */
+export const VersionedItem = Type.Object(
+  {
+    petId: PetId,
+    quantity: Quantity,
+    status: PetStatus,
+    version: Type.Integer({ minimum: 1, description: 'The entry\'s version after the change: its ETag is "v" and this number' }),
+  },
+  { additionalProperties: false },
+);
+
+/** The answer to an applied batch: every entry it changed, in the order of the changes. */
+export const BatchResult = Type.Object({ items: Type.Array(VersionedItem) }, { additionalProperties: false });
 
 /** The spec's Error object; `code` is one of the closed set of src/errors.ts. */
 export const ErrorSchema = Type.Object(
@@ -99,6 +164,15 @@ export const HistoryPage = Type.Object(
   {
     items: Type.Array(HistoryItem, { description: 'Changes, newest first' }),
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next (older) page; null on the last page' }),
+  },
+  { additionalProperties: false },
+);
+
+/** A batch's Error object: the spec's, with the index of the change refused when one is (decisions 5.12). */
+export const BatchErrorSchema = Type.Object(
+  {
+    ...ErrorSchema.properties,
+    index: Type.Optional(Type.Integer({ minimum: 0, description: 'The position in changes of the change refused; absent when the refusal is not about one change' })),
   },
   { additionalProperties: false },
 );

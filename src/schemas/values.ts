@@ -10,6 +10,10 @@ export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export const QUANTITY_MIN = 0;
 export const QUANTITY_MAX = 2147483647;
 
+/** An adjustment's delta (decisions 5.11): a non-zero integer, within a count's reach either way. */
+export const DELTA_MIN = -QUANTITY_MAX;
+export const DELTA_MAX = QUANTITY_MAX;
+
 /**
  * Why a count changed: the spec's own purposes of the update operation (new arrivals, returns,
  * manual adjustments), then sales and write-offs (decisions 3.8).

@@ -57,6 +57,54 @@ export interface paths {
         patch: operations["updateInventory"];
         trace?: never;
     };
+    "/inventory/{petId}/adjustments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Adjust stock level by a delta
+         * @description Moves one pet's stock count by a non-zero delta (-1 for a sale, +12 for an arrival), applied by the store to the count the entry holds when the change commits: two tills selling the same pet at once both apply, without reading first, If-Match or a retry. A delta that would take the count below 0 is 409 insufficient_stock, whose message names the count on hand; one that would take it above 2147483647 is 400 invalid_quantity. Nothing changes on a refusal. The status never changes.
+         *
+         *     If-Match (checked before the stock: 412 before 409) and Idempotency-Key work as on PATCH; REQUIRE_IF_MATCH does not apply. An applied adjustment is a change like a PATCH: a new version, a history row and an inventory.updated event.
+         *
+         *     Requires the scope `inventory:write`.
+         */
+        post: operations["adjustInventory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inventory/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change several stock levels at once
+         * @description Applies up to BATCH_MAX_CHANGES (1,000 by default) changes all or nothing, in one transaction: each sets a count (quantity, as PATCH) or moves it (delta, as the adjustments), never both, optionally only if the entry is at the version ifMatch names, with an optional reason. Each pet at most once per batch. 200 answers every entry in the order of the changes, with its version; any refusal changes nothing and is the Error object of the first change that failed, with changes[i] in its message and its position as index.
+         *
+         *     Idempotency-Key covers the whole batch: its answer, applied or refused, is replayed as one. A batch counts toward the per-key rate limit as many requests as it has changes; its body may be up to 256 bytes per change (or the body limit, when larger).
+         *
+         *     Requires the scope `inventory:write`.
+         */
+        post: operations["applyInventoryBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/inventory/{petId}/history": {
         parameters: {
             query?: never;
@@ -205,10 +253,56 @@ export interface components {
             /** @description The new stock count (the value the entry is to hold) */
             quantity: number;
             /**
-             * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment)
+             * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment), sold (a sale), damaged (a write-off)
              * @enum {string}
              */
-            reason?: "received" | "returned" | "correction";
+            reason?: "received" | "returned" | "correction" | "sold" | "damaged";
+        };
+        InventoryAdjustment: {
+            /** @description How much the count moves: a non-zero integer from -2147483647 to 2147483647 (negative for sales and write-offs) */
+            delta: number;
+            /**
+             * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment), sold (a sale), damaged (a write-off)
+             * @enum {string}
+             */
+            reason?: "received" | "returned" | "correction" | "sold" | "damaged";
+        };
+        InventoryBatch: {
+            /** @description The changes, each pet at most once; 1 to BATCH_MAX_CHANGES of them */
+            changes: components["schemas"]["BatchChange"][];
+        };
+        BatchChange: {
+            /**
+             * Format: int64
+             * @description The pet whose count changes. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992).
+             */
+            petId: bigint;
+            /** @description The count to set, as PATCH sets it */
+            quantity?: number;
+            /** @description How much the count moves: a non-zero integer from -2147483647 to 2147483647 (negative for sales and write-offs) */
+            delta?: number;
+            /** @description One If-Match value (an ETag such as "v7", or "*"): the change applies only to that version of the entry */
+            ifMatch?: string;
+            /**
+             * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment), sold (a sale), damaged (a write-off)
+             * @enum {string}
+             */
+            reason?: "received" | "returned" | "correction" | "sold" | "damaged";
+        } & (unknown | unknown);
+        BatchResult: {
+            items: components["schemas"]["VersionedItem"][];
+        };
+        VersionedItem: {
+            /**
+             * Format: int64
+             * @description Identifier of the animal this entry tracks. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992).
+             */
+            petId: bigint;
+            /** @description Current stock count */
+            quantity: number;
+            status: components["schemas"]["PetStatus"];
+            /** @description The entry's version after the change: its ETag is "v" and this number */
+            version: number;
         };
         /**
          * @description Status of the pet
@@ -216,10 +310,10 @@ export interface components {
          */
         PetStatus: "available" | "pending" | "sold";
         /**
-         * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment)
+         * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment), sold (a sale), damaged (a write-off)
          * @enum {string}
          */
-        ChangeReason: "received" | "returned" | "correction";
+        ChangeReason: "received" | "returned" | "correction" | "sold" | "damaged";
         HistoryItem: {
             /**
              * Format: int64
@@ -350,11 +444,24 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "events_pruned" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code */
             status: number;
+        };
+        BatchError: {
+            /**
+             * @description Machine-readable error code
+             * @enum {string}
+             */
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            /** @description Human-readable description */
+            message: string;
+            /** @description The HTTP status code */
+            status: number;
+            /** @description The position in changes of the change refused; absent when the refusal is not about one change */
+            index?: number;
         };
     };
     responses: never;
@@ -894,6 +1001,499 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adjustInventory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Adjust only if the entry's ETag is one of these ("*": any existing entry). Never required: a delta needs no read first. */
+                "If-Match"?: string;
+                /** @description A unique key per intended change (e.g. a UUID), 1 to 255 printable ASCII characters; a retry with the same key and body gets the first answer again */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The ID of the pet whose stock is adjusted. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992). */
+                petId: bigint;
+            };
+            cookie?: never;
+        };
+        /** @description How much the count moves, and why */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InventoryAdjustment"];
+                "application/merge-patch+json": components["schemas"]["InventoryAdjustment"];
+            };
+        };
+        responses: {
+            /** @description Adjustment applied: the updated entry */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description Strong entity tag of the entry's version; send it in If-Match to update only that version */
+                    ETag: string;
+                    /** @description "true" when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InventoryItem"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_pet_id" | "invalid_parameter" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_quantity" | "invalid_reason";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope inventory:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description The pet has no inventory entry */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                        /** @constant */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description The delta would take the count below 0; the message names the count on hand, and nothing changed */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "insufficient_stock";
+                        /** @constant */
+                        status?: 409;
+                    };
+                };
+            };
+            /** @description If-Match named another version of the entry; nothing changed. ETag holds the current version. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description Strong entity tag of the entry's version; send it in If-Match to update only that version */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "precondition_failed";
+                        /** @constant */
+                        status?: 412;
+                    };
+                };
+            };
+            /** @description The body is larger than 16384 bytes */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "payload_too_large";
+                        /** @constant */
+                        status?: 413;
+                    };
+                };
+            };
+            /** @description The body is not application/json or application/merge-patch+json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unsupported_media_type";
+                        /** @constant */
+                        status?: 415;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "idempotency_key_reused";
+                        /** @constant */
+                        status?: 422;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    applyInventoryBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A unique key per intended change (e.g. a UUID), 1 to 255 printable ASCII characters; a retry with the same key and body gets the first answer again */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The changes, applied all or nothing */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InventoryBatch"];
+                "application/merge-patch+json": components["schemas"]["InventoryBatch"];
+            };
+        };
+        responses: {
+            /** @description Every change applied: the entries, in the order of the changes */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description "true" when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResult"];
+                };
+            };
+            /** @description The body or a change in it is invalid (index names the change), a petId appears twice, or changes is empty or too long; nothing changed */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_quantity" | "invalid_reason" | "invalid_pet_id" | "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope inventory:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description A change names a pet without an inventory entry (index names it); nothing changed */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                        /** @constant */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description A delta would take a count below 0 (index names the change, the message the count on hand); nothing changed */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "insufficient_stock";
+                        /** @constant */
+                        status?: 409;
+                    };
+                };
+            };
+            /** @description A change's ifMatch named another version of its entry (index names it; the message, the current ETag); nothing changed */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "precondition_failed";
+                        /** @constant */
+                        status?: 412;
+                    };
+                };
+            };
+            /** @description The body is larger than 256000 bytes */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "payload_too_large";
+                        /** @constant */
+                        status?: 413;
+                    };
+                };
+            };
+            /** @description The body is not application/json or application/merge-patch+json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "unsupported_media_type";
+                        /** @constant */
+                        status?: 415;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "idempotency_key_reused";
+                        /** @constant */
+                        status?: 422;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute (a batch counts as many as it has changes), too many failed authentications from this address, or too many idempotency records */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchError"] & {
                         /** @enum {unknown} */
                         code?: "service_unavailable";
                         /** @constant */
