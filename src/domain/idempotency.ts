@@ -72,8 +72,11 @@ export function recordsOverCap(held: number, fresh: number, cap: number): number
   return Math.max(0, held + fresh - cap);
 }
 
+/** A new key refused for its API key's cap, for a change or a batch alike. */
+export type RecordsFull = Extract<ChangeResult, { kind: 'idempotency_records_full' }>;
+
 /** The refusal of a new key past the cap: retry when the API key's oldest live record expires (undefined: none is live, so at once). */
-export function recordsFull(oldestLive: Date | undefined, now: Date): ChangeResult {
+export function recordsFull(oldestLive: Date | undefined, now: Date): RecordsFull {
   return { kind: 'idempotency_records_full', retryAt: oldestLive ?? now };
 }
 

@@ -1,4 +1,4 @@
-import type { ChangeResult } from '../domain/inventory.js';
+import type { ChangeBatchResult, ChangeResult } from '../domain/inventory.js';
 import { StoreUnavailableError } from '../errors.js';
 
 /**
@@ -60,4 +60,9 @@ export function appendsEvent(result: object): result is Extract<ChangeResult, { 
 /** Whether a committed batch of changes appended any event. */
 export function batchAppended(results: readonly (ChangeResult | Error)[]): boolean {
   return results.some(appendsEvent);
+}
+
+/** Whether a ChangeBatch appended events: applied, not replayed, with at least one change. */
+export function batchAppendedEvents(result: ChangeBatchResult): boolean {
+  return result.kind === 'applied' && !result.replayed && result.entries.length > 0;
 }

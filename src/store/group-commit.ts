@@ -20,6 +20,8 @@ export interface GroupCommitOptions<C> {
   maxWaiting: number;
   /** The longest a change waits for its answer, from its submit (STORE_TIMEOUT_MS); unset: as long as the store takes. */
   timeoutMs?: number;
+  /** false: batch sizes are not published on batchChannel (a serial commit's are always 1, and would skew the changes'). */
+  publishSizes?: boolean;
 }
 
 /** Publishes the size (a number) of each batch sent to the store, for the metrics; costs nothing while nobody subscribes. */
@@ -44,6 +46,21 @@ export function changeGroupCommit(
     maxBatch: BATCH_MAX,
     maxWaiting: WAITING_MAX,
     timeoutMs: options.timeoutMs,
+  });
+}
+
+/**
+ * Writes that each need a transaction of their own (a ChangeBatch), one at a time in arrival
+ * order, with the group commit's waiting limit, timeout and close: the same answers under load
+ * and at shutdown as a change's.
+ */
+export function serialCommit<C, R>(commit: (write: C, deadline: number | undefined) => Promise<R>, options: { timeoutMs?: number } = {}): GroupCommit<C, R> {
+  return new GroupCommit<C, R>(async ([write], deadline) => [await commit(write!, deadline)], {
+    keysOf: () => [],
+    maxBatch: 1,
+    maxWaiting: WAITING_MAX,
+    timeoutMs: options.timeoutMs,
+    publishSizes: false,
   });
 }
 
@@ -125,7 +142,7 @@ export class GroupCommit<C, R> {
     if (this.#sweepAt !== undefined && this.#sweepAt <= clock()) this.#sweep();
     if (this.#inFlight || this.#queue.length === 0) return;
     const batch = this.#take();
-    if (batchChannel.hasSubscribers) batchChannel.publish(batch.length);
+    if (this.#options.publishSizes !== false && batchChannel.hasSubscribers) batchChannel.publish(batch.length);
     this.#inFlight = this.#run(batch)
       .then(() => undefined)
       .finally(() => {

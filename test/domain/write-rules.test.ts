@@ -1,18 +1,51 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { encodeOutcome, judgeIdempotency, recordsFull, recordsOverCap } from '../../src/domain/idempotency.js';
-import { judgeChange, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
+import { judgeChange, repeatedPet, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
+import { QUANTITY_MAX } from '../../src/schemas/values.js';
 
 const ENTRY: InventoryEntry = { item: { petId: 9007199254740993n, quantity: 5, status: 'pending' }, version: 3 };
 
 test('judgeChange: no entry is not_found before any condition; a condition on another version fails; anything else applies (decisions 5.5)', () => {
-  assert.deepEqual(judgeChange(undefined, undefined), { kind: 'not_found' });
-  assert.deepEqual(judgeChange(undefined, { anyVersion: false, versions: [3] }), { kind: 'not_found' });
-  assert.deepEqual(judgeChange(ENTRY, undefined), { kind: 'apply', current: ENTRY });
-  assert.deepEqual(judgeChange(ENTRY, { anyVersion: true }), { kind: 'apply', current: ENTRY });
-  assert.deepEqual(judgeChange(ENTRY, { anyVersion: false, versions: [1, 3] }), { kind: 'apply', current: ENTRY });
-  assert.deepEqual(judgeChange(ENTRY, { anyVersion: false, versions: [2] }), { kind: 'precondition_failed', entry: ENTRY });
-  assert.deepEqual(judgeChange(ENTRY, { anyVersion: false, versions: [] }), { kind: 'precondition_failed', entry: ENTRY }, 'only weak tags');
+  const set = { quantity: 8 };
+  assert.deepEqual(judgeChange(undefined, set), { kind: 'not_found' });
+  assert.deepEqual(judgeChange(undefined, { ...set, condition: { anyVersion: false, versions: [3] } }), { kind: 'not_found' });
+  assert.deepEqual(judgeChange(undefined, { delta: -1 }), { kind: 'not_found' }, 'a delta too');
+  assert.deepEqual(judgeChange(ENTRY, set), { kind: 'apply', current: ENTRY, quantity: 8 });
+  assert.deepEqual(judgeChange(ENTRY, { ...set, condition: { anyVersion: true } }), { kind: 'apply', current: ENTRY, quantity: 8 });
+  assert.deepEqual(judgeChange(ENTRY, { ...set, condition: { anyVersion: false, versions: [1, 3] } }), { kind: 'apply', current: ENTRY, quantity: 8 });
+  assert.deepEqual(judgeChange(ENTRY, { ...set, condition: { anyVersion: false, versions: [2] } }), { kind: 'precondition_failed', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { ...set, condition: { anyVersion: false, versions: [] } }), { kind: 'precondition_failed', entry: ENTRY }, 'only weak tags');
+});
+
+test('judgeChange: a delta moves the count it finds, within 0..QUANTITY_MAX; If-Match is checked before the stock (decisions 5.11)', () => {
+  // ENTRY holds 5.
+  assert.deepEqual(judgeChange(ENTRY, { delta: -1 }), { kind: 'apply', current: ENTRY, quantity: 4 });
+  assert.deepEqual(judgeChange(ENTRY, { delta: -5 }), { kind: 'apply', current: ENTRY, quantity: 0 }, 'down to 0 exactly');
+  assert.deepEqual(judgeChange(ENTRY, { delta: 7 }), { kind: 'apply', current: ENTRY, quantity: 12 });
+  assert.deepEqual(judgeChange(ENTRY, { delta: -6 }), { kind: 'insufficient_stock', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { delta: -QUANTITY_MAX }), { kind: 'insufficient_stock', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { delta: QUANTITY_MAX - 5 }), { kind: 'apply', current: ENTRY, quantity: QUANTITY_MAX }, 'up to the maximum exactly');
+  assert.deepEqual(judgeChange(ENTRY, { delta: QUANTITY_MAX - 4 }), { kind: 'quantity_out_of_range', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { delta: QUANTITY_MAX }), { kind: 'quantity_out_of_range', entry: ENTRY });
+  const stale = { anyVersion: false, versions: [2] } as const;
+  assert.deepEqual(judgeChange(ENTRY, { delta: -6, condition: stale }), { kind: 'precondition_failed', entry: ENTRY }, '412 before 409');
+  assert.deepEqual(judgeChange(ENTRY, { delta: QUANTITY_MAX, condition: stale }), { kind: 'precondition_failed', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { delta: -2, condition: { anyVersion: false, versions: [3] } }), { kind: 'apply', current: ENTRY, quantity: 3 });
+});
+
+test('judgeChange: a set quantity is held to the same bounds', () => {
+  assert.deepEqual(judgeChange(ENTRY, { quantity: 0 }), { kind: 'apply', current: ENTRY, quantity: 0 });
+  assert.deepEqual(judgeChange(ENTRY, { quantity: QUANTITY_MAX }), { kind: 'apply', current: ENTRY, quantity: QUANTITY_MAX });
+  assert.deepEqual(judgeChange(ENTRY, { quantity: QUANTITY_MAX + 1 }), { kind: 'quantity_out_of_range', entry: ENTRY });
+  assert.deepEqual(judgeChange(ENTRY, { quantity: -1 }), { kind: 'insufficient_stock', entry: ENTRY });
+});
+
+test('repeatedPet: the index of the first change that repeats an earlier petId, or -1', () => {
+  assert.equal(repeatedPet([]), -1);
+  assert.equal(repeatedPet([{ petId: 1n }, { petId: 2n }, { petId: 2n ** 63n - 1n }]), -1);
+  assert.equal(repeatedPet([{ petId: 1n }, { petId: 2n }, { petId: 1n }, { petId: 2n }]), 2);
+  assert.equal(repeatedPet([{ petId: 9007199254740993n }, { petId: 9007199254740992n }, { petId: 9007199254740993n }]), 2, 'every digit compared');
 });
 
 test('judgeIdempotency: new, written over, replayed or refused (decisions 5.6)', () => {

@@ -3,14 +3,15 @@ import { test } from 'node:test';
 
 /**
  * Each backend does the same jobs in files of the same names, under the same names, so the second
- * is read by analogy with the first: open the store, migrate, apply a batch of changes, import,
- * and one file per port. What only one backend needs (SQLite's writer thread, PostgreSQL's pool)
+ * is read by analogy with the first: open the store, migrate, apply a batch of changes, apply a
+ * ChangeBatch (all or nothing), import, and one file per port. What only one backend needs (SQLite's writer thread, PostgreSQL's pool)
  * lives beside them under names of its own.
  */
 const JOBS: Record<string, readonly string[]> = {
   open: ['openStore'],
   migrations: ['MIGRATIONS', 'migrate'],
   'apply-batch': ['applyBatch'],
+  'apply-change-batch': ['applyChangeBatch'],
   import: ['importItems'],
   entries: ['entries'],
   changes: ['changes'],

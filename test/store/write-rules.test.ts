@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, type IdempotencyRecord } from '../../src/domain/idempotency.js';
-import { judgeChange, writesChange, type ChangeResult, type CountOrigin, type InventoryEntry, type VersionCondition } from '../../src/domain/inventory.js';
+import {
+  judgeChange,
+  writesChange,
+  type ChangeResult,
+  type CountChange,
+  type CountOrigin,
+  type InventoryEntry,
+  type VersionCondition,
+} from '../../src/domain/inventory.js';
+import { QUANTITY_MAX } from '../../src/schemas/values.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import type { Store } from '../../src/store/store.js';
 import { BACKENDS, backendSkip, createTestDatabase, openTestStore, type TestDatabase } from '../support/backends.js';
-import { change, importPlan, importSource } from '../support/store.js';
+import { adjustment, change, importPlan, importSource } from '../support/store.js';
 
 /**
  * The rules every write follows live once, in src/domain; where a backend judges in SQL, these
@@ -45,11 +54,23 @@ async function entriesIn(store: Store, states: readonly EntryState[]): Promise<(
   return petIds.map((petId, i) => (states[i] === 'held' ? { item: item(petId, 5), version: CURRENT } : undefined));
 }
 
+/** What a change does to the count, as the store gets it: each bound's both sides, from the 5 a held entry holds. */
+const COUNTS: readonly { name: string; count: CountChange }[] = [
+  { name: 'set 9', count: { quantity: 9 } },
+  { name: 'set past the maximum', count: { quantity: QUANTITY_MAX + 1 } },
+  { name: 'delta -5, to 0', count: { delta: -5 } },
+  { name: 'delta -6, below 0', count: { delta: -6 } },
+  { name: 'delta to the maximum', count: { delta: QUANTITY_MAX - 5 } },
+  { name: 'delta past the maximum', count: { delta: QUANTITY_MAX - 4 } },
+  { name: 'the largest delta', count: { delta: QUANTITY_MAX } },
+  { name: 'the smallest delta', count: { delta: -QUANTITY_MAX } },
+];
+
 /** What judgeChange says a change does, in the form a store answers. */
-function expectedOf(current: InventoryEntry | undefined, condition: VersionCondition | undefined, quantity: number): ChangeResult {
-  const verdict = judgeChange(current, condition);
+function expectedOf(current: InventoryEntry | undefined, condition: VersionCondition | undefined, count: CountChange | number): ChangeResult {
+  const verdict = judgeChange(current, { ...(typeof count === 'number' ? { quantity: count } : count), condition });
   if (verdict.kind !== 'apply') return { ...verdict, replayed: false };
-  return { kind: 'updated', entry: { item: { ...verdict.current.item, quantity }, version: verdict.current.version + 1 }, replayed: false };
+  return { kind: 'updated', entry: { item: { ...verdict.current.item, quantity: verdict.quantity }, version: verdict.current.version + 1 }, replayed: false };
 }
 
 /** An idempotency record as a backend may find it, written outside the store. */
@@ -76,6 +97,23 @@ for (const backend of BACKENDS) {
       for (const [i, c] of cases.entries()) {
         const got = await store.changes.applyChange(change(BigInt(i + 1), 9, { condition: c.condition }));
         assert.deepEqual(got, expectedOf(current[i], c.condition, 9), `${c.state} entry, ${c.name}`);
+      }
+    });
+
+    it('a count set or moved by a delta: every entry state, condition and count gives what judgeChange gives (decisions 5.11)', async (t) => {
+      const store = await openTestStore(backend, t);
+      const cases = ENTRY_STATES.flatMap((state) => CONDITIONS.flatMap((c) => COUNTS.map((n) => ({ state, ...c, ...n }))));
+      const current = await entriesIn(store, cases.map((c) => c.state));
+      for (const [i, c] of cases.entries()) {
+        const petId = BigInt(i + 1);
+        const extra = { condition: c.condition };
+        const request = c.count.delta === undefined ? change(petId, c.count.quantity, extra) : adjustment(petId, c.count.delta, extra);
+        const got = await store.changes.applyChange(request);
+        const expected = expectedOf(current[i], c.condition, c.count);
+        assert.deepEqual(got, expected, `${c.state} entry, ${c.name}, ${c.count.quantity === undefined ? `delta ${c.count.delta}` : `set ${c.count.quantity}`}`);
+        const entry = await store.entries.getEntry(petId);
+        const after = expected.kind === 'updated' ? expected.entry : current[i];
+        assert.deepEqual(entry, after, `${c.state} entry, ${c.name}: the entry stored`);
       }
     });
 

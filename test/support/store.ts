@@ -1,6 +1,6 @@
 import { importChange, type ImportPlan, type ImportRow, type ImportSource } from '../../src/domain/import.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
-import type { ChangeResult, QuantityChange } from '../../src/domain/inventory.js';
+import type { ChangeBatch, ChangeOrigin, ChangeResult, EntryChange, QuantityChange } from '../../src/domain/inventory.js';
 import type { Store } from '../../src/store/store.js';
 
 /** The entry's item without its version, or undefined: what most assertions compare. */
@@ -8,9 +8,27 @@ export async function itemOf(store: Pick<Store, 'entries'>, petId: bigint): Prom
   return (await store.entries.getEntry(petId))?.item;
 }
 
-/** A change as a test key would make it; `extra` overrides any field. */
-export function change(petId: bigint, quantity: number, extra: Partial<QuantityChange> = {}): QuantityChange {
-  return { petId, quantity, keyId: 'key_test', keyName: 'test key', requestId: 'req-test', reason: null, at: new Date(), ...extra };
+/** What a test may override in a change: anything but what it does to the count. */
+type ChangeExtra = Partial<ChangeOrigin & Pick<EntryChange, 'condition' | 'reason'>>;
+
+/** The origin of a test key's change or batch: its key, request and time. */
+function origin(): ChangeOrigin {
+  return { keyId: 'key_test', keyName: 'test key', requestId: 'req-test', at: new Date() };
+}
+
+/** A change setting the quantity, as a test key would make it; `extra` overrides any other field. */
+export function change(petId: bigint, quantity: number, extra: ChangeExtra = {}): QuantityChange {
+  return { petId, quantity, reason: null, ...origin(), ...extra };
+}
+
+/** A change moving the count by `delta` (an adjustment), as a test key would make it; `extra` overrides any other field. */
+export function adjustment(petId: bigint, delta: number, extra: ChangeExtra = {}): QuantityChange {
+  return { petId, delta, reason: null, ...origin(), ...extra };
+}
+
+/** A batch of a test key's changes (`{ quantity }` or `{ delta }` each, reason null unless given); `extra` overrides the origin. */
+export function changeBatch(changes: readonly (Omit<EntryChange, 'reason'> & Partial<Pick<EntryChange, 'reason'>>)[], extra: Partial<ChangeOrigin> = {}): ChangeBatch {
+  return { ...origin(), ...extra, changes: changes.map((c) => ({ reason: null, ...c }) as EntryChange) };
 }
 
 /** An unconditional change; the updated item, or undefined when petId has no entry. */

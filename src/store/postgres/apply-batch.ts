@@ -1,6 +1,6 @@
 import type { QueryResult, QueryResultRow } from 'pg';
-import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap } from '../../domain/idempotency.js';
-import { idempotencySlot, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap, type RecordsFull } from '../../domain/idempotency.js';
+import { idempotencySlot, judgeChange, type ChangeOutcome, type ChangeResult, type IdempotencyRequest, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import type { Statement } from './connection.js';
 
@@ -28,13 +28,18 @@ export interface Database {
  * the same update that bumps the store version: that row lock is held until commit, and a
  * transaction is visible before its locks are released, so the next writer takes its seqs only
  * once these are visible. Seqs are handed out in commit (and visibility) order: no reader can see
- * seq n+1 before n (decisions 5.10). The NOTIFY ($9) is sent from the same update, so only when
+ * seq n+1 before n (decisions 5.10). The NOTIFY ($10) is sent from the same update, so only when
  * something was applied, and delivered at commit.
+ *
+ * A change sets its quantity ($2), or moves the count it finds in its locked row by a delta ($9,
+ * null for a set), in bigint so that no sum overflows before it is judged. ok mirrors domain
+ * judgeChange: the If-Match condition, then the count within 0..2147483647; a change it leaves out
+ * is classified by judgeChange itself, on the row it found (applyChanges), so the rule lives once.
  */
 export const CHANGE_BATCH = changeBatch(true);
 
 /**
- * CHANGE_BATCH as it was before the event log: no event, no events head, no NOTIFY (and no $9).
+ * CHANGE_BATCH as it was before the event log: no event, no events head, no NOTIFY (and no $10).
  * Only for a store opened with omitChangeEvents, which the bench alone does to measure the log's cost.
  */
 export const CHANGE_BATCH_WITHOUT_EVENTS = changeBatch(false);
@@ -44,7 +49,7 @@ function changeBatch(withEvents: boolean): Statement {
   const bump = withEvents
     ? `UPDATE store_state SET version = version + 1, events_head = events_head + (SELECT count(*) FROM ok)
                   WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok)
-                  RETURNING version, events_head, pg_notify($9, events_head::text)`
+                  RETURNING version, events_head, pg_notify($10, events_head::text)`
     : `UPDATE store_state SET version = version + 1
                   WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok) RETURNING version`;
   const ev = withEvents
@@ -56,18 +61,21 @@ function changeBatch(withEvents: boolean): Statement {
     : '';
   return {
     name: withEvents ? 'inventory-change-batch' : 'inventory-change-batch-without-events',
-    text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-                    WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, ord)),
+    text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
+                    WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, delta, ord)),
          cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
                  ORDER BY pet_id FOR UPDATE),
-         ok AS (SELECT c.*, cur.quantity AS previous, cur.status, cur.version + 1 AS new_version FROM c JOIN cur ON cur.pet_id = c.pet_id
-                WHERE c.versions IS NULL OR cur.version = ANY(c.versions::bigint[])),
+         n AS (SELECT c.pet_id, c.at, c.key_id, c.key_name, c.request_id, c.reason, c.versions, c.ord, cur.quantity AS previous, cur.status, cur.version,
+                      CASE WHEN c.delta IS NULL THEN c.quantity ELSE cur.quantity::bigint + c.delta END AS quantity
+               FROM c JOIN cur ON cur.pet_id = c.pet_id),
+         ok AS (SELECT n.*, n.version + 1 AS new_version FROM n
+                WHERE (n.versions IS NULL OR n.version = ANY(n.versions::bigint[])) AND n.quantity BETWEEN 0 AND 2147483647),
          hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
                   SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord),
          bump AS (${bump}),${ev}
          upd AS (UPDATE inventory i SET quantity = ok.quantity, version = i.version + 1, change_seq = bump.version, updated_at = ok.at
-                 FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version)
-    SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, upd.version AS "newVersion"
+                 FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version, i.quantity)
+    SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, upd.version AS "newVersion", upd.quantity AS "newQuantity"
     FROM c LEFT JOIN cur ON cur.pet_id = c.pet_id LEFT JOIN upd ON upd.pet_id = c.pet_id ORDER BY c.ord`,
   };
 }
@@ -122,9 +130,11 @@ interface ResultRow {
   status: PetStatus;
   version: bigint | null;
   newVersion: bigint | null;
+  newQuantity: number | null;
 }
 
-interface RecordRow {
+/** An idempotency record as FIND_KEYS reads it. */
+export interface RecordRow {
   keyId: string;
   keyHash: string;
   fingerprint: string;
@@ -174,17 +184,17 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
 }
 
 /**
- * The changes of one API key (the last ones) that would take its records past its cap (domain
- * recordsOverCap), and their refusal; undefined when all fit. Expired records past the cap are
- * deleted first, as many as needed, so only live records refuse.
+ * The writes of one API key (the last ones: changes, or one ChangeBatch) that would take its
+ * records past its cap (domain recordsOverCap), and their refusal; undefined when all fit.
+ * Expired records past the cap are deleted first, as many as needed, so only live records refuse.
  */
-async function refusePastCap(
+export async function refusePastCap<W extends { at: Date; idempotency: IdempotencyRequest }>(
   query: Query,
   keyId: string,
-  fresh: readonly Keyed[],
+  fresh: readonly W[],
   held: number,
   reused: readonly string[],
-): Promise<{ changes: readonly Keyed[]; result: ChangeResult } | undefined> {
+): Promise<{ changes: readonly W[]; result: RecordsFull } | undefined> {
   const first = fresh[0];
   if (!first) return undefined;
   const now = first.at.toISOString();
@@ -207,24 +217,29 @@ function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outco
   ];
 }
 
-/** CHANGE_BATCH for these changes, one result each, in order. */
-async function applyChanges(query: Query, changes: readonly QuantityChange[], db: Pick<Database, 'channel' | 'omitEvents'>): Promise<Applied[]> {
+/** CHANGE_BATCH for these changes, one result each, in order; a change it did not apply judged by domain judgeChange on the row it found. */
+export async function applyChanges(query: Query, changes: readonly QuantityChange[], db: Pick<Database, 'channel' | 'omitEvents'>): Promise<Applied[]> {
   const versions = (c: QuantityChange) => (c.condition && !c.condition.anyVersion ? `{${c.condition.versions.join(',')}}` : null);
   const { rows } = await query<ResultRow>(db.omitEvents ? CHANGE_BATCH_WITHOUT_EVENTS : CHANGE_BATCH, [
     changes.map((c) => c.petId.toString()),
-    changes.map((c) => c.quantity),
+    changes.map((c) => c.quantity ?? null),
     changes.map((c) => c.at.toISOString()),
     changes.map((c) => c.keyId),
     changes.map((c) => c.keyName),
     changes.map((c) => c.requestId),
     changes.map((c) => c.reason),
     changes.map(versions),
+    changes.map((c) => c.delta ?? null),
     ...(db.omitEvents ? [] : [db.channel]),
   ]);
   return changes.map((change, i): Applied => {
-    const { petId, quantity, status, version, newVersion } = rows[i]!;
-    if (petId === null || version === null) return { kind: 'not_found', replayed: false };
-    if (newVersion === null) return { kind: 'precondition_failed', entry: { item: { petId, quantity, status }, version: Number(version) }, replayed: false };
-    return { kind: 'updated', entry: { item: { petId, quantity: change.quantity, status }, version: Number(newVersion) }, replayed: false };
+    const { petId, quantity, status, version, newVersion, newQuantity } = rows[i]!;
+    const current = petId === null || version === null ? undefined : { item: { petId, quantity, status }, version: Number(version) };
+    if (current && newVersion !== null && newQuantity !== null) {
+      return { kind: 'updated', entry: { item: { ...current.item, quantity: newQuantity }, version: Number(newVersion) }, replayed: false };
+    }
+    const verdict = judgeChange(current, change);
+    if (verdict.kind === 'apply') throw new Error(`CHANGE_BATCH left out the change of pet ${change.petId}, which judgeChange applies`);
+    return { ...verdict, replayed: false };
   });
 }

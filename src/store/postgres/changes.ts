@@ -1,4 +1,4 @@
-import type { ChangeResult, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, ChangeResult, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
 import { DuplicatePetError, type Changes } from '../store.js';
@@ -49,11 +49,18 @@ const STATEMENTS = {
  * statement per batch (one round trip, one commit), or one transaction when changes carry
  * idempotency keys (apply-batch.ts). Creations and retirements lock their rows first and
  * store_state last, as every write does, so writers of several instances never deadlock; each
- * appends its events with seqs taken in that last update (see CHANGE_BATCH).
+ * appends its events with seqs taken in that last update (see CHANGE_BATCH). A ChangeBatch is one
+ * transaction of its own (`applyBatch`, apply-change-batch.ts).
  */
-export function changes({ pool, run }: Pooled, groupCommit: GroupCommit<QuantityChange, ChangeResult>, log: EventLog): Changes {
+export function changes(
+  { pool, run }: Pooled,
+  groupCommit: GroupCommit<QuantityChange, ChangeResult>,
+  log: EventLog,
+  applyBatch: (batch: ChangeBatch) => Promise<ChangeBatchResult>,
+): Changes {
   return {
     applyChange: (change) => groupCommit.submit(change),
+    applyBatch,
     async addItems(items) {
       // A statement may update a row once: a petId repeated in the batch is the duplicate, unless one before it already is.
       const seen = new Set<bigint>();

@@ -1,8 +1,10 @@
 import { clock, DEFAULT_STORE_TIMEOUT_MS } from '../deadline.js';
-import { AppendedSignal, batchAppended } from '../appended.js';
+import { AppendedSignal, batchAppended, batchAppendedEvents } from '../appended.js';
 import { changeGroupCommit } from '../group-commit.js';
+import type { ChangeBatch } from '../../domain/inventory.js';
 import type { Store } from '../store.js';
 import { applyBatch, type Database } from './apply-batch.js';
+import { applyChangeBatch } from './apply-change-batch.js';
 import { changes } from './changes.js';
 import { asUnavailable, inTransaction, openClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions } from './connection.js';
 import { entries } from './entries.js';
@@ -47,11 +49,17 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     if (!omitEvents && batchAppended(results)) appended.emit();
     return results;
   }, { timeoutMs });
+  // A ChangeBatch: one transaction of its own, on any free connection, within the store timeout.
+  const applyBatchNow = async (batch: ChangeBatch) => {
+    const result = await calls.run(() => applyChangeBatch(batchDatabase(clock() + timeoutMs), batch));
+    if (!omitEvents && batchAppendedEvents(result)) appended.emit();
+    return result;
+  };
   let closing: Promise<void> | undefined;
   return {
     backend: 'postgres',
     entries: entries(calls),
-    changes: changes(calls, groupCommit, log),
+    changes: changes(calls, groupCommit, log, applyBatchNow),
     keys: keys(calls),
     history: history(calls),
     events: events(calls, log),

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { ChangeResult, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
+import { repeatedPet, type ChangeBatch, type ChangeBatchResult, type ChangeResult, type QuantityChange, type RetireOutcome } from '../../domain/inventory.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
 import { createdEvent, deletedEvent, type NewEvent } from '../../domain/event.js';
@@ -15,9 +15,17 @@ import { importItems } from './import.js';
  * writer thread (one IMMEDIATE transaction and one fsync per batch, apply-batch.ts), so the fsync
  * never stops the event loop; creations, retirements and imports are the operators' rare writes,
  * one IMMEDIATE transaction each on the event loop's connection, appending their events and bumping
- * the store version last. Listeners of onAppended are told after each commit that appended.
+ * the store version last. A ChangeBatch goes to the writer thread too, one at a time through
+ * `batches` (a transaction of its own each, apply-change-batch.ts). Listeners of onAppended are
+ * told after each commit that appended.
  */
-export function changes(db: Database.Database, run: Run, groupCommit: GroupCommit<QuantityChange, ChangeResult>, appended: AppendedSignal): Changes {
+export function changes(
+  db: Database.Database,
+  run: Run,
+  writes: { groupCommit: GroupCommit<QuantityChange, ChangeResult>; batches: GroupCommit<ChangeBatch, ChangeBatchResult> },
+  appended: AppendedSignal,
+): Changes {
+  const { groupCommit, batches } = writes;
   const insertItem = db.prepare(
     // A retired entry is revived (its version goes on, so no ETag repeats); an active one is left alone: no change, no row, a duplicate.
     `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -50,6 +58,12 @@ export function changes(db: Database.Database, run: Run, groupCommit: GroupCommi
 
   return {
     applyChange: (change) => groupCommit.submit(change),
+    async applyBatch(batch) {
+      // Before the queue: a caller's mistake, not the store's, so it never takes the writer's turn.
+      const repeated = repeatedPet(batch.changes);
+      if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+      return batches.submit(batch);
+    },
     async addItems(items) {
       run(() => insertItems.immediate(items, new Date()));
       if (items.length > 0) appended.emit();

@@ -1,5 +1,6 @@
-import { AppendedSignal, batchAppended } from '../appended.js';
-import { changeGroupCommit } from '../group-commit.js';
+import { AppendedSignal, batchAppended, batchAppendedEvents } from '../appended.js';
+import { changeGroupCommit, serialCommit } from '../group-commit.js';
+import type { ChangeBatch, ChangeBatchResult } from '../../domain/inventory.js';
 import type { Store } from '../store.js';
 import { errorOf, type BatchResult } from './apply-batch.js';
 import { changes } from './changes.js';
@@ -43,12 +44,23 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     if (!omitEvents && batchAppended(answers)) appended.emit();
     return answers;
   }, options);
+  // A ChangeBatch: all or nothing in one transaction of its own, in the writer thread as every change.
+  const batches = serialCommit(async (batch: ChangeBatch) => {
+    let result: ChangeBatchResult;
+    try {
+      result = await writer.applyChangeBatch(batch);
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+    if (!omitEvents && batchAppendedEvents(result)) appended.emit();
+    return result;
+  }, options);
   const run = runOn(db);
   let closing: Promise<void> | undefined;
   return {
     backend: 'sqlite',
     entries: entries(db, run),
-    changes: changes(db, run, groupCommit, appended),
+    changes: changes(db, run, { groupCommit, batches }, appended),
     keys: keys(db, run),
     history: history(db, run),
     events: events(db, run, appended),
@@ -58,7 +70,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
       closing ??= (async () => {
         if (!db.open) return;
         appended.close();
-        await groupCommit.close();
+        await Promise.all([groupCommit.close(), batches.close()]);
         await writer.close();
         db.close();
       })();

@@ -1,4 +1,4 @@
-import type { IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
@@ -9,10 +9,22 @@ export interface WriterData {
   options: BatchOptions;
 }
 
-/** What the main thread asks the writer thread (writer-thread.ts), which answers each request in order. */
-export type WriterRequest = { batch: BatchMessage } | { durability: true } | { close: true };
-/** The answer to a batch ({ results } or, when the whole transaction failed, { failed }) or to a durability request. */
-export type WriterReply = { results: ResultsMessage } | { failed: ChangeFailure } | { durability: Record<string, string> };
+/**
+ * What the main thread asks the writer thread (writer-thread.ts), which answers each request in
+ * order: a group commit's batch of changes, a ChangeBatch (all or nothing, apply-change-batch.ts),
+ * its durability settings, or to close. A ChangeBatch crosses as it is: structured cloning keeps
+ * its bigints and Dates, and a batch is one request, not one per change as a PATCH is.
+ */
+export type WriterRequest = { batch: BatchMessage } | { changeBatch: ChangeBatch } | { durability: true } | { close: true };
+/**
+ * The answer to a batch ({ results }), to a ChangeBatch ({ batchResult }), either of them
+ * { failed } when the whole transaction failed, or to a durability request.
+ */
+export type WriterReply =
+  | { results: ResultsMessage }
+  | { batchResult: ChangeBatchResult }
+  | { failed: ChangeFailure }
+  | { durability: Record<string, string> };
 
 /**
  * How a batch crosses to the writer thread, and its results back. Why columns: postMessage clones
@@ -23,7 +35,10 @@ export type WriterReply = { results: ResultsMessage } | { failed: ChangeFailure 
 export interface BatchMessage {
   petIds: BigInt64Array;
   // Float64, not Int32: a value the store must refuse (1.5, 2^31) has to reach it unchanged.
+  /** Each change's quantity, or its delta where `deltas` says so. */
   quantities: Float64Array;
+  /** 1 where the change moves the count by a delta (an adjustment), 0 where it sets it. */
+  deltas: Uint8Array;
   /** Date.getTime() of each change. */
   at: Float64Array;
   keyIds: string[];
@@ -38,7 +53,8 @@ export interface BatchMessage {
 export function encodeBatch(changes: readonly QuantityChange[]): BatchMessage {
   const message: BatchMessage = {
     petIds: BigInt64Array.from(changes, (c) => c.petId),
-    quantities: Float64Array.from(changes, (c) => c.quantity),
+    quantities: Float64Array.from(changes, (c) => (c.delta === undefined ? c.quantity : c.delta)),
+    deltas: Uint8Array.from(changes, (c) => (c.delta === undefined ? 0 : 1)),
     at: Float64Array.from(changes, (c) => c.at.getTime()),
     keyIds: changes.map((c) => c.keyId),
     keyNames: changes.map((c) => c.keyName),
@@ -56,9 +72,10 @@ export function encodeBatch(changes: readonly QuantityChange[]): BatchMessage {
 
 export function decodeBatch(m: BatchMessage): QuantityChange[] {
   return Array.from(m.petIds, (petId, i): QuantityChange => {
+    const count = m.deltas[i] === 1 ? { delta: m.quantities[i]! } : { quantity: m.quantities[i]! };
     const change: QuantityChange = {
       petId,
-      quantity: m.quantities[i]!,
+      ...count,
       keyId: m.keyIds[i]!,
       keyName: m.keyNames[i]!,
       requestId: m.requestIds[i]!,
@@ -80,7 +97,16 @@ export interface ResultsMessage {
 }
 
 const RESULT_WIDTH = 5;
-const KINDS = ['updated', 'not_found', 'precondition_failed', 'idempotency_key_reused', 'idempotency_records_full', 'failed'] as const;
+const KINDS = [
+  'updated',
+  'not_found',
+  'precondition_failed',
+  'idempotency_key_reused',
+  'idempotency_records_full',
+  'failed',
+  'insufficient_stock',
+  'quantity_out_of_range',
+] as const;
 
 export function encodeResults(results: readonly BatchResult[]): ResultsMessage {
   const numbers = new Float64Array(results.length * RESULT_WIDTH);
@@ -122,7 +148,9 @@ export function decodeResults(m: ResultsMessage, changes: readonly QuantityChang
       case 'not_found':
         return { kind, replayed: m.numbers[at + 1] === 1 };
       case 'updated':
-      case 'precondition_failed': {
+      case 'precondition_failed':
+      case 'insufficient_stock':
+      case 'quantity_out_of_range': {
         const status: PetStatus = PET_STATUSES[m.numbers[at + 4]!]!;
         const entry = { item: { petId: change.petId, quantity: m.numbers[at + 2]!, status }, version: m.numbers[at + 3]! };
         return { kind, entry, replayed: m.numbers[at + 1] === 1 };

@@ -5,7 +5,9 @@
  * the thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { ChangeBatchResult } from '../../domain/inventory.js';
 import { applyBatch, failure, type BatchResult } from './apply-batch.js';
+import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
 import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
@@ -23,14 +25,17 @@ port.on('message', (request: WriterRequest) => {
     port.postMessage({ durability: durabilityOf(db) } satisfies WriterReply);
     return;
   }
-  let results: BatchResult[];
+  let done: { results: BatchResult[] } | { batchResult: ChangeBatchResult };
   try {
-    results = applyBatch(db, decodeBatch(request.batch), options);
+    done =
+      'changeBatch' in request
+        ? { batchResult: applyChangeBatch(db, request.changeBatch, options) }
+        : { results: applyBatch(db, decodeBatch(request.batch), options) };
   } catch (err) {
     // The whole transaction failed (busy past the timeout, disk error): every change with it.
     port.postMessage({ failed: failure(err) } satisfies WriterReply);
     return;
   }
   // Outside the try: a batch that committed is never reported as failed (it would be applied again).
-  port.postMessage({ results: encodeResults(results) } satisfies WriterReply);
+  port.postMessage(('results' in done ? { results: encodeResults(done.results) } : done) satisfies WriterReply);
 });

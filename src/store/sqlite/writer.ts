@@ -2,15 +2,18 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import type { QuantityChange } from '../../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, QuantityChange } from '../../domain/inventory.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
+import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 /** Where the SQLite store's group commits run: one batch at a time. */
 export interface ChangeWriter {
   apply(changes: readonly QuantityChange[]): Promise<BatchResult[]>;
+  /** Applies a ChangeBatch, all or nothing, in a transaction of its own (apply-change-batch.ts); rejects when that transaction failed. */
+  applyChangeBatch(batch: ChangeBatch): Promise<ChangeBatchResult>;
   /** The durability settings of the connection that commits. */
   durability(): Promise<Record<string, string>>;
   /** Why the writer can no longer commit (its thread stopped), or undefined while it can. */
@@ -22,6 +25,7 @@ export interface ChangeWriter {
 export function inThreadWriter(db: Database.Database, options: BatchOptions = {}): ChangeWriter {
   return {
     apply: async (changes) => applyBatch(db, changes, options),
+    applyChangeBatch: async (batch) => applyChangeBatch(db, batch, options),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},
@@ -63,6 +67,12 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
       if ('failed' in reply) throw errorOf(reply.failed);
       if (!('results' in reply)) throw new Error('the writer thread answered a batch with something else');
       return decodeResults(reply.results, changes);
+    },
+    async applyChangeBatch(batch) {
+      const reply = await ask({ changeBatch: batch });
+      if ('failed' in reply) throw errorOf(reply.failed);
+      if (!('batchResult' in reply)) throw new Error('the writer thread answered a change batch with something else');
+      return reply.batchResult;
     },
     async durability() {
       const reply = await ask({ durability: true });

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import type { QuantityChange } from '../../../src/domain/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../../../src/domain/pet-id.js';
 import type { BatchResult } from '../../../src/store/sqlite/apply-batch.js';
-import { decodeBatch, decodeResults, encodeBatch, encodeResults } from '../../../src/store/sqlite/writer-protocol.js';
-import { change } from '../../support/store.js';
+import { decodeBatch, decodeResults, encodeBatch, encodeResults, type WriterReply, type WriterRequest } from '../../../src/store/sqlite/writer-protocol.js';
+import { adjustment, change, changeBatch } from '../../support/store.js';
 
 test('a batch and its results cross to the writer thread and back unchanged', () => {
   const at = new Date('2026-11-24T10:00:00.123Z');
@@ -15,6 +15,9 @@ test('a batch and its results cross to the writer thread and back unchanged', ()
     change(-1n, 1, { at, reason: 'correction' }),
     change(5n, 5, { at }),
     change(6n, 6, { at }),
+    adjustment(7n, -1, { at, reason: 'sold' }),
+    adjustment(8n, 2147483647, { at, condition: { anyVersion: false, versions: [9] } }),
+    adjustment(9n, -2147483647, { at, reason: 'damaged' }),
   ];
   // structuredClone is what postMessage does to the message.
   assert.deepEqual(decodeBatch(structuredClone(encodeBatch(changes))), changes);
@@ -26,6 +29,28 @@ test('a batch and its results cross to the writer thread and back unchanged', ()
     { kind: 'not_found', replayed: true },
     { kind: 'idempotency_records_full', retryAt: new Date('2026-11-25T09:59:58.456Z') },
     { error: { message: 'CHECK constraint failed', code: 'SQLITE_CONSTRAINT_CHECK' } },
+    { kind: 'insufficient_stock', entry: { item: { petId: 7n, quantity: 0, status: 'available' }, version: 4 }, replayed: false },
+    { kind: 'quantity_out_of_range', entry: { item: { petId: 8n, quantity: 1, status: 'pending' }, version: 9 }, replayed: true },
+    { kind: 'updated', entry: { item: { petId: 9n, quantity: 0, status: 'available' }, version: 3 }, replayed: false },
   ];
   assert.deepEqual(decodeResults(structuredClone(encodeResults(results)), changes), results);
+});
+
+test('a change batch and its outcome cross as they are: structured cloning keeps the bigints and Dates', () => {
+  const at = new Date('2026-11-24T10:00:00.123Z');
+  const batch = changeBatch(
+    [
+      { petId: INT64_MAX, quantity: 3 },
+      { petId: INT64_MIN, delta: -2, reason: 'sold', condition: { anyVersion: false, versions: [4] } },
+    ],
+    { at, idempotency: { key: 'k', fingerprint: 'f', expiresAt: new Date(at.getTime() + 1000), recordsPerKey: 2 } },
+  );
+  const request: WriterRequest = { changeBatch: batch };
+  assert.deepEqual(structuredClone(request), request);
+  const replies: WriterReply[] = [
+    { batchResult: { kind: 'applied', entries: [{ item: { petId: INT64_MAX, quantity: 3, status: 'sold' }, version: 2 }], replayed: false } },
+    { batchResult: { kind: 'refused', index: 1, outcome: { kind: 'insufficient_stock', entry: { item: { petId: INT64_MIN, quantity: 1, status: 'available' }, version: 4 } }, replayed: true } },
+    { batchResult: { kind: 'idempotency_records_full', retryAt: at } },
+  ];
+  for (const reply of replies) assert.deepEqual(structuredClone(reply), reply);
 });

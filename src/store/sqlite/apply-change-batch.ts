@@ -1,0 +1,67 @@
+import type Database from 'better-sqlite3';
+import { updatedEvent, type NewEvent } from '../../domain/event.js';
+import { encodeBatchOutcome, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
+import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
+import type { BatchOptions } from './apply-batch.js';
+import { changeLogWriter } from './change-log.js';
+import { changeStatements } from './change-statements.js';
+
+/**
+ * Applies a ChangeBatch all or nothing, in one IMMEDIATE transaction (in the writer thread, so
+ * its fsync never stops the event loop): the batch's idempotency record first (replayed, or
+ * refused past the cap), then each change judged by domain judgeChange on the entry it finds, in
+ * the order given. The first that cannot apply refuses the batch and nothing is written but the
+ * refusal's idempotency record; otherwise each change writes its history row and entry, and the
+ * events, the store version and the change log come last, once, as in every write.
+ */
+export function applyChangeBatch(db: Database.Database, batch: ChangeBatch, options: BatchOptions = {}): ChangeBatchResult {
+  const repeated = repeatedPet(batch.changes);
+  if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+  let apply = appliers.get(db);
+  if (!apply) appliers.set(db, (apply = applierOn(db)));
+  return apply.immediate(batch, options.omitEvents ?? false);
+}
+
+type Applier = Database.Transaction<(batch: ChangeBatch, omitEvents: boolean) => ChangeBatchResult>;
+
+/** Made at a connection's first batch, then reused. */
+const appliers = new WeakMap<Database.Database, Applier>();
+
+function applierOn(db: Database.Database): Applier {
+  const write = changeStatements(db);
+  const logWrite = changeLogWriter(db);
+  return db.transaction((batch: ChangeBatch, omitEvents: boolean): ChangeBatchResult => {
+    const { changes, ...origin } = batch;
+    const idem = origin.idempotency;
+    if (idem) {
+      const verdict = judgeIdempotency(write.findRecord(origin.keyId, idem, origin.at), idem.fingerprint, replayBatchOutcome);
+      if (verdict.kind === 'answer') return verdict.result;
+      const full = verdict.kind === 'new' ? write.overCap(origin.keyId, idem.recordsPerKey, origin.at) : undefined;
+      if (full) return full;
+    }
+    const outcome = judgeAndApply();
+    if (idem) write.saveRecord(origin.keyId, idem, encodeBatchOutcome(outcome), origin.at);
+    return { ...outcome, replayed: false };
+
+    function judgeAndApply(): BatchOutcome {
+      // Every change judged before any is written: a refusal leaves nothing to roll back.
+      const verdicts = [];
+      for (const [index, change] of changes.entries()) {
+        const verdict = judgeChange(write.entry(change.petId), change);
+        if (verdict.kind !== 'apply') return { kind: 'refused', index, outcome: verdict };
+        verdicts.push(verdict);
+      }
+      const entries: InventoryEntry[] = [];
+      const events: NewEvent[] = [];
+      for (const [i, change] of changes.entries()) {
+        const verdict = verdicts[i]!;
+        const full = { ...origin, ...change };
+        const entry = write.apply(full, verdict);
+        entries.push(entry);
+        if (!omitEvents) events.push(updatedEvent(full, verdict.current.item.quantity, entry));
+      }
+      if (entries.length > 0) logWrite(changes.map((c) => c.petId), omitEvents ? 0 : events);
+      return { kind: 'applied', entries };
+    }
+  });
+}

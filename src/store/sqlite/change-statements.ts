@@ -1,0 +1,89 @@
+import type Database from 'better-sqlite3';
+import { idempotencyKeyHash, recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
+import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import { entryReader } from './entries.js';
+
+/** What a change applies: the entry it found, and the count judgeChange set. */
+type Applicable = Extract<ReturnType<typeof judgeChange>, { kind: 'apply' }>;
+
+/**
+ * The statements that write a change, prepared once per connection and shared by the group
+ * commit's batches (apply-batch.ts) and a ChangeBatch's transaction (apply-change-batch.ts). Call inside
+ * an IMMEDIATE transaction.
+ */
+export interface ChangeStatements {
+  /** The entry a change finds, or undefined (none, or retired). */
+  entry(petId: bigint): InventoryEntry | undefined;
+  /** Writes an applied change's history row and entry; the entry as the change leaves it. */
+  apply(change: QuantityChange, verdict: Applicable): InventoryEntry;
+  /** The record of an API key's idempotency key, expired ones too (reusing one takes no new row, so never counts against the cap). */
+  findRecord(keyId: string, idem: IdempotencyRequest, now: Date): IdempotencyRecord | undefined;
+  /** Stores an outcome under the key (an expired or outcome-less record is written over). */
+  saveRecord(keyId: string, idem: IdempotencyRequest, outcome: string, now: Date): void;
+  /**
+   * Whether one more record takes an API key past its cap (domain recordsOverCap), read from its
+   * count (idempotency_counts, kept by triggers), so a PATCH never counts rows. Expired records are
+   * deleted first, as many as needed (the oldest), and only live ones refuse. Under SQLite's one
+   * write lock, so the count is exact across processes.
+   */
+  overCap(keyId: string, cap: number, now: Date): RecordsFull | undefined;
+}
+
+const statementsOf = new WeakMap<Database.Database, ChangeStatements>();
+
+/** The connection's ChangeStatements, prepared at its first change. */
+export function changeStatements(db: Database.Database): ChangeStatements {
+  let made = statementsOf.get(db);
+  if (!made) statementsOf.set(db, (made = prepareStatements(db)));
+  return made;
+}
+
+function prepareStatements(db: Database.Database): ChangeStatements {
+  const stmt = {
+    // Reads the previous quantity and the pet's newest history row itself.
+    insertHistory: db.prepare(
+      `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
+       SELECT pet_id, quantity, ?, ?, ?, ?, ?, ?, last_history_id FROM inventory WHERE pet_id = ?`,
+    ),
+    update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
+    findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at <= ? AS expired FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
+    saveIdempotency: db.prepare(
+      `INSERT INTO idempotency_records (api_key_id, key_hash, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (api_key_id, key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, outcome = excluded.outcome,
+         created_at = excluded.created_at, expires_at = excluded.expires_at`,
+    ),
+    count: db.prepare('SELECT records FROM idempotency_counts WHERE api_key_id = ?').pluck(),
+    reclaim: db.prepare(
+      `DELETE FROM idempotency_records WHERE rowid IN
+         (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ),
+    oldestLive: db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck(),
+  };
+  return {
+    entry: entryReader(db),
+    apply(change, { current, quantity }) {
+      const at = change.at.toISOString();
+      stmt.insertHistory.run(quantity, at, change.keyId, change.keyName, change.requestId, change.reason, change.petId);
+      stmt.update.run(quantity, at, change.petId);
+      // No RETURNING: the new version is the one read + 1, under the write lock.
+      return { item: { ...current.item, quantity }, version: current.version + 1 };
+    },
+    findRecord(keyId, idem, now) {
+      const found = stmt.findIdempotency.get(now.toISOString(), keyId, idempotencyKeyHash(idem.key)) as
+        | { fingerprint: string; outcome: string | null; expired: number }
+        | undefined;
+      return found && { ...found, expired: found.expired === 1 };
+    },
+    saveRecord(keyId, idem, outcome, now) {
+      stmt.saveIdempotency.run(keyId, idempotencyKeyHash(idem.key), idem.fingerprint, outcome, now.toISOString(), idem.expiresAt.toISOString());
+    },
+    overCap(keyId, cap, now) {
+      const over = recordsOverCap(Number(stmt.count.get(keyId) ?? 0), 1, cap);
+      if (over === 0) return undefined;
+      const at = now.toISOString();
+      if (stmt.reclaim.run(keyId, at, over).changes >= over) return undefined;
+      const oldest = stmt.oldestLive.get(keyId, at) as string | null;
+      return recordsFull(oldest === null ? undefined : new Date(oldest), now);
+    },
+  };
+}
