@@ -166,6 +166,8 @@ function targetArb(pets: number): fc.Arbitrary<{ target: string; malformed: bool
     { weight: 6, arbitrary: ok(queryArb.map((q) => `/v1/inventory${q}`)) },
     { weight: 8, arbitrary: ok(fc.tuple(petIdArb(pets), queryArb).map(([id, q]) => `/v1/inventory/${id}${q}`)) },
     { weight: 4, arbitrary: ok(fc.tuple(petIdArb(pets), queryArb).map(([id, q]) => `/v1/inventory/${id}/history${q}`)) },
+    { weight: 4, arbitrary: ok(fc.tuple(petIdArb(pets), queryArb).map(([id, q]) => `/v1/inventory/${id}/adjustments${q}`)) },
+    { weight: 4, arbitrary: ok(queryArb.map((q) => `/v1/inventory/batch${q}`)) },
     { weight: 2, arbitrary: ok(fc.tuple(fc.constantFrom('/healthz', '/readyz', '/v1/openapi.json', '/v1', '/', '/v2/inventory', '/v1/inventory/', '//v1/inventory', '/v1//inventory', '/V1/INVENTORY', '/v1/inventory/1/', '/v1/inventory/1/history/', '/v1/inventory/../healthz', '/healthz/', '*', 'http://inventory.test/v1/inventory'), queryArb).map(([p, q]) => `${p}${q}`)) },
     { weight: 2, arbitrary: ok(fc.array(fc.string({ unit: fc.constantFrom(...'abv1%0-._~:@!$&\'()*+,;='.split('')), maxLength: 8 }), { maxLength: 5 }).map((s) => `/${s.join('/')}`)) },
     { weight: 1, arbitrary: ok(fc.integer({ min: 100, max: 6000 }).map((n) => `/v1/inventory/${'9'.repeat(n)}`)) },
@@ -192,10 +194,26 @@ const quantityArb = fc.oneof(
   fc.constantFrom(-1, 2147483648, 1.5, -0, 1e308, Number.MAX_SAFE_INTEGER),
 );
 
+const reasonArb = fc.constantFrom('received', 'returned', 'correction', 'sold', 'damaged', 'lost', '', null, 1);
+
+const deltaArb = fc.oneof(fc.integer({ min: -30, max: 30 }), fc.constantFrom(0, -2147483647, 2147483647, -2147483648, 1.5, '1', null));
+
+/** One change of a batch as JSON text (petIds beyond 2^53 written as digits), valid or nearly. */
+const changeArb: fc.Arbitrary<string> = fc
+  .record({
+    petId: fc.oneof(fc.integer({ min: -2, max: 25 }).map(String), fc.constantFrom('9007199254740993', '9223372036854775808', '"1"', '1.5')),
+    count: fc.oneof(quantityArb.map((q) => `"quantity":${JSON.stringify(q)}`), deltaArb.map((d) => `"delta":${JSON.stringify(d)}`), fc.constantFrom('"quantity":1,"delta":1', '')),
+    extra: fc.constantFrom('', ',"ifMatch":"\\"v1\\""', ',"ifMatch":"*"', ',"ifMatch":"v1"', ',"reason":"sold"', ',"reason":"lost"', ',"note":1'),
+  })
+  .map(({ petId, count, extra }) => `{"petId":${petId}${count ? `,${count}` : ''}${extra}}`);
+
 const bodyArb: fc.Arbitrary<Buffer | undefined> = fc.oneof(
   { weight: 3, arbitrary: fc.constant(undefined) },
   { weight: 6, arbitrary: quantityArb.map((q) => Buffer.from(JSON.stringify({ quantity: q }))) },
-  { weight: 2, arbitrary: fc.tuple(quantityArb, fc.constantFrom('received', 'returned', 'correction', 'lost', '', null, 1)).map(([q, r]) => Buffer.from(JSON.stringify({ quantity: q, reason: r }))) },
+  { weight: 2, arbitrary: fc.tuple(quantityArb, reasonArb).map(([q, r]) => Buffer.from(JSON.stringify({ quantity: q, reason: r }))) },
+  // Adjustments (decisions 5.11) and batches (5.12), each with their near misses.
+  { weight: 3, arbitrary: fc.tuple(deltaArb, reasonArb).map(([d, r]) => Buffer.from(JSON.stringify({ delta: d, reason: r }))) },
+  { weight: 3, arbitrary: fc.array(changeArb, { maxLength: 5 }).map((changes) => Buffer.from(`{"changes":[${changes.join(',')}]}`)) },
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => Buffer.from(JSON.stringify(v) ?? 'null')) },
   { weight: 1, arbitrary: fc.record({ quantity: quantityArb }, { requiredKeys: [] }).chain((o) => fc.dictionary(safeText(8), fc.jsonValue({ maxDepth: 2 })).map((extra) => Buffer.from(JSON.stringify({ ...extra, ...o })))) },
   {
@@ -234,8 +252,8 @@ export function fuzzCaseArb(pets: number): fc.Arbitrary<FuzzCase> {
   return fc
     .record({
       method: fc.oneof(
-        { weight: 10, arbitrary: fc.constantFrom('GET', 'PATCH') },
-        { weight: 3, arbitrary: fc.constantFrom('HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'TRACE', 'QUERY', 'PROPFIND') },
+        { weight: 10, arbitrary: fc.constantFrom('GET', 'PATCH', 'POST') },
+        { weight: 3, arbitrary: fc.constantFrom('HEAD', 'PUT', 'DELETE', 'OPTIONS', 'TRACE', 'QUERY', 'PROPFIND') },
         { weight: 1, arbitrary: fc.constantFrom('CONNECT', 'PRI', 'get', 'PATCH2', 'G ET') },
       ),
       target: targetArb(pets),

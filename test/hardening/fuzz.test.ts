@@ -52,9 +52,10 @@ for (const backend of BACKENDS) {
           assert.ok(answer.status < 500, `a 5xx:\n${describeCase()}`);
           const previous = version;
           version = after;
-          const wrote = c.method === 'PATCH' && answer.status === 200;
+          // PATCH, an adjustment and a batch write (decisions 5.11, 5.12); nothing else does.
+          const wrote = (c.method === 'PATCH' || c.method === 'POST') && answer.status === 200;
           if (!wrote) assert.equal(after, previous, `a refused request changed the store:\n${describeCase()}`);
-          else if (answer.headers['idempotent-replayed'] === undefined) assert.ok(after > previous, `a 200 PATCH stored nothing:\n${describeCase()}`);
+          else if (answer.headers['idempotent-replayed'] === undefined) assert.ok(after > previous, `a 200 change stored nothing:\n${describeCase()}`);
 
           assert.ok(answer.status !== 0, `no answer:\n${describeCase()}`);
           if (answer.status >= 400 && (c.method !== 'HEAD' || refusal)) assertErrorShape(answer, describeCase);
@@ -109,8 +110,11 @@ function assertErrorShape(answer: RawAnswer, describeCase: () => string): void {
   } catch {
     assert.fail(`error body is not JSON:\n${describeCase()}`);
   }
-  const { code, message, status } = body as Record<string, unknown>;
-  assert.deepEqual(Object.keys(body as object).sort(), ['code', 'message', 'status'], `Error shape:\n${describeCase()}`);
+  const { code, message, status, index } = body as Record<string, unknown>;
+  // A batch's refusal of one change names it by index (decisions 5.12): the one field beyond the three.
+  const fields = index === undefined ? ['code', 'message', 'status'] : ['code', 'index', 'message', 'status'];
+  assert.deepEqual(Object.keys(body as object).sort(), fields, `Error shape:\n${describeCase()}`);
+  if (index !== undefined) assert.ok(Number.isInteger(index) && (message as string).startsWith(`changes[${index as number}]: `), `Error index:\n${describeCase()}`);
   assert.equal(status, answer.status, `Error status:\n${describeCase()}`);
   assert.ok(typeof code === 'string' && CODES.has(code), `Error code from the catalogue:\n${describeCase()}`);
   assert.ok(typeof message === 'string' && message.length > 0, `Error message:\n${describeCase()}`);

@@ -159,3 +159,15 @@ test('one round at a time; an answer about a window that rolled over is ignored'
   await redis.answer();
   assert.equal(rl.take('key_r', start + WINDOW_MS).remaining, 98, 'the old window\'s total does not count in the new one');
 });
+
+test('take(count) counts several requests at once, all or none: a batch that does not fit takes nothing (decisions 5.12)', () => {
+  const limiter = new RateLimiter(5);
+  const at = windowStart('key_b', 10);
+  assert.equal(limiter.take('key_b', at).remaining, 4);
+  const batch = limiter.take('key_b', at, 3);
+  assert.deepEqual([batch.admitted, batch.remaining], [true, 1]);
+  const tooMany = limiter.take('key_b', at, 2);
+  assert.deepEqual([tooMany.admitted, tooMany.remaining], [false, 1], 'refused, what is left stays as it was');
+  assert.equal(limiter.take('key_b', at, 1).admitted, true, 'the refusal took nothing');
+  assert.equal(limiter.take('key_b', at).admitted, false);
+});

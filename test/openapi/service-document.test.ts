@@ -157,6 +157,35 @@ test('every documented response of both operations is reachable and matches the 
   await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/inventory/1/history?limit=0', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/inventory/2/history', key: api.keys.read });
+  // Adjustments and batches (decisions 5.11, 5.12): every outcome but the ones of a broken store and of authentication.
+  const post = (url: string, body: string, headers: Record<string, string> = {}, key = api.keys.write) =>
+    api.request({ method: 'POST', url, key, headers: { 'content-type': 'application/json', ...headers }, body });
+  const adjustments = {
+    url: '/v1/inventory/1/adjustments',
+    body: (change: string) => change,
+    stale: { body: '{"delta":-1}', headers: { 'if-match': '"v999"' } },
+    missing: { url: '/v1/inventory/2/adjustments', body: '{"delta":-1}' },
+    pad: 80,
+  };
+  const batches = {
+    url: '/v1/inventory/batch',
+    body: (change: string) => `{"changes":[{"petId":1,${change.slice(1, -1)}}]}`,
+    stale: { body: '{"changes":[{"petId":1,"delta":-1,"ifMatch":"\\"v999\\""}]}', headers: {} },
+    missing: { url: '/v1/inventory/batch', body: '{"changes":[{"petId":2,"delta":-1}]}' },
+    pad: 260_000,
+  };
+  for (const op of [adjustments, batches]) {
+    await post(op.url, op.body('{"delta":-1}'));
+    await post(op.url, op.body('{"delta":-99}'));
+    await post(op.url, op.body('{"delta":0}'));
+    await post(op.missing.url, op.missing.body);
+    await post(op.url, op.stale.body, op.stale.headers);
+    await post(op.url, op.body('{"delta":-1}'), {}, api.keys.read);
+    await post(op.url, op.body('{"delta":-1}'), { 'content-type': 'text/plain' });
+    await post(op.url, op.body(`{"delta":-1,"pad":"${'x'.repeat(op.pad)}"}`));
+    await post(op.url, op.body('{"delta":-1}'), { 'idempotency-key': `k-${op.url}` });
+    await post(op.url, op.body('{"delta":-2}'), { 'idempotency-key': `k-${op.url}` });
+  }
   // The change events: the feed, its refusals, a pruned position; the stream's refusal and, over a socket, the stream itself.
   await api.request({ method: 'GET', url: '/v1/events?after=0&limit=5', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/events?limit=0', key: api.keys.read });
@@ -171,6 +200,7 @@ test('every documented response of both operations is reachable and matches the 
   const strict = await buildTestApp(t, { items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
   await strict.request({ method: 'PATCH', url: '/v1/inventory/1', key: strict.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });
   for (const url of ['/v1/inventory/1', '/v1/inventory/1/history', '/v1/events', '/v1/events/stream']) await strict.request({ method: 'GET', url, key: 'nope' });
+  for (const url of ['/v1/inventory/1/adjustments', '/v1/inventory/batch']) await strict.request({ method: 'POST', url, key: 'nope', body: '{}' });
   await api.request({ method: 'GET', url: '/v1/openapi.json?x=1' });
   // Two failures (the limit) get 401; after that the address is throttled: 429 on both.
   await patch('/v1/inventory/1', '{"quantity":1}', {}, 'nope');
@@ -178,6 +208,8 @@ test('every documented response of both operations is reachable and matches the 
   await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
   for (const url of ['/v1/inventory/1', '/v1/inventory/1/history', '/v1/events', '/v1/events/stream']) await api.request({ method: 'GET', url, key: api.keys.read });
   await patch('/v1/inventory/1', '{"quantity":1}');
+  await post('/v1/inventory/1/adjustments', '{"delta":-1}');
+  await post('/v1/inventory/batch', '{"changes":[{"petId":1,"delta":-1}]}');
 
   const failing = await buildTestApp(t, {
     items: PETS,
@@ -208,6 +240,9 @@ test('every documented response of both operations is reachable and matches the 
 
   for (const app of [failing, broken]) {
     for (const url of ['/v1/inventory/1', '/v1/inventory/1/history', '/v1/events', '/v1/events/stream']) await app.request({ method: 'GET', url, key: app.keys.read });
+    const write = { key: app.keys.write, headers: { 'content-type': 'application/json' } };
+    await app.request({ method: 'POST', url: '/v1/inventory/1/adjustments', ...write, body: '{"delta":-1}' });
+    await app.request({ method: 'POST', url: '/v1/inventory/batch', ...write, body: '{"changes":[{"petId":1,"delta":-1}]}' });
   }
   // The calling key: its statuses come from authentication, which the operation needs alone.
   const keys = await buildTestApp(t, { config: { RATE_LIMIT_PER_MINUTE: '3' } });

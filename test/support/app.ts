@@ -169,13 +169,19 @@ async function httpTransport(app: FastifyInstance): Promise<Send> {
     });
 }
 
-/** Asserts the spec's Error object: exactly code, message, status, with status equal to the HTTP status. */
-export function assertError(res: TestResponse, status: number, code: string): { code: string; message: string; status: number } {
-  const body = res.json<{ code: string; message: string; status: number }>();
+/**
+ * Asserts the spec's Error object: exactly code, message, status, with status equal to the HTTP
+ * status; with `index`, a batch's Error object that names that change (its `index` field, and
+ * `changes[index]` in the message: decisions 5.12).
+ */
+export function assertError(res: TestResponse, status: number, code: string, index?: number): { code: string; message: string; status: number } {
+  const body = res.json<{ code: string; message: string; status: number; index?: number }>();
   const detail = `${res.status} ${res.text}`;
   if (res.status !== status) throw new Error(`expected ${status} ${code}, got ${detail}`);
   if (body.code !== code) throw new Error(`expected code ${code}, got ${detail}`);
-  if (JSON.stringify(Object.keys(body).sort()) !== '["code","message","status"]') throw new Error(`Error shape: ${detail}`);
+  const fields = index === undefined ? '["code","message","status"]' : '["code","index","message","status"]';
+  if (JSON.stringify(Object.keys(body).sort()) !== fields) throw new Error(`Error shape: ${detail}`);
+  if (index !== undefined && (body.index !== index || !body.message.startsWith(`changes[${index}]: `))) throw new Error(`expected index ${index}: ${detail}`);
   if (body.status !== status || typeof body.message !== 'string' || body.message.length === 0) throw new Error(`Error fields: ${detail}`);
   if (!/^application\/json; charset=utf-8$/i.test(String(res.headers['content-type']))) throw new Error(`content type: ${detail}`);
   return body;
