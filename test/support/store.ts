@@ -1,4 +1,5 @@
 import { importChange, type ImportPlan, type ImportRow, type ImportSource } from '../../src/domain/import.js';
+import type { InventoryEvent } from '../../src/domain/event.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import type { ChangeBatch, ChangeOrigin, ChangeResult, EntryChange, QuantityChange } from '../../src/domain/inventory.js';
 import type { Store } from '../../src/store/store.js';
@@ -54,4 +55,25 @@ export function importSource(items: readonly (InventoryItem | ImportRow)[], opti
 /** An import plan as the CLI makes one, at most 20 conflicts listed. */
 export function importPlan(upsert = false, at = new Date()): ImportPlan {
   return { upsert, change: importChange(at), conflictsMax: 20 };
+}
+
+/** What a write leaves behind for these pets: the store version, the events head, each entry and its history. */
+export async function writtenState(store: Store, petIds: readonly bigint[]): Promise<unknown> {
+  return {
+    version: await store.entries.readVersion(),
+    eventsHead: await store.events.head(),
+    entries: await Promise.all(petIds.map((petId) => store.entries.getEntry(petId))),
+    history: await Promise.all(petIds.map((petId) => store.history.listHistory(petId, { limit: 1000 }))),
+  };
+}
+
+/** Every event after seq `after`, oldest first. */
+export async function eventsAfter(store: Store, after: number): Promise<InventoryEvent[]> {
+  const all: InventoryEvent[] = [];
+  for (;;) {
+    const page = await store.events.readEvents(after, 500);
+    all.push(...page.items);
+    if (page.items.length < 500) return all;
+    after = page.items.at(-1)!.seq;
+  }
 }

@@ -213,6 +213,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_attempted ON webhook_deliveries (attempted_at);
     `,
   },
+  {
+    version: 9,
+    name: 'history reasons sold and damaged',
+    // NOT VALID: every row holds one of the old reasons, which the new list keeps, so no scan under the table's lock (decisions 3.8).
+    sql: `
+      ALTER TABLE inventory_history DROP CONSTRAINT inventory_history_reason_check;
+      ALTER TABLE inventory_history ADD CONSTRAINT inventory_history_reason_check
+        CHECK (reason IN ('received', 'returned', 'correction', 'sold', 'damaged')) NOT VALID;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

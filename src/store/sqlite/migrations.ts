@@ -233,6 +233,29 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_attempted ON webhook_deliveries (attempted_at);
     `,
   },
+  {
+    version: 8,
+    name: 'history reasons sold and damaged',
+    // SQLite cannot alter a CHECK: the table is rebuilt, rows and ids as they were (decisions 3.8).
+    sql: `
+      CREATE TABLE inventory_history_reasons (
+        id                INTEGER PRIMARY KEY,
+        pet_id            INTEGER NOT NULL,
+        previous_quantity INTEGER NOT NULL,
+        quantity          INTEGER NOT NULL,
+        at                TEXT    NOT NULL,
+        key_id            TEXT    NOT NULL,
+        key_name          TEXT    NOT NULL,
+        request_id        TEXT    NOT NULL,
+        reason            TEXT    CHECK (reason IS NULL OR reason = 'received' OR reason = 'returned' OR reason = 'correction'
+                                         OR reason = 'sold' OR reason = 'damaged'),
+        prev_id           INTEGER -- the same pet's previous history row; NULL for its first
+      ) STRICT;
+      INSERT INTO inventory_history_reasons SELECT * FROM inventory_history;
+      DROP TABLE inventory_history;
+      ALTER TABLE inventory_history_reasons RENAME TO inventory_history;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */
