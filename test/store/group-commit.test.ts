@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { StoreTimeoutError } from '../../src/store/deadline.js';
-import { GroupCommit, type CommitBatch } from '../../src/store/group-commit.js';
+import { batchChannel, GroupCommit, serialCommit, type CommitBatch } from '../../src/store/group-commit.js';
 
 /** A change for these tests: a key (a pet, say) and a value; the value 'bad' is refused by the store. */
 interface Change {
@@ -189,6 +189,39 @@ describe('GroupCommit: the one write path of the stores', () => {
     }, options);
     assert.equal(await group.submit({ key: 'a', value: '1' }), '1');
     assert.deepEqual(deadlines, [undefined]);
+  });
+});
+
+describe('serialCommit: writes that each need a transaction of their own', () => {
+  it('one write at a time in arrival order, each failing alone, refused once closed; no batch size published', async () => {
+    const sizes: unknown[] = [];
+    const onSize = (size: unknown) => sizes.push(size);
+    batchChannel.subscribe(onSize);
+    try {
+      const started: string[] = [];
+      const release: (() => void)[] = [];
+      const serial = serialCommit(async (write: string) => {
+        started.push(write);
+        await new Promise<void>((resolve) => release.push(resolve));
+        if (write === 'bad') throw new Error('refused');
+        return `${write}:done`;
+      });
+      const answers = Promise.allSettled([serial.submit('a'), serial.submit('bad'), serial.submit('c')]);
+      await turn();
+      assert.deepEqual(started, ['a'], 'one at a time');
+      while (started.length < 3 || release.length > 0) {
+        release.shift()?.();
+        await turn();
+      }
+      assert.deepEqual(started, ['a', 'bad', 'c']);
+      const settled = await answers;
+      assert.deepEqual(settled.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)), ['a:done', 'refused', 'c:done']);
+      await serial.close();
+      await assert.rejects(serial.submit('d'), StoreUnavailableError);
+      assert.deepEqual(sizes, []);
+    } finally {
+      batchChannel.unsubscribe(onSize);
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { encodeOutcome, judgeIdempotency } from '../../domain/idempotency.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency } from '../../domain/idempotency.js';
 import { updatedEvent, type NewEvent } from '../../domain/event.js';
 import { judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { appendsEvent } from '../appended.js';
@@ -50,8 +50,9 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
 
   const applyOne = (change: QuantityChange): ChangeResult => {
     const idem = change.idempotency;
+    const keyHash = idem && idempotencyKeyHash(idem.key);
     if (idem) {
-      const verdict = judgeIdempotency(write.findRecord(change.keyId, idem, change.at), idem.fingerprint);
+      const verdict = judgeIdempotency(write.findRecord(change.keyId, keyHash!, change.at), idem.fingerprint);
       if (verdict.kind === 'answer') return verdict.result;
       const full = verdict.kind === 'new' ? write.overCap(change.keyId, idem.recordsPerKey, change.at) : undefined;
       if (full) return full;
@@ -65,7 +66,7 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     } else {
       outcome = verdict;
     }
-    if (idem) write.saveRecord(change.keyId, idem, encodeOutcome(outcome), change.at);
+    if (idem) write.saveRecord(change.keyId, keyHash!, idem, encodeOutcome(outcome), change.at);
     return { ...outcome, replayed: false };
   };
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { updatedEvent, type NewEvent } from '../../domain/event.js';
-import { encodeBatchOutcome, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
+import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
 import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
 import type { BatchOptions } from './apply-batch.js';
 import { changeLogWriter } from './change-log.js';
@@ -33,14 +33,15 @@ function applierOn(db: Database.Database): Applier {
   return db.transaction((batch: ChangeBatch, omitEvents: boolean): ChangeBatchResult => {
     const { changes, ...origin } = batch;
     const idem = origin.idempotency;
+    const keyHash = idem && idempotencyKeyHash(idem.key);
     if (idem) {
-      const verdict = judgeIdempotency(write.findRecord(origin.keyId, idem, origin.at), idem.fingerprint, replayBatchOutcome);
+      const verdict = judgeIdempotency(write.findRecord(origin.keyId, keyHash!, origin.at), idem.fingerprint, replayBatchOutcome);
       if (verdict.kind === 'answer') return verdict.result;
       const full = verdict.kind === 'new' ? write.overCap(origin.keyId, idem.recordsPerKey, origin.at) : undefined;
       if (full) return full;
     }
     const outcome = judgeAndApply();
-    if (idem) write.saveRecord(origin.keyId, idem, encodeBatchOutcome(outcome), origin.at);
+    if (idem) write.saveRecord(origin.keyId, keyHash!, idem, encodeBatchOutcome(outcome), origin.at);
     return { ...outcome, replayed: false };
 
     function judgeAndApply(): BatchOutcome {

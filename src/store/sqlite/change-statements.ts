@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { idempotencyKeyHash, recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
+import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
 import { entryReader } from './entries.js';
 
@@ -16,10 +16,10 @@ export interface ChangeStatements {
   entry(petId: bigint): InventoryEntry | undefined;
   /** Writes an applied change's history row and entry; the entry as the change leaves it. */
   apply(change: QuantityChange, verdict: Applicable): InventoryEntry;
-  /** The record of an API key's idempotency key, expired ones too (reusing one takes no new row, so never counts against the cap). */
-  findRecord(keyId: string, idem: IdempotencyRequest, now: Date): IdempotencyRecord | undefined;
-  /** Stores an outcome under the key (an expired or outcome-less record is written over). */
-  saveRecord(keyId: string, idem: IdempotencyRequest, outcome: string, now: Date): void;
+  /** The record of an API key's idempotency key (by its hash), expired ones too (reusing one takes no new row, so never counts against the cap). */
+  findRecord(keyId: string, keyHash: string, now: Date): IdempotencyRecord | undefined;
+  /** Stores an outcome under the key's hash (an expired or outcome-less record is written over). */
+  saveRecord(keyId: string, keyHash: string, idem: IdempotencyRequest, outcome: string, now: Date): void;
   /**
    * Whether one more record takes an API key past its cap (domain recordsOverCap), read from its
    * count (idempotency_counts, kept by triggers), so a PATCH never counts rows. Expired records are
@@ -68,14 +68,14 @@ function prepareStatements(db: Database.Database): ChangeStatements {
       // No RETURNING: the new version is the one read + 1, under the write lock.
       return { item: { ...current.item, quantity }, version: current.version + 1 };
     },
-    findRecord(keyId, idem, now) {
-      const found = stmt.findIdempotency.get(now.toISOString(), keyId, idempotencyKeyHash(idem.key)) as
+    findRecord(keyId, keyHash, now) {
+      const found = stmt.findIdempotency.get(now.toISOString(), keyId, keyHash) as
         | { fingerprint: string; outcome: string | null; expired: number }
         | undefined;
       return found && { ...found, expired: found.expired === 1 };
     },
-    saveRecord(keyId, idem, outcome, now) {
-      stmt.saveIdempotency.run(keyId, idempotencyKeyHash(idem.key), idem.fingerprint, outcome, now.toISOString(), idem.expiresAt.toISOString());
+    saveRecord(keyId, keyHash, idem, outcome, now) {
+      stmt.saveIdempotency.run(keyId, keyHash, idem.fingerprint, outcome, now.toISOString(), idem.expiresAt.toISOString());
     },
     overCap(keyId, cap, now) {
       const over = recordsOverCap(Number(stmt.count.get(keyId) ?? 0), 1, cap);

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../../src/store/postgres/migrations.js';
 import { adminQuery, backendSkip, createTestDatabase } from '../../support/backends.js';
-import { change } from '../../support/store.js';
+import { adjustment, change } from '../../support/store.js';
 
 /** The schema as release `version` left it (its migrations applied and recorded), then `sql` run in it (its rows). */
 async function schemaAtVersion(schema: string, version: number, sql: string): Promise<void> {
@@ -95,6 +95,25 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     assert.deepEqual(await store.webhooks.listEndpoints(), []);
     const added = await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
     assert.equal(added.deliveredSeq, 42);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
+
+  it('a schema of version 8 is migrated with its history rows as they were, and takes the reasons sold and damaged', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    await schemaAtVersion(schema, 8, `
+      INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version) VALUES (1, 5, 'available', now(), now(), 3);
+      INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason) VALUES
+        (1, 2, 4, now(), 'key_a', 'till', 'r-1', 'received'), (1, 4, 5, now(), 'key_a', 'till', 'r-2', NULL);
+    `);
+
+    const store = await db.open();
+    await store.changes.applyChange(adjustment(1n, -1, { reason: 'sold' }));
+    await store.changes.applyChange(change(1n, 2, { reason: 'damaged' }));
+    const rows = (await store.history.listHistory(1n, { limit: 10 }))!;
+    assert.deepEqual(rows.map((r) => [r.previousQuantity, r.quantity, r.reason]), [[4, 2, 'damaged'], [5, 4, 'sold'], [4, 5, null], [2, 4, 'received']]);
+    await assert.rejects(adminQuery(`INSERT INTO ${schema}.inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
+      VALUES (1, 2, 3, now(), 'k', 'k', 'r', 'lost')`), /inventory_history_reason_check/, 'any other reason is still refused');
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });
 });

@@ -6,7 +6,7 @@ import { Connection } from '../../../src/store/sqlite/connection.js';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../../src/store/sqlite/migrations.js';
 import { openStore as openSqliteStore } from '../../../src/store/sqlite/open.js';
 import { tempDir } from '../../support/process.js';
-import { change } from '../../support/store.js';
+import { adjustment, change } from '../../support/store.js';
 
 test('a store of schema version 2 is migrated with its history chained per pet and its list readers told to reload', async (t) => {
   const filename = join(tempDir(t), 'v2.db');
@@ -146,4 +146,29 @@ test('a store of schema version 6 is migrated with no webhook endpoint; one adde
   assert.deepEqual(await store.webhooks.listEndpoints(), []);
   const added = await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
   assert.equal(added.deliveredSeq, 42);
+});
+
+test('a store of schema version 7 is migrated with its history rows as they were, and takes the reasons sold and damaged', async (t) => {
+  const filename = join(tempDir(t), 'v7.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 7)) {
+    for (const [name, fn] of Object.entries(m.functions ?? {})) old.function(name, { deterministic: true }, fn);
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  const at = '2026-11-01T10:00:00.000Z';
+  old.exec(`
+    INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, version, last_history_id) VALUES (1, 5, 'available', '${at}', '${at}', 3, 8);
+    INSERT INTO inventory_history VALUES (7, 1, 2, 4, '${at}', 'key_a', 'till', 'r-1', 'received', NULL), (8, 1, 4, 5, '${at}', 'key_a', 'till', 'r-2', NULL, 7);
+  `);
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  await store.changes.applyChange(adjustment(1n, -1, { reason: 'sold' }));
+  await store.changes.applyChange(change(1n, 2, { reason: 'damaged' }));
+  const rows = (await store.history.listHistory(1n, { limit: 10 }))!;
+  assert.deepEqual(rows.map((r) => [r.previousQuantity, r.quantity, r.reason]), [[4, 2, 'damaged'], [5, 4, 'sold'], [4, 5, null], [2, 4, 'received']]);
+  assert.deepEqual(rows.slice(2).map((r) => r.id), [8n, 7n], 'the old rows keep their ids');
 });
