@@ -158,6 +158,7 @@ test('every documented response of both operations is reachable and matches the 
   await api.request({ method: 'GET', url: '/v1/inventory/1/history?limit=0', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/inventory/2/history', key: api.keys.read });
   // Adjustments and batches (decisions 5.11, 5.12): every outcome but the ones of a broken store and of authentication.
+  // Pet 1 holds 1 here: +1 applies, -99 is short.
   const post = (url: string, body: string, headers: Record<string, string> = {}, key = api.keys.write) =>
     api.request({ method: 'POST', url, key, headers: { 'content-type': 'application/json', ...headers }, body });
   const adjustments = {
@@ -175,16 +176,16 @@ test('every documented response of both operations is reachable and matches the 
     pad: 260_000,
   };
   for (const op of [adjustments, batches]) {
-    await post(op.url, op.body('{"delta":-1}'));
+    await post(op.url, op.body('{"delta":1}'));
     await post(op.url, op.body('{"delta":-99}'));
     await post(op.url, op.body('{"delta":0}'));
     await post(op.missing.url, op.missing.body);
     await post(op.url, op.stale.body, op.stale.headers);
-    await post(op.url, op.body('{"delta":-1}'), {}, api.keys.read);
-    await post(op.url, op.body('{"delta":-1}'), { 'content-type': 'text/plain' });
-    await post(op.url, op.body(`{"delta":-1,"pad":"${'x'.repeat(op.pad)}"}`));
-    await post(op.url, op.body('{"delta":-1}'), { 'idempotency-key': `k-${op.url}` });
-    await post(op.url, op.body('{"delta":-2}'), { 'idempotency-key': `k-${op.url}` });
+    await post(op.url, op.body('{"delta":1}'), {}, api.keys.read);
+    await post(op.url, op.body('{"delta":1}'), { 'content-type': 'text/plain' });
+    await post(op.url, op.body(`{"delta":1,"pad":"${'x'.repeat(op.pad)}"}`));
+    await post(op.url, op.body('{"delta":1}'), { 'idempotency-key': `k-${op.url}` });
+    await post(op.url, op.body('{"delta":2}'), { 'idempotency-key': `k-${op.url}` });
   }
   // The change events: the feed, its refusals, a pruned position; the stream's refusal and, over a socket, the stream itself.
   await api.request({ method: 'GET', url: '/v1/events?after=0&limit=5', key: api.keys.read });
@@ -215,7 +216,7 @@ test('every documented response of both operations is reachable and matches the 
     items: PETS,
     wrapStore: (s) =>
       failingOn(
-        failingOn(failingOn(failingOn(failingOn(failingOn(s, 'changesSince', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')), 'readEvents', new Error('boom')),
+        failingOn(failingOn(failingOn(failingOn(failingOn(failingOn(s, 'applyBatch', new Error('boom')), 'changesSince', new Error('boom')), 'applyChange', new StoreUnavailableError('down')), 'getEntry', new Error('boom')), 'listHistory', new StoreUnavailableError('down')), 'readEvents', new Error('boom')),
         'head',
         new StoreUnavailableError('down'),
       ),
@@ -230,7 +231,7 @@ test('every documented response of both operations is reachable and matches the 
     items: PETS,
     wrapStore: (s) =>
       failingOn(
-        failingOn(failingOn(failingOn(failingOn(failingOn(s, 'applyChange', new Error('boom')), 'changesSince', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')), 'readEvents', new StoreUnavailableError('down')),
+        failingOn(failingOn(failingOn(failingOn(failingOn(failingOn(s, 'applyBatch', new StoreUnavailableError('down')), 'applyChange', new Error('boom')), 'changesSince', new StoreUnavailableError('down')), 'getEntry', new StoreUnavailableError('down')), 'listHistory', new Error('boom')), 'readEvents', new StoreUnavailableError('down')),
         'head',
         new Error('boom'),
       ),
