@@ -1,5 +1,5 @@
 import { useEffect, useRef } from 'preact/hooks';
-import { deltaOf, targetQuantity, type Edit } from './edits.js';
+import { targetQuantity, type Edit } from './edits.js';
 import { formatCount } from './messages.js';
 import type { EditActions } from './use-edits.js';
 
@@ -9,7 +9,7 @@ interface Props {
   editing: EditActions;
 }
 
-/** Someone else changed the entry while it was being edited: their value, mine, and the choice, below the row's fields. */
+/** Someone else changed the entry while its count was being set: their value, mine, and the choice, below the row's fields. (An add-or-remove meets no conflict.) */
 export function Conflict({ id, edit, editing }: Props) {
   // The choice is the user's next step: the keyboard goes there (to the choice that changes nothing), once, not each time the row scrolls back into view.
   const first = useRef<HTMLButtonElement>(null);
@@ -20,8 +20,7 @@ export function Conflict({ id, edit, editing }: Props) {
   const { theirs } = edit.conflict;
   const target = targetQuantity(edit);
   const mine = 'quantity' in target ? formatCount(target.quantity) : edit.quantity;
-  const delta = deltaOf(edit);
-  const choose = (choice: 'theirs' | 'mine' | 'apply') => editing.resolve(id, choice);
+  const choose = (choice: 'theirs' | 'mine') => editing.resolve(id, choice);
   return (
     <div class="conflict">
       <p>
@@ -34,11 +33,6 @@ export function Conflict({ id, edit, editing }: Props) {
         <button type="button" onClick={() => choose('mine')}>
           Overwrite with mine
         </button>
-        {delta !== null && (
-          <button type="button" onClick={() => choose('apply')}>
-            Apply my change to theirs
-          </button>
-        )}
       </div>
     </div>
   );

@@ -1,7 +1,7 @@
 import type { ChangeReason } from '@petstore/inventory-client';
 import { MAX_QUANTITY } from './inventory-model.js';
 
-export const REASONS = ['received', 'returned', 'correction'] as const satisfies readonly ChangeReason[];
+export const REASONS = ['received', 'returned', 'correction', 'sold', 'damaged'] as const satisfies readonly ChangeReason[];
 
 /** What stops an edit, shown beside its fields. */
 export interface Problem {
@@ -63,16 +63,28 @@ export function withQuantityText(edit: Edit, quantity: string): Edit {
   return { ...edit, quantity, delta: '', typed: true, problem: null };
 }
 
-/** The quantity to save, or why there is none. */
+/**
+ * What Save sends: an add-or-remove as the adjustment it is (the service applies it to the count it
+ * holds, so a change someone else made meanwhile is no conflict), a typed count as the quantity to
+ * set (PATCH with If-Match); or why there is nothing to send.
+ */
+export function savePlan(edit: Edit): { adjust: number } | { quantity: number } | { problem: Problem } {
+  if (edit.delta.trim() === '') return targetQuantity(edit);
+  const delta = parseWhole(edit.delta);
+  if (delta === null || delta === 0) return { problem: { message: DELTA_HINT, field: 'delta' } };
+  // Beyond the bounds whatever the count: only the service, which holds the count, judges the rest (below 0, above the maximum).
+  if (Math.abs(delta) > MAX_QUANTITY) return { problem: { message: `Add or remove at most ${MAX_QUANTITY.toLocaleString()} at a time.`, field: 'delta' } };
+  return { adjust: delta };
+}
+
+const DELTA_HINT = 'Enter what arrived as +5, or what left as -2.';
+
+/** The count a typed quantity sets, or why it cannot be saved. */
 export function targetQuantity(edit: Edit): { quantity: number } | { problem: Problem } {
-  if (edit.delta.trim() !== '' && parseWhole(edit.delta) === null) return { problem: { message: 'Enter what arrived as +5, or what left as -2.', field: 'delta' } };
   const n = parseWhole(edit.quantity);
   if (n === null) return { problem: { message: 'Enter the new quantity as a whole number.', field: 'quantity' } };
-  // Out of range through an add-or-remove: the add-or-remove is what to correct.
-  const delta = deltaOf(edit);
-  const field = delta === null ? 'quantity' : 'delta';
-  if (n < 0) return { problem: { message: delta !== null && delta < 0 ? `Cannot remove ${-delta}: only ${edit.base} in stock.` : 'The quantity cannot be below 0.', field } };
-  if (n > MAX_QUANTITY) return { problem: { message: `The quantity can be at most ${MAX_QUANTITY.toLocaleString()}.`, field } };
+  if (n < 0) return { problem: { message: 'The quantity cannot be below 0.', field: 'quantity' } };
+  if (n > MAX_QUANTITY) return { problem: { message: `The quantity can be at most ${MAX_QUANTITY.toLocaleString()}.`, field: 'quantity' } };
   return { quantity: n };
 }
 

@@ -1,6 +1,6 @@
 import { InventoryApiError, type InventoryClient } from '@petstore/inventory-client';
 import { useCallback, useRef, useState } from 'preact/hooks';
-import { deltaOf, newEdit, rebase, targetQuantity, type Edit } from './edits.js';
+import { newEdit, rebase, savePlan, type Edit } from './edits.js';
 import { newIdempotencyKey } from './idempotency.js';
 import { describeError } from './messages.js';
 
@@ -10,8 +10,8 @@ export interface EditActions {
   change(id: string, update: (edit: Edit) => Edit): void;
   cancel(id: string): void;
   save(id: string): void;
-  /** After a conflict: keep their value (end the edit), save mine over it, or apply my add-or-remove to it. */
-  resolve(id: string, choice: 'theirs' | 'mine' | 'apply'): void;
+  /** After a conflict (a count set over someone else's change): keep their value (end the edit), or save mine over it. */
+  resolve(id: string, choice: 'theirs' | 'mine'): void;
   /** True once after open(id) (part 'editor') or a conflict (part 'conflict'): that part of the row then takes the focus. */
   takeFocus: (id: string, part: FocusPart) => boolean;
 }
@@ -31,9 +31,11 @@ export interface EditEvents {
 }
 
 /**
- * Every edit in progress, and the one way a quantity is saved: PATCH with If-Match (the version
- * the edit started from) and an Idempotency-Key, so a double click or a retried request never
- * applies twice, and a change someone else made meanwhile is never overwritten unseen.
+ * Every edit in progress, and the two ways a count is saved, each with an Idempotency-Key, so a
+ * double click or a retried request never applies twice: a typed count is a PATCH with If-Match
+ * (the version the edit started from), so a change someone else made meanwhile is never
+ * overwritten unseen; an add-or-remove is an adjustment, which the service applies to the count it
+ * holds, so it meets no conflict, only a refusal when it would take the count below 0.
  */
 export function useEdits(client: InventoryClient, events: EditEvents): EditActions {
   const [edits, setEdits] = useState<ReadonlyMap<string, Edit>>(new Map());
@@ -103,44 +105,69 @@ export function useEdits(client: InventoryClient, events: EditEvents): EditActio
     }
   };
 
+  // An add-or-remove refused by the stock on hand: the service's words beside it, and the count the row holds now.
+  const refuseStock = useCallback(
+    (id: string, error: unknown) => {
+      // A new key for the next try: the service keeps this refusal as the answer to this one.
+      change(id, (e) => ({ ...e, saving: false, attempt: null, problem: { message: describeError(error), field: 'delta' } }));
+      events.onProblem(id, error);
+      const edit = current.current.get(id);
+      if (!edit) return;
+      client.getInventoryItem(edit.petId).then(
+        ({ item, etag }) => {
+          change(id, (e) => rebase(e, item.quantity, etag));
+          events.onQuantity(id, item.quantity);
+        },
+        // The refusal is what the user needs to read; the row follows with the next change or list.
+        () => undefined,
+      );
+    },
+    [client, change, events],
+  );
+
   const send = useCallback(
     async (id: string) => {
       const edit = current.current.get(id);
       if (!edit || edit.saving || edit.etag === null) return;
-      const target = targetQuantity(edit);
-      if ('problem' in target) {
-        put(id, { ...edit, problem: target.problem });
+      const plan = savePlan(edit);
+      if ('problem' in plan) {
+        put(id, { ...edit, problem: plan.problem });
         return events.onProblem(id, null);
       }
-      const what = `${edit.etag} ${target.quantity} ${edit.reason}`;
+      // The same save again (its answer lost) reuses its key; an adjustment is the same whatever version it was typed on.
+      const what = 'adjust' in plan ? `adjust ${plan.adjust} ${edit.reason}` : `${edit.etag} ${plan.quantity} ${edit.reason}`;
       const key = edit.attempt?.of === what ? edit.attempt.key : newIdempotencyKey();
       put(id, { ...edit, saving: true, problem: null, attempt: { key, of: what } });
       try {
-        const { item } = await client.updateInventory(edit.petId, { quantity: target.quantity, reason: edit.reason }, { ifMatch: edit.etag, idempotencyKey: key });
+        const { item } =
+          'adjust' in plan
+            ? await client.adjustInventory(edit.petId, { delta: plan.adjust, reason: edit.reason }, { idempotencyKey: key })
+            : await client.updateInventory(edit.petId, { quantity: plan.quantity, reason: edit.reason }, { ifMatch: edit.etag, idempotencyKey: key });
         put(id, null);
         events.onQuantity(id, item.quantity);
-        events.onSaved(id, edit.base, item.quantity);
+        // From what the entry held when the change applied, which may not be the version the edit read.
+        events.onSaved(id, 'adjust' in plan ? item.quantity - plan.adjust : edit.base, item.quantity);
       } catch (error) {
         if (error instanceof InventoryApiError && error.code === 'precondition_failed') {
           await showConflict(id);
+        } else if (error instanceof InventoryApiError && error.code === 'insufficient_stock') {
+          refuseStock(id, error);
         } else {
           fail(id, error);
         }
       }
     },
-    [client, put, fail, events],
+    [client, put, fail, refuseStock, events],
   );
 
   const resolve = useCallback(
-    (id: string, choice: 'theirs' | 'mine' | 'apply') => {
+    (id: string, choice: 'theirs' | 'mine') => {
       const edit = current.current.get(id);
       if (!edit?.conflict) return;
       if (choice === 'theirs') return put(id, null);
       const { theirs, etag } = edit.conflict;
-      const delta = deltaOf(edit);
-      // "Overwrite" keeps the quantity the user meant; "apply" works their add-or-remove out again from the new value.
-      const rebased = choice === 'apply' && delta !== null ? rebase(edit, theirs, etag) : { ...edit, base: theirs, etag };
-      put(id, { ...rebased, conflict: null });
+      // "Overwrite" keeps the quantity the user meant, now over their version.
+      put(id, { ...edit, base: theirs, etag, conflict: null });
       void send(id);
     },
     [put, send],

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { InventoryItem, PetStatus } from '@petstore/inventory-client';
-import { deltaOf, newEdit, rebase, targetQuantity, withDelta, withQuantityText } from '../src/edits.js';
+import { deltaOf, newEdit, rebase, REASONS, savePlan, withDelta, withQuantityText } from '../src/edits.js';
+import { CHANGE_REASONS } from '../../src/schemas/values.js';
 import { newIdempotencyKey } from '../src/idempotency.js';
 import { buildModel, filterRows, sortRows, STATUSES, withChanges, withQuantity, type EntryChange, type EntryChanges, type SortColumn } from '../src/inventory-model.js';
 
@@ -74,22 +75,34 @@ test('buildModel counts statuses and empty entries; withQuantity keeps the count
   assert.equal(withQuantity(after, 2, 0).counts.outOfStock, 1);
 });
 
-test('an edit turns an add-or-remove into the quantity to save, and refuses what the API would', () => {
+test('an add-or-remove is saved as the adjustment it is, whatever the count; a typed quantity as the count, refused where the API would', () => {
   let edit = newEdit(42n, 10);
   edit = withDelta(edit, '+5');
-  assert.equal(edit.quantity, '15');
+  assert.equal(edit.quantity, '15', 'the count it would give from the version read, shown');
   assert.equal(deltaOf(edit), 5);
-  assert.deepEqual(targetQuantity(edit), { quantity: 15 });
+  assert.deepEqual(savePlan(edit), { adjust: 5 });
+  // Below 0 from the version read: only the service, which holds the count now, can refuse it.
   edit = withDelta(edit, '-12');
-  assert.deepEqual(targetQuantity(edit), { problem: { message: 'Cannot remove 12: only 10 in stock.', field: 'delta' } }, 'the add-or-remove is at fault');
+  assert.deepEqual(savePlan(edit), { adjust: -12 });
+  assert.deepEqual(savePlan(withDelta(newEdit(42n, 2147483600), '+100')), { adjust: 100 }, 'above the maximum: the service judges it too');
+  assert.deepEqual(savePlan(withDelta(newEdit(42n, 0), '-2147483647')), { adjust: -2147483647 });
+  for (const text of ['2147483648', '-2147483648']) {
+    assert.deepEqual(savePlan(withDelta(edit, text)), { problem: { message: 'Add or remove at most 2,147,483,647 at a time.', field: 'delta' } }, text);
+  }
   edit = withQuantityText(edit, '7');
   assert.equal(edit.delta, '', 'typing a quantity replaces the add-or-remove');
   assert.equal(deltaOf(edit), null);
-  assert.deepEqual(targetQuantity(withQuantityText(edit, '2.5')), { problem: { message: 'Enter the new quantity as a whole number.', field: 'quantity' } });
-  assert.deepEqual(targetQuantity(withQuantityText(edit, '-1')), { problem: { message: 'The quantity cannot be below 0.', field: 'quantity' } });
-  assert.deepEqual(targetQuantity(withQuantityText(edit, '2147483648')), { problem: { message: 'The quantity can be at most 2,147,483,647.', field: 'quantity' } });
-  assert.deepEqual(targetQuantity(withDelta(newEdit(42n, 2147483600), '+100')), { problem: { message: 'The quantity can be at most 2,147,483,647.', field: 'delta' } });
-  assert.deepEqual(targetQuantity(withQuantityText(edit, '2147483647')), { quantity: 2147483647 });
+  assert.deepEqual(savePlan(edit), { quantity: 7 });
+  assert.deepEqual(savePlan(withQuantityText(edit, '2.5')), { problem: { message: 'Enter the new quantity as a whole number.', field: 'quantity' } });
+  assert.deepEqual(savePlan(withQuantityText(edit, '-1')), { problem: { message: 'The quantity cannot be below 0.', field: 'quantity' } });
+  assert.deepEqual(savePlan(withQuantityText(edit, '2147483648')), { problem: { message: 'The quantity can be at most 2,147,483,647.', field: 'quantity' } });
+  assert.deepEqual(savePlan(withQuantityText(edit, '2147483647')), { quantity: 2147483647 });
+  // An add-or-remove cleared by hand is no change: the count shown is saved, as typed.
+  assert.deepEqual(savePlan(withDelta(withDelta(newEdit(42n, 10), '+3'), '')), { quantity: 13 });
+});
+
+test('the reasons offered are the service\'s, in its order', () => {
+  assert.deepEqual([...REASONS], [...CHANGE_REASONS]);
 });
 
 test('idempotency keys are random version 4 UUIDs', () => {
@@ -107,13 +120,13 @@ test('an edit moves onto a newer version: an add-or-remove is worked out again, 
   assert.deepEqual([typed.base, typed.etag], [12, '"v2"']);
 });
 
-test('an add-or-remove that is not a whole number is refused, never saved as the old count', () => {
-  for (const text of ['2-', '5x', '+', '1.5']) {
-    assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), text)), { problem: { message: 'Enter what arrived as +5, or what left as -2.', field: 'delta' } }, text);
+test('an add-or-remove that is not a whole number, or 0, is refused, never saved as the old count', () => {
+  for (const text of ['2-', '5x', '+', '1.5', '0', '-0', '+0']) {
+    assert.deepEqual(savePlan(withDelta(newEdit(7n, 10), text)), { problem: { message: 'Enter what arrived as +5, or what left as -2.', field: 'delta' } }, text);
   }
   // A typographic minus or dash, as keyboards and phones type it, is a minus.
-  assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u22122')), { quantity: 8 });
-  assert.deepEqual(targetQuantity(withDelta(newEdit(7n, 10), '\u20133')), { quantity: 7 });
+  assert.deepEqual(savePlan(withDelta(newEdit(7n, 10), '\u22122')), { adjust: -2 });
+  assert.deepEqual(savePlan(withDelta(newEdit(7n, 10), '\u20133')), { adjust: -3 });
 });
 
 test('withChanges applies what the events say: quantities and statuses in place, new and retired entries at their place by id', () => {

@@ -207,6 +207,19 @@ function recordPatches(page: Page, petId: bigint): { requests: Request[]; answer
   return log;
 }
 
+/** The adjustments (POST .../adjustments) the page sends for one pet, with their headers and bodies, and the answers. */
+function recordAdjustments(page: Page, petId: bigint): { requests: Request[]; answers: Response[] } {
+  const log = { requests: [] as Request[], answers: [] as Response[] };
+  const isAdjustment = (r: Request) => r.method() === 'POST' && new URL(r.url()).pathname === `/v1/inventory/${petId}/adjustments`;
+  page.on('request', (r) => {
+    if (isAdjustment(r)) log.requests.push(r);
+  });
+  page.on('response', (r) => {
+    if (isAdjustment(r.request())) log.answers.push(r);
+  });
+  return log;
+}
+
 /** Clicks Edit on the pet's row and resolves once the editor is open and the page has read the entry's ETag. */
 async function openEditor(page: Page, petId: bigint): Promise<string> {
   const read = page.waitForResponse((r) => isItemUrl(r.url(), petId) && r.request().method() === 'GET');
@@ -610,9 +623,11 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     }
   });
 
-  await t.test('add or remove: the quantity follows the signed change; typing a quantity clears it', { timeout }, async (st) => {
+  await t.test('add or remove: the quantity follows the signed change; typing a quantity clears it; saved as an adjustment, applied to what someone else saved meanwhile', { timeout }, async (st) => {
     const petId = PET.delta;
     const { page } = await signedIn(st, api, api.keys.write);
+    const patches = recordPatches(page, petId);
+    const adjustments = recordAdjustments(page, petId);
     await search(page, String(petId), 1);
     await openEditor(page, petId);
     const fields = editor(page, petId);
@@ -627,13 +642,36 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     await eventually(async () => assert.equal(await fields.delta.inputValue(), '', 'typing a quantity clears the change'));
     await fields.delta.fill('-3');
     await eventually(async () => assert.equal(await fields.quantity.inputValue(), '7'));
+    await fields.reason.selectOption('sold');
     await button(page, 'Save').click();
     await savedAs(page, petId, 10, 7);
     assert.equal(await quantityInApi(api, petId), 7);
-    assert.equal((await historyInApi(api, petId))[0]?.reason, 'correction');
+    assert.equal((await historyInApi(api, petId))[0]?.reason, 'sold');
+    assert.equal(patches.requests.length, 0, 'no PATCH: an add-or-remove is an adjustment');
+    // The body itself is not visible here (the client sends a copy it may retry); the history above shows the -3 and its reason.
+    const [sent] = adjustments.requests;
+    assert.equal(adjustments.requests.length, 1, 'one adjustment');
+    assert.ok(sent?.headers()['idempotency-key'], 'an Idempotency-Key');
+    assert.equal(sent?.headers()['if-match'], undefined, 'no If-Match: the service applies it to the count it holds');
+
+    // Someone else saved meanwhile: no conflict, the change applies to their count.
+    await openEditor(page, petId);
+    await fields.delta.fill('+4');
+    await changeInApi(api, petId, 40, 'received');
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 40, 44);
+    assert.equal(await alertWith(page, 'changed by someone else').count(), 0, 'no conflict');
+    assert.equal(await quantityInApi(api, petId), 44);
+    assert.deepEqual(
+      (await historyInApi(api, petId)).slice(0, 2).map((h) => [h.previousQuantity, h.quantity]),
+      [[40, 44], [7, 40]],
+      'theirs, then mine on top of it',
+    );
+    const keys = adjustments.requests.map((r) => r.headers()['idempotency-key']);
+    assert.equal(new Set(keys).size, 2, `a fresh key per save: ${keys.join(', ')}`);
   });
 
-  await t.test('a conflict: apply my change to theirs, overwrite with mine, or keep their value', { timeout }, async (st) => {
+  await t.test('a conflict over a count set: overwrite with mine, or keep their value', { timeout }, async (st) => {
     const petId = PET.conflict;
     const { page } = await signedIn(st, api, api.keys.write);
     const patches = recordPatches(page, petId);
@@ -641,31 +679,20 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     const fields = editor(page, petId);
     const conflict = () => alertWith(page, `Pet ${petId} was changed by someone else`);
 
-    // An add/remove: their value plus my change.
-    await openEditor(page, petId);
-    await fields.delta.fill('4');
-    await changeInApi(api, petId, 40, 'received');
-    await button(page, 'Save').click();
-    await conflict().waitFor();
-    assert.match((await conflict().textContent()) ?? '', /It now holds 40\b/);
-    await screenshot(page, `dashboard-${backend}-conflict`);
-    const refused = patches.answers.at(-1)!;
-    assert.equal(refused.status(), 412);
-    await button(conflict(), 'Apply my change to theirs').click();
-    await savedAs(page, petId, 40, 44);
-    assert.equal(patches.requests.at(-1)!.headers()['if-match'], refused.headers().etag, 'saved with the ETag of their version');
-    assert.equal(await quantityInApi(api, petId), 44);
-
-    // A plain quantity: mine over theirs.
+    // Mine over theirs.
     await openEditor(page, petId);
     await fields.quantity.fill('15');
     await changeInApi(api, petId, 50);
     await button(page, 'Save').click();
     await conflict().waitFor();
     assert.match((await conflict().textContent()) ?? '', /It now holds 50\b/);
-    assert.equal(await button(conflict(), 'Apply my change to theirs').count(), 0, 'only for an add/remove');
+    await screenshot(page, `dashboard-${backend}-conflict`);
+    const refused = patches.answers.at(-1)!;
+    assert.equal(refused.status(), 412);
+    assert.deepEqual((await conflict().getByRole('button').allTextContents()).map((b) => b.trim()), ['Keep their value', 'Overwrite with mine']);
     await button(conflict(), 'Overwrite with mine').click();
     await savedAs(page, petId, 50, 15);
+    assert.equal(patches.requests.at(-1)!.headers()['if-match'], refused.headers().etag, 'saved with the ETag of their version');
     assert.equal(await quantityInApi(api, petId), 15);
 
     // Theirs kept: nothing written.
@@ -693,22 +720,38 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
     await eventually(async () => assert.equal((await readRows(page))[0]?.petId, String(petId)));
     const fields = editor(page, petId);
 
-    // What a newcomer met: the last 2 sold and saved, then 5 more removed.
+    // What a newcomer met: the last 2 sold and saved, then 5 more removed: the service refuses it (409 insufficient_stock).
     await openEditor(page, petId);
     await fields.delta.fill('-2');
     await button(page, 'Save').click();
     await savedAs(page, petId, 2, 0);
+    const adjustments = recordAdjustments(page, petId);
     await openEditor(page, petId);
     await fields.delta.fill('-5');
     await button(page, 'Save').click();
-    await assertShownBeside(page, fields.delta, 'Cannot remove 5: only 0 in stock.', true);
+    await assertShownBeside(page, fields.delta, `Pet ${petId} has 0 on hand; a delta of -5 would take the count below 0. Nothing changed.`, true);
+    assert.equal(adjustments.answers.at(-1)?.status(), 409);
     assert.equal(await fields.quantity.getAttribute('aria-invalid'), 'false', 'the add-or-remove is at fault, not the count');
     await screenshot(page, `dashboard-${backend}-error`);
     const found = serious(await axeFindings(page), 'an error below the fields');
     // Typing again clears it.
     await fields.delta.fill('+5');
     await eventually(async () => assert.equal(await fieldMessage(fields.delta), null, 'no message once the field changes'));
-    await alertWith(page, 'Cannot remove').waitFor({ state: 'detached' });
+    await alertWith(page, 'on hand').waitFor({ state: 'detached' });
+
+    // Refused against a count the page had not seen: the message names the count on hand, and the editor and the row take it.
+    await fields.delta.fill('-5');
+    await changeInApi(api, petId, 3);
+    await button(page, 'Save').click();
+    await assertShownBeside(page, fields.delta, `Pet ${petId} has 3 on hand; a delta of -5 would take the count below 0. Nothing changed.`, true);
+    await eventually(async () => assert.equal(await fields.quantity.inputValue(), '-2', 'the -5 worked out again from 3'));
+    await fields.delta.fill('-3');
+    await eventually(async () => assert.equal(await fields.quantity.inputValue(), '0'));
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 3, 0);
+    const keys = adjustments.requests.map((r) => r.headers()['idempotency-key']);
+    assert.equal(new Set(keys).size, 3, `a fresh key after each refusal: ${keys.join(', ')}`);
+    await openEditor(page, petId);
 
     // Numbers that are not whole.
     await fields.delta.fill('5x');
@@ -818,6 +861,32 @@ async function dashboardTests(t: TestContext, api: TestApp, backend: Backend): P
       'applied once',
     );
     assert.equal(await alertWith(page, 'changed by someone else').count(), 0, 'no conflict with itself');
+
+    // An add-or-remove the same way: an adjustment sent twice would sell two.
+    const adjustments = recordAdjustments(page, petId);
+    let lostAdjustments = 0;
+    await page.route(
+      (url) => url.pathname === `/v1/inventory/${petId}/adjustments`,
+      async (route) => {
+        if (lostAdjustments > 0) return route.continue();
+        lostAdjustments++;
+        await route.fetch();
+        await route.abort('connectionreset');
+      },
+    );
+    await openEditor(page, petId);
+    await editor(page, petId).delta.fill('-1');
+    await button(page, 'Save').click();
+    await savedAs(page, petId, 11, 10);
+    assert.equal(lostAdjustments, 1, 'the first answer was lost');
+    const adjustmentKeys = adjustments.requests.map((r) => r.headers()['idempotency-key']);
+    assert.ok(adjustmentKeys.length === 2 && adjustmentKeys[0] && adjustmentKeys[0] === adjustmentKeys[1], `sent again with the same Idempotency-Key: ${adjustmentKeys.join(', ')}`);
+    assert.equal(await adjustments.answers[0]!.headerValue('idempotent-replayed'), 'true');
+    assert.deepEqual(
+      (await historyInApi(api, petId)).map((h) => [h.previousQuantity, h.quantity]),
+      [[11, 10], [8, 11]],
+      'the adjustment applied once',
+    );
   });
 
   await t.test('the history panel: newest first, 20 a page, older changes to the end, then closed', { timeout }, async (st) => {

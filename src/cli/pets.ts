@@ -7,6 +7,7 @@ import { invalidValueMessage, ITEM_FIELDS, quoteForMessage, type Field } from '.
 import { importCommand } from './import/command.js';
 import { CliError, EXIT_USAGE } from './io.js';
 import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
+import { adjustCommand } from './adjust.js';
 import { exportCommand } from './export.js';
 import { historyCommand } from './history.js';
 import { removeCommand } from './remove.js';
@@ -84,9 +85,9 @@ const listCommand: Command = {
 
 export const petsCommand: Command = commandGroup({
   name: 'pets',
-  summary: 'create, list, import, export and retire inventory entries; show their history',
-  description: 'Creates, lists and retires inventory entries (the API only changes their quantity).',
-  commands: { add: addCommand, list: listCommand, import: importCommand, export: exportCommand, remove: removeCommand, history: historyCommand },
+  summary: 'create, list, adjust, import, export and retire inventory entries; show their history',
+  description: 'Creates, lists, adjusts and retires inventory entries (the API only changes their quantity).',
+  commands: { add: addCommand, list: listCommand, adjust: adjustCommand, import: importCommand, export: exportCommand, remove: removeCommand, history: historyCommand },
 });
 
 /** An option checked by the same rule as the field in an import file. */

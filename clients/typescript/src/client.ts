@@ -5,16 +5,28 @@ import type { paths } from './generated/openapi.js';
 import { parseJson, stringifyJson } from './json.js';
 import { checkPetId } from './pet-id.js';
 import { retryingFetch, retryPolicy, type FetchLike, type RetryOptions } from './retry.js';
-import type { CallingKey, EventPage, FollowedEvent, HistoryPage, InventoryIfChanged, InventoryItem, InventoryUpdate, WebhookList } from './types.js';
+import type {
+  BatchChange,
+  BatchItem,
+  CallingKey,
+  EventPage,
+  FollowedEvent,
+  HistoryPage,
+  InventoryAdjustment,
+  InventoryIfChanged,
+  InventoryItem,
+  InventoryUpdate,
+  WebhookList,
+} from './types.js';
 
 export interface InventoryClientOptions {
   /** The API's base URL, /v1 included, e.g. http://localhost:8080/v1. */
   baseUrl: string;
-  /** An API key: inventory:read for the GETs, inventory:write for updateInventory too. */
+  /** An API key: inventory:read for the GETs, inventory:write for the changes (update, adjust, batch) too. */
   apiKey: string;
   /** The fetch to send with (default globalThis.fetch): a proxy agent, a test double. */
   fetch?: FetchLike;
-  /** Retries of GETs and of updates with an idempotencyKey (a number: how many; default 3); see README. */
+  /** Retries of GETs and of changes with an idempotencyKey (a number: how many; default 3); see README. */
   retries?: number | RetryOptions;
   /** Sent as User-Agent, so the service's logs can tell callers apart. */
   userAgent?: string;
@@ -26,6 +38,11 @@ export interface UpdateOptions {
   /** The ETag of the version read: the update applies only if the entry is still at it (else 412). */
   ifMatch?: string;
   /** A unique key per intended change (a UUID): makes the update safe to retry, and retried. */
+  idempotencyKey?: string;
+}
+
+export interface BatchOptions {
+  /** A unique key per intended batch (a UUID): makes the batch safe to retry, and retried; its outcome, applied or refused, is replayed as one. */
   idempotencyKey?: string;
 }
 
@@ -49,6 +66,10 @@ export interface InventoryClient {
   listInventoryIfChanged(etag?: string): Promise<InventoryIfChanged>;
   getInventoryItem(petId: bigint): Promise<{ item: InventoryItem; etag: string }>;
   updateInventory(petId: bigint, update: InventoryUpdate, options?: UpdateOptions): Promise<{ item: InventoryItem; etag: string; replayed: boolean }>;
+  /** Moves a count by a non-zero delta from what the entry holds when it commits (a sale: -1); 409 insufficient_stock below 0. */
+  adjustInventory(petId: bigint, adjustment: InventoryAdjustment, options?: UpdateOptions): Promise<{ item: InventoryItem; etag: string; replayed: boolean }>;
+  /** Applies every change or none (each a quantity or a delta); a refusal is the first failing change's error, with its `index`. */
+  batchUpdateInventory(changes: readonly BatchChange[], options?: BatchOptions): Promise<{ items: BatchItem[]; replayed: boolean }>;
   listHistory(petId: bigint, options?: HistoryOptions): Promise<HistoryPage>;
   /** The API key this client calls with: its id, name, scopes and expiry (never the key). */
   getCallingKey(): Promise<CallingKey>;
@@ -109,9 +130,27 @@ export function createInventoryClient(options: InventoryClientOptions): Inventor
           parseAs: 'text',
         }),
       );
-      // The service marks an answer stored for an earlier request with the same Idempotency-Key.
-      const replayed = response.headers.get('idempotent-replayed') === 'true';
-      return { item: body, etag: requiredEtag(response), replayed };
+      return { item: body, etag: requiredEtag(response), replayed: replayedOf(response) };
+    },
+
+    async adjustInventory(petId, adjustment, { ifMatch, idempotencyKey } = {}) {
+      const { body, response } = await settle<InventoryItem>(
+        api.POST('/inventory/{petId}/adjustments', {
+          params: { path: { petId: checkPetId(petId) }, header: { 'If-Match': ifMatch, 'Idempotency-Key': idempotencyKey } },
+          body: adjustment,
+          parseAs: 'text',
+        }),
+      );
+      return { item: body, etag: requiredEtag(response), replayed: replayedOf(response) };
+    },
+
+    async batchUpdateInventory(changes, { idempotencyKey } = {}) {
+      // Every petId checked before anything is sent: a rounded one would change another pet.
+      for (const change of changes) checkPetId(change.petId);
+      const { body, response } = await settle<{ items: BatchItem[] }>(
+        api.POST('/inventory/batch', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: { changes: [...changes] }, parseAs: 'text' }),
+      );
+      return { items: body.items, replayed: replayedOf(response) };
     },
 
     async listHistory(petId, { limit, cursor } = {}) {
@@ -158,6 +197,11 @@ async function settle<T>(pending: TextAnswer | Promise<TextAnswer>): Promise<{ b
   }
   // Shapes are the contract's (the generated types); only "is it JSON" is checked here.
   return { body: body as T, response };
+}
+
+/** The service marks an answer stored for an earlier request with the same Idempotency-Key. */
+function replayedOf(response: Response): boolean {
+  return response.headers.get('idempotent-replayed') === 'true';
 }
 
 /** The ETag every entry and list answer carries; without it a conditional update or read could not follow. */

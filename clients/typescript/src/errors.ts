@@ -15,8 +15,18 @@ export class InventoryApiError extends Error {
   readonly etag: string | undefined;
   /** The X-Events-Head the error answer carried: on 410 events_pruned, the seq to follow from once the list is reloaded. */
   readonly eventsHead: number | undefined;
+  /** batchUpdateInventory's refusal: the index, in the changes sent, of the first change that failed (nothing was applied). */
+  readonly index: number | undefined;
 
-  constructor(init: { code: InventoryErrorCode; message: string; status: number; requestId?: string | undefined; etag?: string | undefined; eventsHead?: number | undefined }) {
+  constructor(init: {
+    code: InventoryErrorCode;
+    message: string;
+    status: number;
+    requestId?: string | undefined;
+    etag?: string | undefined;
+    eventsHead?: number | undefined;
+    index?: number | undefined;
+  }) {
     super(init.message);
     this.name = 'InventoryApiError';
     this.code = init.code;
@@ -24,6 +34,7 @@ export class InventoryApiError extends Error {
     this.requestId = init.requestId;
     this.etag = init.etag;
     this.eventsHead = init.eventsHead;
+    this.index = init.index;
   }
 }
 
@@ -35,7 +46,7 @@ export function errorFromAnswer(response: Response, body: unknown): InventoryApi
     etag: response.headers.get('etag') ?? undefined,
     eventsHead: eventsHeadOf(response),
   };
-  if (isErrorBody(body)) return new InventoryApiError({ ...identity, code: body.code as ServiceErrorCode, message: body.message });
+  if (isErrorBody(body)) return new InventoryApiError({ ...identity, code: body.code as ServiceErrorCode, message: body.message, index: indexOf(body) });
   return unexpectedAnswer(response, typeof body === 'string' ? body : '');
 }
 
@@ -50,6 +61,12 @@ export function unexpectedAnswer(response: Response, text: string, why = 'not th
     requestId: response.headers.get('x-request-id') ?? undefined,
     etag: response.headers.get('etag') ?? undefined,
   });
+}
+
+/** A batch refusal's `index`, when the Error object carries one that reads as an index. */
+function indexOf(body: object): number | undefined {
+  const index = (body as { index?: unknown }).index;
+  return typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 ? index : undefined;
 }
 
 function isErrorBody(body: unknown): body is { code: string; message: string } {

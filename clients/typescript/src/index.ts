@@ -1,11 +1,13 @@
 // The package's public surface: the client, its error, and the types of what it returns.
 export { createInventoryClient } from './client.js';
-export type { EventsOptions, HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOptions } from './client.js';
+export type { BatchOptions, EventsOptions, HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOptions } from './client.js';
 export type { FollowOptions, FollowStatus } from './events.js';
 export { InventoryApiError, UNEXPECTED_RESPONSE } from './errors.js';
 export type { InventoryErrorCode } from './errors.js';
 export type { FetchLike, RetryOptions } from './retry.js';
 export type {
+  BatchChange,
+  BatchItem,
   CallingKey,
   ChangeReason,
   EventPage,
@@ -14,6 +16,7 @@ export type {
   HistoryItem,
   HistoryPage,
   InventoryEvent,
+  InventoryAdjustment,
   InventoryEventType,
   InventoryIfChanged,
   InventoryItem,

@@ -1,4 +1,4 @@
-import type { components } from './generated/openapi.js';
+import type { components, paths } from './generated/openapi.js';
 
 // Named aliases of the generated schemas, so callers never spell components["schemas"][...].
 
@@ -6,6 +6,12 @@ import type { components } from './generated/openapi.js';
 export type InventoryItem = components['schemas']['InventoryItem'];
 /** The PATCH body: the new quantity and, optionally, why it changed. */
 export type InventoryUpdate = components['schemas']['InventoryUpdate'];
+/** The body of an adjustment: a non-zero delta (-1: one sold) and, optionally, why. */
+export type InventoryAdjustment = NonNullable<paths['/inventory/{petId}/adjustments']['post']['requestBody']>['content']['application/json'];
+/** One change of a batch: a pet and its new `quantity` or a `delta`, never both; optionally `ifMatch` (an ETag) and `reason`. */
+export type BatchChange = NonNullable<paths['/inventory/batch']['post']['requestBody']>['content']['application/json']['changes'][number];
+/** One entry a batch left, in the order the changes were sent, with its version (the number in its ETag). */
+export type BatchItem = paths['/inventory/batch']['post']['responses'][200]['content']['application/json']['items'][number];
 export type PetStatus = components['schemas']['PetStatus'];
 export type ChangeReason = components['schemas']['ChangeReason'];
 /** One change of a pet's quantity, from its history. */

@@ -247,6 +247,132 @@ for (const backend of BACKENDS) {
       assert.deepEqual(result.item, { petId: ABOVE_SAFE, quantity: 11, status: 'available' });
       assert.equal((await client.listHistory(ABOVE_SAFE)).items.length, 1, 'applied once');
     });
+
+    test('adjustInventory moves the count by the delta from what the entry holds; the same key again answers replayed: true', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      const idempotencyKey = crypto.randomUUID();
+      // Someone else set it after this client last looked: the delta applies to their count.
+      await client.updateInventory(ABOVE_SAFE, { quantity: 9 });
+      const first = await client.adjustInventory(ABOVE_SAFE, { delta: -2, reason: 'sold' }, { idempotencyKey });
+      assert.deepEqual(first.item, { petId: ABOVE_SAFE, quantity: 7, status: 'available' });
+      assert.equal(first.replayed, false);
+      assert.equal(first.etag, (await client.getInventoryItem(ABOVE_SAFE)).etag);
+      assert.deepEqual(await client.adjustInventory(ABOVE_SAFE, { delta: -2, reason: 'sold' }, { idempotencyKey }), { ...first, replayed: true });
+      const received = await client.adjustInventory(ABOVE_SAFE, { delta: 3 }, { ifMatch: first.etag });
+      assert.equal(received.item.quantity, 10);
+
+      const history = (await client.listHistory(ABOVE_SAFE)).items.map((h) => [h.petId, h.previousQuantity, h.quantity, h.reason]);
+      assert.deepEqual(history, [[ABOVE_SAFE, 7, 10, null], [ABOVE_SAFE, 9, 7, 'sold'], [ABOVE_SAFE, 7, 9, null]], 'the replay applied nothing');
+      // 2^53, which a float would have sent instead, has no entry: it would have been 404.
+      assert.deepEqual((await client.listInventory()).map((i) => [i.petId, i.quantity]), PETS.map((p) => [p.petId, p.petId === ABOVE_SAFE ? 10 : p.quantity]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1)));
+    });
+
+    test('adjustInventory below 0 is InventoryApiError 409 insufficient_stock naming the count on hand; a stale ETag is 412 first; nothing written', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      const { etag: stale } = await client.getInventoryItem(SAFE_MAX);
+      const error = await apiError(client.adjustInventory(SAFE_MAX, { delta: -4, reason: 'sold' }, { idempotencyKey: crypto.randomUUID() }), 409, 'insufficient_stock');
+      assert.match(error.message, /\b3\b/, `the count on hand: ${error.message}`);
+      assert.equal(error.index, undefined, 'no index outside a batch');
+      const { etag: current } = await client.adjustInventory(SAFE_MAX, { delta: -3 });
+      const precondition = await apiError(client.adjustInventory(SAFE_MAX, { delta: -1 }, { ifMatch: stale }), 412, 'precondition_failed');
+      assert.equal(precondition.etag, current);
+      await apiError(client.adjustInventory(SAFE_MAX, { delta: 0 }), 400, 'invalid_quantity');
+      await apiError(client.adjustInventory(2n ** 53n, { delta: 1 }), 404, 'not_found');
+      assert.deepEqual((await client.listHistory(SAFE_MAX)).items.map((h) => [h.previousQuantity, h.quantity]), [[3, 0]], 'only the one that applied');
+    });
+
+    test('batchUpdateInventory applies every change, quantities and deltas, with bigint petIds in and out and each version; replayed by its key', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      const { etag } = await client.getInventoryItem(ABOVE_SAFE);
+      const idempotencyKey = crypto.randomUUID();
+      const changes = [
+        { petId: INT64_MAX, quantity: 12, reason: 'correction' },
+        { petId: ABOVE_SAFE, delta: -3, ifMatch: etag, reason: 'sold' },
+        { petId: INT64_MIN, delta: 4 },
+      ] as const;
+      const result = await client.batchUpdateInventory(changes, { idempotencyKey });
+      assert.equal(result.replayed, false);
+      assert.deepEqual(
+        result.items.map(({ petId, quantity, status }) => ({ petId, quantity, status })),
+        [
+          { petId: INT64_MAX, quantity: 12, status: 'available' },
+          { petId: ABOVE_SAFE, quantity: 4, status: 'available' },
+          { petId: INT64_MIN, quantity: 5, status: 'sold' },
+        ],
+        'in the order sent, each petId exact',
+      );
+      for (const item of result.items) {
+        assert.equal(typeof item.petId, 'bigint');
+        assert.equal(`"v${item.version}"`, (await client.getInventoryItem(item.petId)).etag, 'version is the number in the ETag');
+      }
+      assert.deepEqual(await client.batchUpdateInventory(changes, { idempotencyKey }), { ...result, replayed: true });
+      assert.equal((await client.listHistory(ABOVE_SAFE)).items.length, 1, 'applied once');
+      assert.equal((await client.getInventoryItem(2n ** 53n).catch((e: unknown) => e)) instanceof InventoryApiError, true, '2^53 still has no entry');
+    });
+
+    test('a refused batch is InventoryApiError with the first failing change\'s code and its index; nothing applied', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const client = clientFor(api);
+      const stock = await apiError(
+        client.batchUpdateInventory([{ petId: 1n, delta: 1 }, { petId: ABOVE_SAFE, delta: -8, reason: 'sold' }, { petId: 2n ** 53n, quantity: 1 }], { idempotencyKey: crypto.randomUUID() }),
+        409,
+        'insufficient_stock',
+      );
+      assert.equal(stock.index, 1);
+      assert.match(stock.message, /changes\[1\]/);
+      const missing = await apiError(client.batchUpdateInventory([{ petId: 1n, delta: 1 }, { petId: 2n ** 53n, quantity: 1 }]), 404, 'not_found');
+      assert.equal(missing.index, 1, 'the pet a float would have named instead has no entry');
+      const { etag: stale } = await client.getInventoryItem(SAFE_MAX);
+      await client.updateInventory(SAFE_MAX, { quantity: 4 });
+      const precondition = await apiError(client.batchUpdateInventory([{ petId: SAFE_MAX, delta: -1, ifMatch: stale }]), 412, 'precondition_failed');
+      assert.equal(precondition.index, 0);
+      const repeated = await apiError(client.batchUpdateInventory([{ petId: 1n, quantity: 1 }, { petId: 1n, quantity: 2 }]), 400, 'invalid_body');
+      assert.equal(repeated.index, 1);
+      const invalid = await apiError(client.batchUpdateInventory([{ petId: 1n, quantity: 1 }, { petId: INT64_MIN, delta: 0 }]), 400, 'invalid_quantity');
+      assert.equal(invalid.index, 1);
+      await apiError(client.batchUpdateInventory([]), 400, 'invalid_body');
+      assert.deepEqual((await client.listHistory(1n)).items, [], 'nothing applied by a refused batch');
+      assert.equal((await client.getInventoryItem(ABOVE_SAFE)).item.quantity, 7);
+    });
+
+    test('an adjustment with an idempotencyKey is retried after 503 and applied once; without one it is not retried', async (t) => {
+      const failing = storeFailingFirst(1);
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: failing.wrap });
+      const { sleeps, sleep } = recordedSleep();
+      const client = clientFor(api, { retries: { sleep } });
+      const result = await client.adjustInventory(ABOVE_SAFE, { delta: -1, reason: 'sold' }, { idempotencyKey: crypto.randomUUID() });
+      assert.deepEqual([result.item.quantity, result.replayed], [6, false]);
+      assert.equal(failing.calls(), 2, 'one 503, one retry');
+      assert.deepEqual(sleeps, [1000], 'the service answered Retry-After: 1');
+
+      const once = storeFailingFirst(1);
+      const other = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: once.wrap });
+      const error = await apiError(clientFor(other, { retries: { sleep } }).adjustInventory(ABOVE_SAFE, { delta: -1 }), 503, 'service_unavailable');
+      assert.match(error.requestId ?? '', /\S/);
+      assert.equal(once.calls(), 1, 'sent once: a second might sell the pet twice');
+      assert.equal((await clientFor(other).getInventoryItem(ABOVE_SAFE)).item.quantity, 7, 'not applied');
+    });
+
+    test('an adjustment whose answer is lost is retried with the same key: applied once, the retry answers replayed: true', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      let attempts = 0;
+      const { sleep } = recordedSleep();
+      const client = clientFor(api, {
+        retries: { sleep },
+        fetch: async (request) => {
+          const response = await fetch(request);
+          if (++attempts > 1) return response;
+          await response.arrayBuffer();
+          throw new TypeError('fetch failed (test: connection reset before the answer arrived)');
+        },
+      });
+      const result = await client.adjustInventory(ABOVE_SAFE, { delta: -1, reason: 'sold' }, { idempotencyKey: crypto.randomUUID() });
+      assert.deepEqual([attempts, result.replayed, result.item.quantity], [2, true, 6]);
+      assert.equal((await client.listHistory(ABOVE_SAFE)).items.length, 1, 'sold once');
+    });
   });
 }
 
@@ -378,12 +504,69 @@ describe('typed client (@petstore/inventory-client) without a service', () => {
     await apiError(client.listInventoryIfChanged('"s8"'), 200, 'unexpected_response');
   });
 
+  test('adjustments and batches are retried after a network error only with an idempotencyKey', async () => {
+    const { requests, fetch } = failingFetch();
+    const { sleeps, sleep } = recordedSleep();
+    const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch, retries: { max: 2, sleep } });
+    await assert.rejects(client.adjustInventory(ABOVE_SAFE, { delta: -1 }, { idempotencyKey: 'k-1' }), TypeError);
+    await assert.rejects(client.batchUpdateInventory([{ petId: ABOVE_SAFE, delta: -1 }], { idempotencyKey: 'k-2' }), TypeError);
+    assert.equal(requests.length, 6, 'each with a key: the first attempt and 2 retries');
+    requests.length = 0;
+    await assert.rejects(client.adjustInventory(ABOVE_SAFE, { delta: -1 }, { ifMatch: '"v1"' }), TypeError);
+    await assert.rejects(client.batchUpdateInventory([{ petId: ABOVE_SAFE, delta: -1 }]), TypeError);
+    assert.equal(requests.length, 2, 'without a key: sent once each');
+    assert.equal(sleeps.length, 4);
+  });
+
+  test('sends an adjustment and a batch as JSON with every petId digit for digit; reads a refusal\'s index', async () => {
+    const seen: { url: string; method: string; headers: Headers; body: string }[] = [];
+    let answer = (): Response => new Response(`{"petId":${ABOVE_SAFE},"quantity":4,"status":"available"}`, { headers: { etag: '"v3"' } });
+    const client = createInventoryClient({
+      baseUrl,
+      apiKey: 'k',
+      fetch: async (request) => {
+        seen.push({ url: request.url, method: request.method, headers: request.headers, body: await request.text() });
+        return answer();
+      },
+    });
+    assert.deepEqual(await client.adjustInventory(ABOVE_SAFE, { delta: -1, reason: 'damaged' }, { ifMatch: '"v2"', idempotencyKey: 'key-1' }), {
+      item: { petId: ABOVE_SAFE, quantity: 4, status: 'available' },
+      etag: '"v3"',
+      replayed: false,
+    });
+    assert.deepEqual([seen[0]?.method, seen[0]?.url, seen[0]?.body], ['POST', `${baseUrl}/inventory/9007199254740993/adjustments`, '{"delta":-1,"reason":"damaged"}']);
+    assert.deepEqual([seen[0]?.headers.get('if-match'), seen[0]?.headers.get('idempotency-key'), seen[0]?.headers.get('content-type')], ['"v2"', 'key-1', 'application/json']);
+
+    answer = () => new Response(`{"items":[{"petId":${INT64_MIN},"quantity":2,"status":"sold","version":3},{"petId":${ABOVE_SAFE},"quantity":0,"status":"available","version":9}]}`, { headers: { 'idempotent-replayed': 'true' } });
+    const batch = await client.batchUpdateInventory([{ petId: INT64_MIN, quantity: 2 }, { petId: ABOVE_SAFE, delta: -4, ifMatch: '"v8"', reason: 'sold' }], { idempotencyKey: 'key-2' });
+    assert.deepEqual(batch, {
+      items: [
+        { petId: INT64_MIN, quantity: 2, status: 'sold', version: 3 },
+        { petId: ABOVE_SAFE, quantity: 0, status: 'available', version: 9 },
+      ],
+      replayed: true,
+    });
+    assert.deepEqual([seen[1]?.method, seen[1]?.url, seen[1]?.headers.get('idempotency-key')], ['POST', `${baseUrl}/inventory/batch`, 'key-2']);
+    assert.equal(seen[1]?.body, '{"changes":[{"petId":-9223372036854775808,"quantity":2},{"petId":9007199254740993,"delta":-4,"ifMatch":"\\"v8\\"","reason":"sold"}]}');
+
+    answer = () => Response.json({ code: 'insufficient_stock', message: 'changes[1]: pet 9007199254740993 has 0 on hand.', status: 409, index: 1 }, { status: 409, headers: { 'x-request-id': 'r-9' } });
+    const refused = await apiError(client.batchUpdateInventory([{ petId: 1n, delta: 1 }, { petId: ABOVE_SAFE, delta: -1 }]), 409, 'insufficient_stock');
+    assert.deepEqual([refused.index, refused.requestId, refused.message], [1, 'r-9', 'changes[1]: pet 9007199254740993 has 0 on hand.']);
+    // An index that is no index is not passed on as one.
+    answer = () => Response.json({ code: 'invalid_body', message: 'bad', status: 400, index: '1' }, { status: 400 });
+    assert.equal((await apiError(client.batchUpdateInventory([{ petId: 1n, quantity: 1 }]), 400, 'invalid_body')).index, undefined);
+  });
+
   test('a petId that is not a bigint in the int64 range is refused before anything is sent', async () => {
     const { requests, fetch } = failingFetch();
     const client = createInventoryClient({ baseUrl, apiKey: 'k', fetch });
     // What plain JavaScript would pass: the number 9007199254740993, already rounded to ...992.
     await assert.rejects(client.getInventoryItem(Number('9007199254740993') as unknown as bigint), TypeError);
     await assert.rejects(client.updateInventory(INT64_MAX + 1n, { quantity: 1 }), RangeError);
+    await assert.rejects(client.adjustInventory(Number('9007199254740993') as unknown as bigint, { delta: 1 }), TypeError);
+    // One bad petId anywhere in a batch: none of it is sent.
+    await assert.rejects(client.batchUpdateInventory([{ petId: 1n, quantity: 1 }, { petId: Number('9007199254740993') as unknown as bigint, delta: 1 }]), TypeError);
+    await assert.rejects(client.batchUpdateInventory([{ petId: INT64_MIN - 1n, quantity: 1 }]), RangeError);
     assert.equal(requests.length, 0);
   });
 });
