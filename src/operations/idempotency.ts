@@ -39,6 +39,8 @@ export function requestFingerprint(operation: string, target: string, body: unkn
 }
 
 function canonicalJson(value: unknown): string {
+  // The body parser reads an integer beyond 2^53 as a bigint (a batch's petId): its digits, as sent.
+  if (typeof value === 'bigint') return value.toString();
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value)

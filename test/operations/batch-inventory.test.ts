@@ -123,6 +123,20 @@ for (const backend of BACKENDS) {
         assert.deepEqual(await counts(api), [8, 0]);
       });
 
+      test('Idempotency-Key with a petId beyond 2^53: the key is kept by the id\'s digits, so its replay is the same batch and a neighbouring id is another', async (t) => {
+        const api = await buildTestApp(t, { backend, transport, items: PET_1_AND_INT64_MAX });
+        const body = `{"changes":[{"petId":${INT64_MAX_ID},"delta":5}]}`;
+        const first = await batch(api, body, { headers: { 'idempotency-key': 'big-1' } });
+        assert.equal(first.status, 200, first.text);
+        const retry = await batch(api, body, { headers: { 'idempotency-key': 'big-1' } });
+        assert.equal(retry.status, 200, retry.text);
+        assert.equal(retry.headers['idempotent-replayed'], 'true');
+        assert.equal(retry.text, first.text);
+        const neighbour = `{"changes":[{"petId":${BigInt(INT64_MAX_ID) - 1n},"delta":5}]}`;
+        assertError(await batch(api, neighbour, { headers: { 'idempotency-key': 'big-1' } }), 422, 'idempotency_key_reused');
+        assert.deepEqual(await counts(api), [10, 5]);
+      });
+
       test('429 by changes: a batch counts as many requests as it has changes, all or nothing, with Retry-After; RateLimit says what is left', async (t) => {
         // The limit counts in one-minute windows of real time: a run that crosses a window's end (seen as a `t` that
         // grew) proves nothing and runs again, on a fresh key; the run takes far less than a minute, so the second cannot cross one.
