@@ -29,6 +29,20 @@ function recordedSleep(): { sleeps: number[]; sleep: (ms: number) => Promise<voi
   return { sleeps, sleep: (ms) => (sleeps.push(ms), Promise.resolve()) };
 }
 
+/** A fetch whose first request reaches the service and is applied, its answer then lost to the network; `attempts()` counts the requests. */
+function firstAnswerLost(): { fetch: typeof fetch; attempts: () => number } {
+  let attempts = 0;
+  return {
+    fetch: async (request, init) => {
+      const response = await fetch(request, init);
+      if (++attempts > 1) return response;
+      await response.arrayBuffer();
+      throw new TypeError('fetch failed (test: connection reset before the answer arrived)');
+    },
+    attempts: () => attempts,
+  };
+}
+
 function clientFor(api: TestApp, options: Partial<InventoryClientOptions> = {}) {
   return createInventoryClient({ baseUrl: `${api.baseUrl}/v1`, apiKey: api.keys.write, ...options });
 }
@@ -228,20 +242,11 @@ for (const backend of BACKENDS) {
 
     test('an answer lost to the network is retried with the same key: applied once, the retry answers replayed: true', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
-      let attempts = 0;
+      const lost = firstAnswerLost();
       const { sleeps, sleep } = recordedSleep();
-      const client = clientFor(api, {
-        retries: { sleep },
-        // The first attempt reaches the service and is applied; its answer is then lost.
-        fetch: async (request) => {
-          const response = await fetch(request);
-          if (++attempts > 1) return response;
-          await response.arrayBuffer();
-          throw new TypeError('fetch failed (test: connection reset before the answer arrived)');
-        },
-      });
+      const client = clientFor(api, { retries: { sleep }, fetch: lost.fetch });
       const result = await client.updateInventory(ABOVE_SAFE, { quantity: 11, reason: 'returned' }, { idempotencyKey: crypto.randomUUID() });
-      assert.equal(attempts, 2);
+      assert.equal(lost.attempts(), 2);
       assert.equal(sleeps.length, 1);
       assert.equal(result.replayed, true);
       assert.deepEqual(result.item, { petId: ABOVE_SAFE, quantity: 11, status: 'available' });
@@ -358,19 +363,11 @@ for (const backend of BACKENDS) {
 
     test('an adjustment whose answer is lost is retried with the same key: applied once, the retry answers replayed: true', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
-      let attempts = 0;
+      const lost = firstAnswerLost();
       const { sleep } = recordedSleep();
-      const client = clientFor(api, {
-        retries: { sleep },
-        fetch: async (request) => {
-          const response = await fetch(request);
-          if (++attempts > 1) return response;
-          await response.arrayBuffer();
-          throw new TypeError('fetch failed (test: connection reset before the answer arrived)');
-        },
-      });
+      const client = clientFor(api, { retries: { sleep }, fetch: lost.fetch });
       const result = await client.adjustInventory(ABOVE_SAFE, { delta: -1, reason: 'sold' }, { idempotencyKey: crypto.randomUUID() });
-      assert.deepEqual([attempts, result.replayed, result.item.quantity], [2, true, 6]);
+      assert.deepEqual([lost.attempts(), result.replayed, result.item.quantity], [2, true, 6]);
       assert.equal((await client.listHistory(ABOVE_SAFE)).items.length, 1, 'sold once');
     });
   });
