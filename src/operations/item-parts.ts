@@ -29,6 +29,13 @@ export const KEY_REUSED = { description: 'The Idempotency-Key was used with a di
 
 export const NOT_FOUND = { description: 'The pet has no inventory entry', errorCodes: ['not_found'] } as const satisfies ResponseSpec;
 
+/** 412 for an If-Match that names another version of the entry: the answer carries its current ETag. */
+export const PRECONDITION_FAILED = {
+  description: 'If-Match named another version of the entry; nothing changed. ETag holds the current version.',
+  errorCodes: ['precondition_failed'],
+  headers: ETAG_HEADER,
+} as const satisfies ResponseSpec;
+
 /** 404 for a pet without an inventory entry, with any headers its answer carries. */
 export function notFound(petId: bigint, headers: Record<string, string> = {}): ApiError {
   return new ApiError('not_found', `Pet ${petId} has no inventory entry.`, headers);

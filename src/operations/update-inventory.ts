@@ -4,7 +4,7 @@ import type { Changes } from '../store/store.js';
 import type { Answer } from './answer.js';
 import { JSON_MEDIA_TYPES } from './body.js';
 import { answerOneChange, type ChangeOptions, type ChangeRequest } from './change-request.js';
-import { ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, KEY_REUSED, NOT_FOUND, REPLAYED_RESPONSE_HEADER } from './item-parts.js';
+import { ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, KEY_REUSED, NOT_FOUND, PRECONDITION_FAILED, REPLAYED_RESPONSE_HEADER } from './item-parts.js';
 import { NoQuery, type OperationSpec } from './operation.js';
 
 export const updateInventory = {
@@ -38,11 +38,7 @@ export const updateInventory = {
       headers: { ...ETAG_HEADER, ...REPLAYED_RESPONSE_HEADER },
     },
     404: NOT_FOUND,
-    412: {
-      description: 'If-Match named another version of the entry; nothing changed. ETag holds the current version.',
-      errorCodes: ['precondition_failed'],
-      headers: ETAG_HEADER,
-    },
+    412: PRECONDITION_FAILED,
     422: KEY_REUSED,
     428: { description: 'If-Match is required (REQUIRE_IF_MATCH=true) and was not sent', errorCodes: ['precondition_required'] },
   },
