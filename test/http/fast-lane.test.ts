@@ -87,6 +87,10 @@ function patchOf(api: TestApp, petId: string, body: string, headers: Record<stri
   return { method: 'PATCH', url: `/v1/inventory/${petId}`, key: api.keys.write, headers: { 'content-type': 'application/json', 'x-request-id': 'same-1', ...headers }, body };
 }
 
+function adjustOf(api: TestApp, petId: string, body: string, headers: Record<string, string> = {}): Sent {
+  return { ...patchOf(api, petId, body, headers), method: 'POST', url: `/v1/inventory/${petId}/adjustments` };
+}
+
 /** The standard rules with `rule` right after authentication. */
 function afterAuthentication(standard: readonly Rule[], rule: Rule): Rule[] {
   const at = standard.findIndex((r) => r.name === 'authentication') + 1;
@@ -191,6 +195,94 @@ for (const backend of BACKENDS) {
       assertErrorAnswer(reused.lane, 422, 'idempotency_key_reused');
     });
 
+    test('POST …/adjustments: every refusal after the body is read, in the Error shape, as Fastify answers it', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      // Pet 5 holds 4.
+      const cases: [string, string, Record<string, string>, number, string][] = [
+        ['5', '{', {}, 400, 'malformed_json'],
+        ['5', '  ', {}, 400, 'missing_field'],
+        ['5', '{"reason":"sold"}', {}, 400, 'missing_field'],
+        ['5', '[{"delta":-1}]', {}, 400, 'invalid_body'],
+        ['5', '{"delta":0}', {}, 400, 'invalid_quantity'],
+        ['5', '{"delta":1.5}', {}, 400, 'invalid_quantity'],
+        ['5', '{"delta":"-1"}', {}, 400, 'invalid_quantity'],
+        ['5', '{"delta":-2147483648}', {}, 400, 'invalid_quantity'],
+        ['5', '{"delta":2147483647}', {}, 400, 'invalid_quantity'],
+        ['5', '{"delta":-1,"quantity":3}', {}, 400, 'unknown_field'],
+        ['5', '{"delta":-1,"__proto__":{"x":1}}', {}, 400, 'unknown_field'],
+        ['5', '{"delta":-1,"reason":"stolen"}', {}, 400, 'invalid_reason'],
+        ['01', '{"delta":-1}', {}, 400, 'invalid_pet_id'],
+        // The batch's path with a segment more is the adjustment's, with a petId that is not one.
+        ['batch', '{"delta":-1}', {}, 400, 'invalid_pet_id'],
+        ['999999', '{"delta":-1}', {}, 404, 'not_found'],
+        ['5', '{"delta":-5,"reason":"sold"}', {}, 409, 'insufficient_stock'],
+        ['5', '{"delta":-1}', { 'if-match': '"v999"' }, 412, 'precondition_failed'],
+        // If-Match is judged before the stock: 412 before 409.
+        ['5', '{"delta":-5}', { 'if-match': '"v999"' }, 412, 'precondition_failed'],
+        ['5', '{"delta":-1}', { 'if-match': 'v1' }, 400, 'invalid_parameter'],
+        ['5', '{"delta":-1}', { 'idempotency-key': 'has space' }, 400, 'invalid_parameter'],
+        ['5', '{"delta":-1}', { 'content-encoding': 'gzip' }, 415, 'unsupported_media_type'],
+      ];
+      for (const [petId, body, headers, status, code] of cases) {
+        const { lane, full } = await bothLanes(api, adjustOf(api, petId, body, headers));
+        assert.deepEqual(lane, full, `${petId} ${body} ${JSON.stringify(headers)}`);
+        assertErrorAnswer(lane, status, code);
+      }
+      const insufficient = await bothLanes(api, adjustOf(api, '5', '{"delta":-5}'));
+      assert.match((JSON.parse(insufficient.lane.bytes) as { message: string }).message, /Pet 5 has 4 on hand/);
+      const empty = await bothLanes(api, adjustOf(api, '5', '  '));
+      assert.match((JSON.parse(empty.lane.bytes) as { message: string }).message, /"delta" \(required\) and "reason" \(optional\)/);
+      const entry = await api.request({ method: 'GET', url: '/v1/inventory/5', key: api.keys.read });
+      assert.equal(entry.json<{ quantity: number }>().quantity, 4, 'no refusal changed the count');
+      assert.equal(entry.headers.etag, '"v1"');
+    });
+
+    test('POST …/adjustments: a sale, an idempotent replay (a refusal too) and a reused key answer alike', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      // Pet 20 holds 19: each lane sells one, so the bodies differ in the count alone (18, then 17).
+      const sale = await bothLanes(api, adjustOf(api, '20', '{"delta":-1,"reason":"sold"}'));
+      const { etag: laneTag, ...laneRest } = sale.lane.headers;
+      const { etag: fullTag, ...fullRest } = sale.full.headers;
+      assert.deepEqual({ ...sale.lane, headers: laneRest, bytes: '' }, { ...sale.full, headers: fullRest, bytes: '' });
+      assert.equal(sale.lane.status, 200);
+      assert.deepEqual([sale.lane.bytes, sale.full.bytes], ['{"petId":20,"quantity":18,"status":"available"}', '{"petId":20,"quantity":17,"status":"available"}']);
+      assert.deepEqual([laneTag, fullTag], ['"v2"', '"v3"'], 'each lane applied its own change');
+
+      const keyed = adjustOf(api, '3', '{"delta":-1}', { 'idempotency-key': 'sale-1' });
+      await api.app.inject({ method: 'POST', url: keyed.url, headers: { ...keyed.headers, authorization: `Bearer ${api.keys.write}` }, payload: keyed.body });
+      const replay = await bothLanes(api, keyed);
+      assert.deepEqual(replay.lane, replay.full);
+      assert.equal(replay.lane.status, 200);
+      assert.equal(replay.lane.headers['idempotent-replayed'], 'true');
+      const reused = await bothLanes(api, { ...keyed, body: '{"delta":-2}' });
+      assert.deepEqual(reused.lane, reused.full);
+      assertErrorAnswer(reused.lane, 422, 'idempotency_key_reused');
+      // A key used for a PATCH cannot be replayed as an adjustment: another operation.
+      const set = patchOf(api, '4', '{"quantity":9}', { 'idempotency-key': 'set-1' });
+      const patched = await api.app.inject({ method: 'PATCH', url: set.url, headers: { ...set.headers, authorization: `Bearer ${api.keys.write}` }, payload: set.body });
+      assert.equal(patched.statusCode, 200);
+      const crossed = await bothLanes(api, adjustOf(api, '4', '{"delta":1}', { 'idempotency-key': 'set-1' }));
+      assert.deepEqual(crossed.lane, crossed.full);
+      assertErrorAnswer(crossed.lane, 422, 'idempotency_key_reused');
+      // A refusal is kept and replayed too.
+      const short = adjustOf(api, '3', '{"delta":-100}', { 'idempotency-key': 'sale-2' });
+      await api.app.inject({ method: 'POST', url: short.url, headers: { ...short.headers, authorization: `Bearer ${api.keys.write}` }, payload: short.body });
+      const refused = await bothLanes(api, short);
+      assert.deepEqual(refused.lane, refused.full);
+      assertErrorAnswer(refused.lane, 409, 'insufficient_stock');
+      assert.equal(refused.lane.headers['idempotent-replayed'], 'true');
+      const entry = await api.request({ method: 'GET', url: '/v1/inventory/3', key: api.keys.read });
+      assert.equal(entry.json<{ quantity: number }>().quantity, 1, 'the keyed sale applied once');
+    });
+
+    test('POST …/adjustments: REQUIRE_IF_MATCH does not apply, in either lane', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
+      const { lane, full } = await bothLanes(api, adjustOf(api, '20', '{"delta":-1}'));
+      assert.deepEqual([lane.status, full.status], [200, 200]);
+      const patched = await bothLanes(api, patchOf(api, '20', '{"quantity":5}'));
+      assertErrorAnswer(patched.lane, 428, 'precondition_required');
+    });
+
     test('PATCH: 428 when If-Match is required', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
       const { lane, full } = await bothLanes(api, patchOf(api, '1', '{"quantity":5}'));
@@ -205,13 +297,16 @@ for (const backend of BACKENDS) {
       ] as const;
       for (const [error, status, code] of failures) {
         const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, wrapStore: (store) => failingOn(store, 'applyChange', error) });
-        const { lane, full } = await bothLanes(api, patchOf(api, '1', '{"quantity":5}', { 'x-request-id': `fail-${status}` }));
-        assert.deepEqual(lane, full);
-        assertErrorAnswer(lane, status, code);
-        if (status === 500) {
-          const logged = api.logs().filter((l) => l.requestId === 'fail-500' && l.level === 50);
-          assert.equal(logged.length, 2, 'an error line from each lane');
-          assert.ok(logged.every((l) => JSON.stringify(l).includes('disk I/O error')));
+        for (const req of [patchOf(api, '1', '{"quantity":5}'), adjustOf(api, '1', '{"delta":1}')]) {
+          const requestId = `fail-${status}-${req.method}`;
+          const { lane, full } = await bothLanes(api, { ...req, headers: { ...req.headers, 'x-request-id': requestId } });
+          assert.deepEqual(lane, full, req.method);
+          assertErrorAnswer(lane, status, code);
+          if (status === 500) {
+            const logged = api.logs().filter((l) => l.requestId === requestId && l.level === 50);
+            assert.equal(logged.length, 2, 'an error line from each lane');
+            assert.ok(logged.every((l) => JSON.stringify(l).includes('disk I/O error')));
+          }
         }
       }
     });
@@ -223,6 +318,8 @@ for (const backend of BACKENDS) {
         [{ method: 'GET', url: '/v1/inventory', headers: { 'x-request-id': 'same-1' } }, 401, 'unauthorized'],
         [{ ...patchOf(api, '1', '{"quantity":5}'), key: api.keys.read }, 403, 'forbidden'],
         [patchOf(api, '01', '{"quantity":5}'), 400, 'invalid_pet_id'],
+        [{ ...adjustOf(api, '1', '{"delta":-1}'), key: api.keys.read }, 403, 'forbidden'],
+        [{ ...adjustOf(api, '1', '{"delta":-1}'), key: undefined }, 401, 'unauthorized'],
       ];
       for (const [req, status, code] of cases) {
         const { lane, full } = await bothLanes(api, req);
@@ -243,6 +340,16 @@ for (const backend of BACKENDS) {
         patchOf(api, '1', '{"quantity":5}', { 'content-type': 'application/json; charset=latin1' }),
         patchOf(api, '1', `{"quantity":5,"reason":"${'x'.repeat(64)}"}`),
         patchOf(api, '1', ''),
+        adjustOf(api, '1?x=1', '{"delta":1}'),
+        adjustOf(api, '%zz', '{"delta":1}'),
+        { ...adjustOf(api, '1', '{"delta":1}'), url: '/v1/inventory/1/adjustments/' },
+        adjustOf(api, '1', '{"delta":1}', { 'content-type': 'text/plain' }),
+        adjustOf(api, '1', `{"delta":1,"reason":"${'x'.repeat(64)}"}`),
+        adjustOf(api, '1', ''),
+        { ...adjustOf(api, '1', '{"delta":1}'), method: 'PATCH' },
+        { ...patchOf(api, '1', '{"quantity":5}'), method: 'POST' },
+        // The batch stays with Fastify (its own body limit): refused here for a change without delta or quantity.
+        { ...adjustOf(api, '1', '{"changes":[{"petId":1}]}'), url: '/v1/inventory/batch' },
       ];
       for (const req of left) {
         const { lane, full } = await bothLanes(api, req, false);
@@ -301,7 +408,7 @@ for (const backend of BACKENDS) {
       let closing = false;
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, rules: (standard) => [shuttingDown(() => closing), ...standard.slice(1)] });
       closing = true;
-      for (const req of [{ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } }, patchOf(api, '1', '{"quantity":5}')]) {
+      for (const req of [{ method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } }, patchOf(api, '1', '{"quantity":5}'), adjustOf(api, '1', '{"delta":1}')]) {
         const { lane, full } = await bothLanes(api, req);
         assert.deepEqual(lane, full, `${req.method} ${req.url}`);
         assertErrorAnswer(lane, 503, 'service_unavailable');
@@ -359,6 +466,7 @@ for (const backend of BACKENDS) {
         { method: 'GET', url: '/v1/inventory', key: api.keys.read, headers: { 'x-request-id': 'same-1' } },
         { method: 'GET', url: '/v1/inventory', headers: { 'x-request-id': 'same-1' } },
         patchOf(api, '1', '{"quantity":-1}'),
+        adjustOf(api, '1', '{"delta":0}'),
       ];
       for (const req of cases) {
         const { lane, full } = await bothLanes(api, req);
