@@ -64,7 +64,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     keys: keys(db, run),
     history: history(db, run),
     events: events(db, run, appended),
-    webhooks: webhooks(db, run),
+    webhooks: webhooks(db, run, writer),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {
       closing ??= (async () => {

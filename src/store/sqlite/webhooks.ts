@@ -1,8 +1,10 @@
 import type Database from 'better-sqlite3';
-import type { DeliveryAttempt, DeliveryProgress, WebhookEndpoint } from '../../domain/webhook.js';
+import type { DeliveryAttempt, WebhookEndpoint } from '../../domain/webhook.js';
 import { inBatches, PRUNE_BATCH } from '../pruning.js';
 import type { Webhooks } from '../store.js';
-import { briefly, type Run } from './connection.js';
+import { asUnavailable, briefly, type Run } from './connection.js';
+import { DELIVERY_COLUMNS, deliveryRow, progressWrite, type DeliveryRow } from './record-progress.js';
+import type { ChangeWriter } from './writer.js';
 
 interface EndpointRow {
   id: string;
@@ -21,20 +23,8 @@ interface EndpointRow {
   last_failure: string | null;
 }
 
-interface DeliveryRow {
-  endpoint_id: string;
-  event_id: string;
-  seq: number;
-  attempted_at: string;
-  status: number | null;
-  error: string | null;
-  duration_ms: number;
-  response_body: string | null;
-}
-
 const ENDPOINT_COLUMNS = `id, url, description, secret, previous_secret, previous_secret_until, enabled, disabled_reason, created_at,
   delivered_seq, failures, next_attempt_at, last_failure_at, last_failure`;
-const DELIVERY_COLUMNS = 'endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body';
 /**
  * Ends the current claim of the lease without giving the lease up: its holder's worker is refused
  * at its next flush, and the holder's next round claims it anew (a worker that starts from the
@@ -44,12 +34,15 @@ const DELIVERY_COLUMNS = 'endpoint_id, event_id, seq, attempted_at, status, erro
 const NEW_CLAIM = 'lease_since = coalesce(lease_since, 0) + 1';
 
 /**
- * The SQLite store's webhook endpoints and delivery log, written on the event loop's connection.
- * Every write is one statement or one IMMEDIATE transaction: cluster workers share the file, and
- * the write lock taken first means no check can go stale before its write. Leases run on
- * Date.now(): every process on the file runs on this one machine.
+ * The SQLite store's webhook endpoints and delivery log. The delivery log and the endpoints'
+ * progress, written by every endpoint worker several times a second, commit in the writer
+ * (record-progress.ts), so their fsync never stops the event loop; the rest (leases each round,
+ * operators' acts) on the event loop's connection. Every write is one statement or one IMMEDIATE
+ * transaction: cluster workers share the file, and the write lock taken first means no check can
+ * go stale before its write. Leases run on Date.now(): every process on the file runs on this one
+ * machine.
  */
-export function webhooks(db: Database.Database, run: Run): Webhooks {
+export function webhooks(db: Database.Database, run: Run, writer: Pick<ChangeWriter, 'recordProgress' | 'recordAttempts'>): Webhooks {
   const stmt = {
     // The head is read under the write lock the insert takes, so no event can commit between the two.
     add: db.prepare<[NewRow], EndpointRow>(
@@ -85,20 +78,6 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
        RETURNING ${ENDPOINT_COLUMNS}, lease_since`,
     ),
     release: db.prepare<[string]>('UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = ?'),
-    // Only while the holder's lease is live and the endpoint enabled; disabling gives the lease up.
-    progress: db.prepare<ProgressRow>(
-      `UPDATE webhook_endpoints SET delivered_seq = @delivered_seq, failures = @failures, next_attempt_at = @next_attempt_at,
-         last_failure_at = @last_failure_at, last_failure = @last_failure,
-         enabled = @disable IS NULL, disabled_reason = @disable,
-         lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)
-       WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1 AND (@since IS NULL OR lease_since = @since)`,
-    ),
-    // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key.
-    insertAttempt: db.prepare<[DeliveryRow]>(
-      `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
-       SELECT @endpoint_id, @event_id, @seq, @attempted_at, @status, @error, @duration_ms, @response_body
-       WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @endpoint_id)`,
-    ),
     deliveries: db.prepare<[string, number], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ?`,
     ),
@@ -106,19 +85,18 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
       'DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE attempted_at < ? LIMIT ?)',
     ),
   };
-  const insertAttempts = (attempts: readonly DeliveryAttempt[]) => {
-    for (const attempt of attempts) stmt.insertAttempt.run(toDeliveryRow(attempt));
-  };
   const remove = db.transaction((id: string) => {
     stmt.removeDeliveries.run(id);
     return stmt.remove.run(id).changes === 1;
   });
-  const record = db.transaction((row: ProgressRow, attempts: readonly DeliveryAttempt[]) => {
-    if (stmt.progress.run(row).changes === 0) return false;
-    insertAttempts(attempts.map((a) => ({ ...a, endpointId: row.id })));
-    return true;
-  });
-  const recordOutside = db.transaction(insertAttempts);
+  // As `run`: refused once the store is closed, "cannot reach the store now" as StoreUnavailableError.
+  const committed = async <T>(write: () => Promise<T>): Promise<T> => {
+    try {
+      return await run(write);
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  };
 
   return {
     addEndpoint: async (endpoint) =>
@@ -157,8 +135,8 @@ export function webhooks(db: Database.Database, run: Run): Webhooks {
       }),
     releaseLeases: async (holder) => void run(() => stmt.release.run(holder)),
     replayFrom: async (id, after) => run(() => stmt.replay.run(after, id).changes === 1),
-    recordProgress: async (id, holder, progress, claimedAt) => run(() => record.immediate(toProgressRow(id, holder, progress, claimedAt), progress.attempts)),
-    recordAttempts: async (attempts) => void run(() => recordOutside.immediate(attempts)),
+    recordProgress: (id, holder, progress, claimedAt) => committed(() => writer.recordProgress(progressWrite(id, holder, progress, claimedAt))),
+    recordAttempts: (attempts) => committed(() => writer.recordAttempts(attempts.map(deliveryRow))),
     listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
     async purgeDeliveries(before) {
       const cutoff = before.toISOString();
@@ -178,51 +156,9 @@ interface NewRow {
   created_at: string;
 }
 
-interface ProgressRow {
-  id: string;
-  holder: string;
-  now: number;
-  since: number | null;
-  delivered_seq: number;
-  failures: number;
-  next_attempt_at: string | null;
-  last_failure_at: string | null;
-  last_failure: string | null;
-  disable: string | null;
-}
-
-function toProgressRow(id: string, holder: string, p: DeliveryProgress, claimedAt: Date | undefined): ProgressRow {
-  return {
-    id,
-    holder,
-    now: Date.now(),
-    since: claimedAt?.getTime() ?? null,
-    delivered_seq: p.deliveredSeq,
-    failures: p.failures,
-    next_attempt_at: p.nextAttemptAt?.toISOString() ?? null,
-    last_failure_at: p.lastFailureAt?.toISOString() ?? null,
-    last_failure: p.lastFailure,
-    disable: p.disable ?? null,
-  };
-}
-
 /** Oldest first, as listEndpoints: RETURNING comes in no particular order. */
 function oldestFirst(a: WebhookEndpoint, b: WebhookEndpoint): number {
   return a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-}
-
-function toDeliveryRow(a: DeliveryAttempt): DeliveryRow {
-  return {
-    endpoint_id: a.endpointId,
-    event_id: a.eventId,
-    seq: a.seq,
-    attempted_at: a.attemptedAt.toISOString(),
-    status: a.status,
-    error: a.error,
-    // A STRICT INTEGER column: the timer's fraction of a millisecond is not kept.
-    duration_ms: Math.round(a.durationMs),
-    response_body: a.responseBody,
-  };
 }
 
 function toAttempt(row: DeliveryRow): DeliveryAttempt {

@@ -1,6 +1,6 @@
 /**
- * The SQLite writer thread: owns the connection that commits changes, so a group commit's
- * fsync waits here while the main thread keeps serving requests and gathering the next batch.
+ * The SQLite writer thread: owns the connection that commits changes and webhook progress, so
+ * their fsync waits here while the main thread keeps serving requests and gathering the next batch.
  * It answers each request in order (writer-protocol.ts); { close } closes the connection and ends
  * the thread.
  */
@@ -9,6 +9,7 @@ import type { ChangeBatchResult } from '../../domain/inventory.js';
 import { applyBatch, failure, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
+import { recordAttempts, recordProgress } from './record-progress.js';
 import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 const port = parentPort!;
@@ -25,12 +26,9 @@ port.on('message', (request: WriterRequest) => {
     port.postMessage({ durability: durabilityOf(db) } satisfies WriterReply);
     return;
   }
-  let done: { results: BatchResult[] } | { batchResult: ChangeBatchResult };
+  let done: { results: BatchResult[] } | { batchResult: ChangeBatchResult } | { recorded: boolean };
   try {
-    done =
-      'changeBatch' in request
-        ? { batchResult: applyChangeBatch(db, request.changeBatch, options) }
-        : { results: applyBatch(db, decodeBatch(request.batch), options) };
+    done = write(request);
   } catch (err) {
     // The whole transaction failed (busy past the timeout, disk error): every change with it.
     port.postMessage({ failed: failure(err) } satisfies WriterReply);
@@ -39,3 +37,14 @@ port.on('message', (request: WriterRequest) => {
   // Outside the try: a batch that committed is never reported as failed (it would be applied again).
   port.postMessage(('results' in done ? { results: encodeResults(done.results) } : done) satisfies WriterReply);
 });
+
+/** Runs a request's transaction, its answer not yet encoded. */
+function write(request: Exclude<WriterRequest, { close: true } | { durability: true }>) {
+  if ('changeBatch' in request) return { batchResult: applyChangeBatch(db, request.changeBatch, options) };
+  if ('progress' in request) return { recorded: recordProgress(db, request.progress) };
+  if ('attempts' in request) {
+    recordAttempts(db, request.attempts);
+    return { recorded: true };
+  }
+  return { results: applyBatch(db, decodeBatch(request.batch), options) };
+}

@@ -7,13 +7,19 @@ import { StoreUnavailableError } from '../../errors.js';
 import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
+import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
-/** Where the SQLite store's group commits run: one batch at a time. */
+/** Where the SQLite store's frequent writes commit: the group commits (one batch at a time), change batches and webhook progress. */
 export interface ChangeWriter {
+  /** Commits a group commit's batch in one transaction; rejects when that transaction failed. */
   apply(changes: readonly QuantityChange[]): Promise<BatchResult[]>;
   /** Applies a ChangeBatch, all or nothing, in a transaction of its own (apply-change-batch.ts); rejects when that transaction failed. */
   applyChangeBatch(batch: ChangeBatch): Promise<ChangeBatchResult>;
+  /** Records a webhook endpoint's progress with its attempts, fenced by its lease (record-progress.ts): false when the fence refused it; rejects when the transaction failed. */
+  recordProgress(write: ProgressWrite): Promise<boolean>;
+  /** Logs delivery attempts that move no endpoint (record-progress.ts); rejects when the transaction failed. */
+  recordAttempts(attempts: DeliveryRow[]): Promise<void>;
   /** The durability settings of the connection that commits. */
   durability(): Promise<Record<string, string>>;
   /** Why the writer can no longer commit (its thread stopped), or undefined while it can. */
@@ -26,6 +32,8 @@ export function inThreadWriter(db: Database.Database, options: BatchOptions = {}
   return {
     apply: async (changes) => applyBatch(db, changes, options),
     applyChangeBatch: async (batch) => applyChangeBatch(db, batch, options),
+    recordProgress: async (write) => recordProgress(db, write),
+    recordAttempts: async (attempts) => recordAttempts(db, attempts),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},
@@ -74,6 +82,13 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
       if (!('batchResult' in reply)) throw new Error('the writer thread answered a change batch with something else');
       return reply.batchResult;
     },
+    // Straight through the thread's ordered queue, not a serialCommit: its timeout answers a write
+    // in flight as failed while it may still commit, and the endpoint worker retries a failed flush,
+    // logging its attempts twice; here a flush is answered once the thread has run it (its busy
+    // timeout bounds the wait), each worker has one flush in flight at most, and a close is
+    // answered after every write asked before it.
+    recordProgress: async (write) => recorded(await ask({ progress: write }), 'progress'),
+    recordAttempts: async (attempts) => void recorded(await ask({ attempts }), 'attempts'),
     async durability() {
       const reply = await ask({ durability: true });
       if (!('durability' in reply)) throw new Error('the writer thread answered a durability request with something else');
@@ -97,4 +112,11 @@ function startThread(entry: URL, workerData: unknown): Worker {
   const loader = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(loader)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
   return new Worker(code, { eval: true, workerData });
+}
+
+/** The answer to progress or attempts: whether it was recorded, or the failed transaction thrown. */
+function recorded(reply: WriterReply, what: string): boolean {
+  if ('failed' in reply) throw errorOf(reply.failed);
+  if (!('recorded' in reply)) throw new Error(`the writer thread answered ${what} with something else`);
+  return reply.recorded;
 }

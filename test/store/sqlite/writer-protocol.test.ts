@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { QuantityChange } from '../../../src/domain/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../../../src/domain/pet-id.js';
 import type { BatchResult } from '../../../src/store/sqlite/apply-batch.js';
+import { deliveryRow, progressWrite } from '../../../src/store/sqlite/record-progress.js';
 import { decodeBatch, decodeResults, encodeBatch, encodeResults, type WriterReply, type WriterRequest } from '../../../src/store/sqlite/writer-protocol.js';
 import { adjustment, change, changeBatch } from '../../support/store.js';
 
@@ -53,4 +54,48 @@ test('a change batch and its outcome cross as they are: structured cloning keeps
     { batchResult: { kind: 'idempotency_records_full', retryAt: at } },
   ];
   for (const reply of replies) assert.deepEqual(structuredClone(reply), reply);
+});
+
+test("a webhook endpoint's progress crosses as the rows its transaction binds: each attempt under the endpoint's id, times as ISO text, the claim in ms", () => {
+  const at = new Date('2026-11-24T10:00:00.123Z');
+  const attempt = { endpointId: 'whk_other', eventId: 'evt_7', seq: 7, attemptedAt: at, status: null, error: 'ECONNRESET', durationMs: 3.6, responseBody: null };
+  const progress = { attempts: [attempt], deliveredSeq: 6, failures: 2, nextAttemptAt: new Date(at.getTime() + 5000), lastFailureAt: at, lastFailure: 'ECONNRESET', disable: 'gone' };
+  const request: WriterRequest = { progress: progressWrite('whk_1', 'holder-a', progress, new Date(1_700_000_000_001)) };
+  assert.deepEqual(structuredClone(request), {
+    progress: {
+      row: {
+        id: 'whk_1',
+        holder: 'holder-a',
+        since: 1_700_000_000_001,
+        delivered_seq: 6,
+        failures: 2,
+        next_attempt_at: '2026-11-24T10:00:05.123Z',
+        last_failure_at: '2026-11-24T10:00:00.123Z',
+        last_failure: 'ECONNRESET',
+        disable: 'gone',
+      },
+      attempts: [
+        {
+          endpoint_id: 'whk_1',
+          event_id: 'evt_7',
+          seq: 7,
+          attempted_at: '2026-11-24T10:00:00.123Z',
+          status: null,
+          error: 'ECONNRESET',
+          duration_ms: 4,
+          response_body: null,
+        },
+      ],
+    },
+  });
+  const unclaimed = progressWrite('whk_1', 'holder-a', { ...progress, attempts: [], nextAttemptAt: null, lastFailureAt: null, lastFailure: null, disable: undefined }, undefined);
+  assert.deepEqual(
+    [unclaimed.row.since, unclaimed.row.next_attempt_at, unclaimed.row.last_failure_at, unclaimed.row.disable, unclaimed.attempts],
+    [null, null, null, null, []],
+  );
+
+  const outside: WriterRequest = { attempts: [deliveryRow({ ...attempt, status: 200, error: null, responseBody: 'ok' })] };
+  assert.deepEqual(structuredClone(outside), outside);
+  assert.equal(outside.attempts[0]!.endpoint_id, 'whk_other', 'an attempt outside any lease keeps its own endpoint');
+  for (const reply of [{ recorded: true }, { recorded: false }] satisfies WriterReply[]) assert.deepEqual(structuredClone(reply), reply);
 });

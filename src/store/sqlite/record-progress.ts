@@ -1,0 +1,129 @@
+import type Database from 'better-sqlite3';
+import type { DeliveryAttempt, DeliveryProgress } from '../../domain/webhook.js';
+
+/** A webhook_deliveries row as the store writes and reads it. */
+export interface DeliveryRow {
+  endpoint_id: string;
+  event_id: string;
+  seq: number;
+  attempted_at: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  response_body: string | null;
+}
+
+export const DELIVERY_COLUMNS = 'endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body';
+
+/**
+ * An endpoint's progress as its transaction binds it: plain strings and numbers, so it crosses to
+ * the writer thread as it is. The time the lease is checked against is not in it: the transaction
+ * reads the clock when it runs, however long the write waited for its turn.
+ */
+export interface ProgressWrite {
+  /** The endpoint's row as the fenced UPDATE binds it. */
+  row: ProgressRow;
+  /** The attempts, each with the endpoint's id. */
+  attempts: DeliveryRow[];
+}
+
+interface ProgressRow {
+  id: string;
+  holder: string;
+  since: number | null;
+  delivered_seq: number;
+  failures: number;
+  next_attempt_at: string | null;
+  last_failure_at: string | null;
+  last_failure: string | null;
+  disable: string | null;
+}
+
+/** What recordProgress writes for Webhooks.recordProgress's arguments. */
+export function progressWrite(id: string, holder: string, p: DeliveryProgress, claimedAt: Date | undefined): ProgressWrite {
+  return {
+    row: {
+      id,
+      holder,
+      since: claimedAt?.getTime() ?? null,
+      delivered_seq: p.deliveredSeq,
+      failures: p.failures,
+      next_attempt_at: p.nextAttemptAt?.toISOString() ?? null,
+      last_failure_at: p.lastFailureAt?.toISOString() ?? null,
+      last_failure: p.lastFailure,
+      disable: p.disable ?? null,
+    },
+    attempts: p.attempts.map((a) => deliveryRow({ ...a, endpointId: id })),
+  };
+}
+
+export function deliveryRow(a: DeliveryAttempt): DeliveryRow {
+  return {
+    endpoint_id: a.endpointId,
+    event_id: a.eventId,
+    seq: a.seq,
+    attempted_at: a.attemptedAt.toISOString(),
+    status: a.status,
+    error: a.error,
+    // A STRICT INTEGER column: the timer's fraction of a millisecond is not kept.
+    duration_ms: Math.round(a.durationMs),
+    response_body: a.responseBody,
+  };
+}
+
+/**
+ * Records an endpoint's progress and its attempts together in one IMMEDIATE transaction, only while
+ * `holder`'s lease is live, the endpoint enabled and (with a claim time) the claim the same: the
+ * fence and the write under one write lock. False, writing nothing, when the fence refuses.
+ */
+export function recordProgress(db: Database.Database, write: ProgressWrite): boolean {
+  return writesOn(db).progress.immediate(write);
+}
+
+/** Logs attempts that move no endpoint (a test delivery), in one IMMEDIATE transaction. */
+export function recordAttempts(db: Database.Database, attempts: readonly DeliveryRow[]): void {
+  writesOn(db).attempts.immediate(attempts);
+}
+
+interface Writes {
+  progress: Database.Transaction<(write: ProgressWrite) => boolean>;
+  attempts: Database.Transaction<(attempts: readonly DeliveryRow[]) => void>;
+}
+
+/** Made at a connection's first write, then reused: the event loop's for a ':memory:' store, the writer thread's otherwise. */
+const writes = new WeakMap<Database.Database, Writes>();
+
+function writesOn(db: Database.Database): Writes {
+  let made = writes.get(db);
+  if (!made) writes.set(db, (made = writesFor(db)));
+  return made;
+}
+
+function writesFor(db: Database.Database): Writes {
+  // Only while the holder's lease is live and the endpoint enabled; disabling gives the lease up.
+  const progress = db.prepare<ProgressRow & { now: number }>(
+    `UPDATE webhook_endpoints SET delivered_seq = @delivered_seq, failures = @failures, next_attempt_at = @next_attempt_at,
+       last_failure_at = @last_failure_at, last_failure = @last_failure,
+       enabled = @disable IS NULL, disabled_reason = @disable,
+       lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)
+     WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1 AND (@since IS NULL OR lease_since = @since)`,
+  );
+  // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key.
+  const insertAttempt = db.prepare<[DeliveryRow]>(
+    `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
+     SELECT @endpoint_id, @event_id, @seq, @attempted_at, @status, @error, @duration_ms, @response_body
+     WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @endpoint_id)`,
+  );
+  const insertAll = (attempts: readonly DeliveryRow[]) => {
+    for (const attempt of attempts) insertAttempt.run(attempt);
+  };
+  return {
+    progress: db.transaction((write: ProgressWrite) => {
+      // Leases run on Date.now(): every process and thread on the file runs on this one machine.
+      if (progress.run({ ...write.row, now: Date.now() }).changes === 0) return false;
+      insertAll(write.attempts);
+      return true;
+    }),
+    attempts: db.transaction(insertAll),
+  };
+}
