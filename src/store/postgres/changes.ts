@@ -1,4 +1,4 @@
-import type { ChangeBatch, ChangeBatchResult, ChangeResult, QuantityChange, RetireOutcome } from '../../domain/inventory.js';
+import { repeatedPet, type ChangeBatch, type ChangeBatchResult, type ChangeResult, type QuantityChange, type RetireOutcome } from '../../domain/inventory.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
 import { DuplicatePetError, type Changes } from '../store.js';
@@ -63,12 +63,7 @@ export function changes(
     applyBatch,
     async addItems(items) {
       // A statement may update a row once: a petId repeated in the batch is the duplicate, unless one before it already is.
-      const seen = new Set<bigint>();
-      const repeated = items.findIndex(({ petId }) => {
-        if (seen.has(petId)) return true;
-        seen.add(petId);
-        return false;
-      });
+      const repeated = repeatedPet(items);
       const unique = repeated < 0 ? items : items.slice(0, repeated);
       await run(() =>
         inTransaction(pool, async (client) => {
