@@ -10,7 +10,7 @@ import { answerListInventory, listInventory } from '../operations/list-inventory
 import { answerUpdateInventory, updateInventory } from '../operations/update-inventory.js';
 import { takeMore } from '../pipeline/limit-rules.js';
 import { sendAnswer } from '../http/fastify-pipeline.js';
-import { parsePetIdParam, principalOf, routeOptions } from './route-options.js';
+import { parsePetIdParam, changeRequestOf, routeOptions } from './route-options.js';
 
 /** What the inventory routes need beyond the store. */
 export interface InventoryRouteOptions extends ChangeOptions {
@@ -49,7 +49,7 @@ export function inventoryRoutes(options: InventoryRouteOptions) {
       ...routeOptions(updateInventory),
       onRequest: parsePetIdParam,
       handler: async (request, reply) => {
-        const update = { petId: request.petId, body: request.body, headers: request.headers, principal: principalOf(request), requestId: request.id };
+        const update = { ...changeRequestOf(request), petId: request.petId, body: request.body };
         return sendAnswer(reply, await answerUpdateInventory(app.store.changes, update, changeOptions));
       },
     });
@@ -58,7 +58,7 @@ export function inventoryRoutes(options: InventoryRouteOptions) {
       ...routeOptions(adjustInventory),
       onRequest: parsePetIdParam,
       handler: async (request, reply) => {
-        const adjustment = { petId: request.petId, body: request.body, headers: request.headers, principal: principalOf(request), requestId: request.id };
+        const adjustment = { ...changeRequestOf(request), petId: request.petId, body: request.body };
         return sendAnswer(reply, await answerAdjustInventory(app.store.changes, adjustment, changeOptions));
       },
     });
@@ -68,7 +68,7 @@ export function inventoryRoutes(options: InventoryRouteOptions) {
       // Sized for the largest batch (decisions 5.12), never below BODY_LIMIT.
       bodyLimit: batchBodyLimit(options),
       handler: async (request, reply) => {
-        const batch = { body: request.body, headers: request.headers, principal: principalOf(request), requestId: request.id };
+        const batch = { ...changeRequestOf(request), body: request.body };
         const ctx = request.ctx;
         const chargeRequests = rateLimiter && ctx ? (count: number) => takeMore(rateLimiter, ctx, count) : undefined;
         return sendAnswer(reply, await answerInventoryBatch(app.store.changes, batch, { ...changeOptions, maxChanges: options.batchMaxChanges, chargeRequests }));

@@ -4,6 +4,7 @@ import type { Principal } from '../domain/api-key.js';
 import { parsePetId } from '../domain/pet-id.js';
 import { NoQuery, type OperationSpec } from '../operations/operation.js';
 import { acceptedInput } from '../operations/validation.js';
+import type { ChangeRequest } from '../operations/change-request.js';
 
 /** /v1/inventory/{petId} -> /v1/inventory/:petId */
 export function routerPath(path: string): string {
@@ -54,4 +55,9 @@ export function principalOf(request: FastifyRequest): Principal {
   const principal = request.ctx?.principal;
   if (!principal) throw new Error('an authenticated route ran without a principal');
   return principal;
+}
+
+/** What an operation that changes counts reads of a request: its headers, who sent it and its id. */
+export function changeRequestOf(request: FastifyRequest): ChangeRequest {
+  return { headers: request.headers, principal: principalOf(request), requestId: request.id };
 }
