@@ -92,6 +92,8 @@ export class ConnectionManager {
   #sweep: NodeJS.Timeout | undefined;
   #server: Server | undefined;
   #handler: RequestHandler | undefined;
+  /** closeIdle has run (the app is closing): an answer that ends from now on closes its connection instead of leaving it idle. */
+  #closingIdle = false;
   /** During a drain's time: told when the last connection closes and when one opens. */
   #drainWatch: { emptied: () => void; connected: () => void } | undefined;
   readonly #onFinish: (this: ServerResponse) => void;
@@ -222,6 +224,9 @@ export class ConnectionManager {
    * balancer's pre-opened one), and the server's close would wait for its client to give it up.
    */
   closeIdle(): void {
+    // An answer still in progress (a stream just ended, a long list) finishes after this, and maybe after the server's own
+    // close swept its idle connections: left idle then, it would hold the close until the client lets go (KEEP_ALIVE_TIMEOUT_MS).
+    this.#closingIdle = true;
     // As the drain judges idle: bytes read since the last answer are a request on its way, answered before the close.
     for (const conn of [...this.#idle]) if (conn.socket.bytesRead === conn.bytesAtIdle) this.#forget(conn, true);
   }
@@ -305,6 +310,7 @@ export class ConnectionManager {
       socket.end(rawErrorAnswer(clientErrorOf(conn.pendingError)));
       return;
     }
+    if (this.#closingIdle) return void this.#forget(conn, true);
     conn.idleSince = this.#clock;
     conn.bytesAtIdle = socket.bytesRead;
     this.#idle.add(conn);

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type AddressInfo } from 'node:net';
+import { createServer, type ServerResponse } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
+import { ConnectionManager } from '../../src/http/connections.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { buildTestApp, makeKey } from '../support/app.js';
 import { assertRawError, parseAnswers, rawTranscript } from '../support/raw-http.js';
@@ -240,5 +242,37 @@ describe('closing the app closes the connections with no request in progress', (
     await api.app.close();
     await closed;
     assert.equal(silent.bytesRead, 0, 'closed without an answer');
+  });
+
+  // The server's own close sweeps the connections idle at that moment; one whose answer ends just after stayed open until
+  // its client let go or the keep-alive timeout (72 s by default) passed, and the close waited for it.
+  test('one whose answer ends after the close began', { timeout: 20_000 }, async (t) => {
+    const manager = new ConnectionManager({ maxConnections: 10, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
+    const server = createServer();
+    server.keepAliveTimeout = 60_000;
+    let answering: ServerResponse | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      manager.attach(server, (_req, res) => {
+        answering = res;
+        res.writeHead(200, { 'content-type': 'text/plain' }).write('first part');
+        resolve();
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    t.after(() => {
+      client.destroy();
+      manager.close();
+    });
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await arrived;
+    manager.closeIdle();
+    const closed = once(server, 'close');
+    server.close();
+    answering!.end('last part');
+    await closed;
+    assert.equal(manager.size, 0, 'its connection closed, not left idle');
   });
 });
