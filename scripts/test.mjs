@@ -13,7 +13,7 @@ import process from 'node:process';
 import { fileURLToPath, URL } from 'node:url';
 
 /** The folders whose tests `npm test` runs, in this order (a folder inside another runs where it is listed); a new one is one more line. */
-const TEST_FOLDERS = ['test', 'clients/typescript/test', 'dashboard/test', 'test/hardening'];
+const TEST_FOLDERS = ['test', 'clients/typescript/test', 'dashboard/test', 'test/hardening', 'test/drill'];
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
