@@ -28,9 +28,10 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ms
   }
 }
 
-/** The stream holds every event of the store's log, once each, in seq order, as the feed encodes them. */
-async function assertStreamHoldsLog(nats: TestNats, stream: string, store: Store): Promise<void> {
-  const events = await eventsAfter(store, 0);
+/** The stream holds every event of the store's log (after `after`), once each, in seq order, as the feed encodes them. */
+async function assertStreamHoldsLog(nats: TestNats, stream: string, store: Store, after = 0): Promise<void> {
+  const events = await eventsAfter(store, after);
+  assert.ok(events.length > 0);
   await waitFor(`${events.length} messages on the stream`, async () => (await nats.messages(stream).catch(() => [])).length >= events.length);
   const messages = await nats.messages(stream);
   assert.deepEqual(
@@ -114,6 +115,22 @@ describe('event relay to NATS JetStream, NATS or the publisher failing', { skip:
     await nats.start();
     await assertStreamHoldsLog(nats, 'OUTAGE', store);
     await waitFor('the resume said', () => lines.some((l) => l.includes('publishing resumed')));
+  });
+
+  it('events pruned before they were published: the relay says so and goes on from the oldest event left', async (t) => {
+    const nats = await startTestNats(t);
+    const database = await createTestDatabase('sqlite', t);
+    const store = await database.open();
+    await store.changes.addItems(PETS);
+    await burst(store, 1, 10);
+    const pruned = await store.events.head();
+    await store.events.purgeEvents(new Date(Date.now() + 60_000));
+    await burst(store, 100, 10);
+    const { relay, lines, published } = relayOf(store, nats, 'PRUNED');
+    await withRelay(t, relay);
+    await assertStreamHoldsLog(nats, 'PRUNED', store, pruned);
+    assert.equal(published(), (await store.events.head()) - pruned);
+    assert.ok(lines.some((l) => l.includes('pruned from the log before they were published')));
   });
 
   it('a publisher that crashed after publishing, before recording: its successor publishes again, the stream holds each event once', async (t) => {
