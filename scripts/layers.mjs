@@ -7,7 +7,7 @@ export const LAYERS = [
   ['errors.ts', 'json.ts', 'schemas'],
   ['domain'],
   ['store'],
-  ['auth', 'cache', 'limits', 'config', 'config.ts', 'prune-timer.ts', 'webhooks'],
+  ['auth', 'cache', 'limits', 'config', 'config.ts', 'prune-timer.ts', 'webhooks', 'relay'],
   ['operations'],
   ['openapi'],
   ['pipeline'],

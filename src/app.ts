@@ -12,6 +12,8 @@ import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
 import { EventStreams } from './http/event-streams.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
 import { registerPipeline } from './http/fastify-pipeline.js';
+import { EventRelay } from './relay/relay.js';
+import { DEFAULT_STREAM } from './relay/subjects.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { collectRouteMethods, registerMethodNotAllowed } from './http/method-not-allowed.js';
 import { measuredStore } from './metrics/measured-store.js';
@@ -159,6 +161,26 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     ...(metrics && { observer: metrics.webhooks }),
     cancelSends: () => sender.close(),
   });
+  // With EVENTS_NATS_URL, every instance (and worker) runs a relay; the one holding its lease publishes.
+  const natsUrl = config.eventsNatsUrl;
+  const relay =
+    natsUrl === undefined
+      ? undefined
+      : new EventRelay({
+          name: DEFAULT_STREAM,
+          relays: store.relays,
+          events: store.events,
+          // Loaded only here: a server without EVENTS_NATS_URL never loads the NATS client.
+          open: async () =>
+            (await import('./relay/nats-stream.js')).openNatsStream({
+              url: natsUrl,
+              stream: DEFAULT_STREAM,
+              maxAgeMs: config.eventsNatsMaxAgeDays * 86_400_000,
+              onStatus: (status) => app.log.info({ status }, `event relay: connection to NATS ${status}`),
+            }),
+          log: app.log,
+          ...(metrics && { observer: metrics.relay }),
+        });
 
   app.setValidatorCompiler(compileSchemaValidator);
   app.decorate('store', store);
@@ -174,6 +196,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     connections.closeIdle();
     // Before the store closes: the attempt in flight is recorded, and the leases are given up for another instance.
     await dispatcher.close();
+    await relay?.close();
   });
   app.addHook('onClose', async () => {
     purge.stop();
@@ -216,5 +239,6 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     fastifyHandler!,
   );
   dispatcher.start();
+  relay?.start();
   return app;
 }

@@ -2,7 +2,7 @@ import { ENVIRONMENTS } from '../domain/api-key.js';
 import { DEFAULT_STORE_TIMEOUT_MS } from '../store/deadline.js';
 import type { Setting } from './setting.js';
 import { trustProxy } from './trust-proxy.js';
-import { baseUrl, databaseUrl, origins, redisUrl } from './urls.js';
+import { baseUrl, databaseUrl, natsUrl, origins, redisUrl } from './urls.js';
 import { boolean, byteSize, delayList, integer, matching, oneOf, text } from './values.js';
 import { workerCount } from './workers.js';
 
@@ -199,6 +199,17 @@ export const SETTINGS = {
     key: 'webhookLeaseMs',
     value: integer({ default: 15_000, min: 1000, max: 600_000 }),
     doc: 'how long an instance holds the delivery to a webhook endpoint without renewing it (renewed every third of it); when the instance dies, another takes the endpoint over within about four thirds of this (20 s by default)',
+  },
+  EVENTS_NATS_URL: {
+    key: 'eventsNatsUrl',
+    value: natsUrl(),
+    doc: 'NATS server with JetStream to which every change event is published, in seq order, on the stream `INVENTORY_EVENTS` (subjects `inventory.events.<type>`), by one instance at a time; unset, nothing is published',
+    example: 'nats://inventory:secret@nats.internal:4222',
+  },
+  EVENTS_NATS_MAX_AGE_DAYS: {
+    key: 'eventsNatsMaxAgeDays',
+    value: integer({ default: 7, min: 0, max: 36_500 }),
+    doc: 'days the stream `INVENTORY_EVENTS` keeps a message (set on the stream at every start); `0` keeps everything',
   },
   // No key: only `serve` reads it; the other commands run in one process whatever it says.
   WORKERS: {

@@ -49,6 +49,23 @@ export function redisUrl(): SettingValue<string | undefined> {
   };
 }
 
+/** A nats://, tls:// or ws(s):// URL with a host, or several comma-separated (a cluster's seeds); unset, none. */
+export function natsUrl(): SettingValue<string | undefined> {
+  const accepts = 'nats://[USER:PASSWORD@]HOST[:PORT] or tls://..., several comma-separated';
+  return {
+    default: undefined,
+    accepts,
+    parse(name, text) {
+      for (const part of text.split(',')) {
+        const url = URL.canParse(part.trim()) ? new URL(part.trim()) : undefined;
+        // Never echo the value: it may hold a password.
+        if (!url || !/^(nats|tls):$/.test(url.protocol) || !url.hostname) throw new ConfigError(`${name} must be ${accepts}`);
+      }
+      return text;
+    },
+  };
+}
+
 /** A comma-separated list of exact origins, each as a browser sends it in Origin: scheme, host and port only; unset, none. */
 export function origins(): SettingValue<readonly string[]> {
   const accepts = 'a comma-separated list of origins such as https://shop.example or http://localhost:3000 (no path, no trailing slash)';

@@ -22,6 +22,7 @@ export function measuredStore(store: Store, metrics: Pick<ServiceMetrics, 'store
     history: measured(store.history),
     events: measured(store.events),
     webhooks: measured(store.webhooks),
+    relays: measured(store.relays),
     maintenance: measured(store.maintenance),
     close: () => store.close(),
   };

@@ -7,8 +7,10 @@ import { OTHER_OPERATIONS } from '../pipeline/context.js';
 import type { RequestObserver } from '../pipeline/pipeline.js';
 import { BATCH_MAX, batchChannel } from '../store/group-commit.js';
 import type { Store } from '../store/store.js';
+import type { RelayObserver } from '../relay/relay.js';
 import type { WebhookObserver } from '../webhooks/context.js';
 import { CellCounter, CellHistogram, type CounterCell, type HistogramCell } from './cells.js';
+import { relayMetrics } from './relay-metrics.js';
 import { webhookMetrics } from './webhook-metrics.js';
 
 /** Seconds: the fast lane answers in well under a millisecond, a frozen store in seconds. */
@@ -55,6 +57,8 @@ export class ServiceMetrics implements RequestObserver {
   readonly #streamLag: HistogramCell;
   #events: { hub: Pick<EventHub, 'head'>; streams: () => number } | undefined;
   readonly #webhooks: ReturnType<typeof webhookMetrics>;
+  /** For the event relay (EVENTS_NATS_URL): each event published, and NATS out of reach. */
+  readonly relay: RelayObserver;
 
   constructor() {
     const registry = this.registry;
@@ -160,6 +164,7 @@ export class ServiceMetrics implements RequestObserver {
       },
     });
     this.#webhooks = webhookMetrics(registry);
+    this.relay = relayMetrics(registry);
     collectDefaultMetrics({ register: registry });
     this.#onBatch = (size) => this.#batches.observe(size as number);
     batchChannel.subscribe(this.#onBatch);

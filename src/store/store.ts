@@ -30,6 +30,8 @@ export interface Store {
   readonly events: Events;
   /** Webhook endpoints, where each stands in the log, who delivers to it, and the log of attempts. */
   readonly webhooks: Webhooks;
+  /** Where each relay of the event log to another system stands, and who runs it. */
+  readonly relays: Relays;
   /** What operators and timers need: durability, readiness, pruning. */
   readonly maintenance: Maintenance;
   /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
@@ -207,6 +209,25 @@ export interface Webhooks {
   listDeliveries(id: string, limit: number): Promise<DeliveryAttempt[]>;
   /** Drops delivery attempts made before `before`, in short transactions; resolves to how many. */
   purgeDeliveries(before: Date): Promise<number>;
+}
+
+/**
+ * Relays of the event log to another system (a NATS JetStream stream), each by name: the seq it
+ * has published up to, and one holder at a time by a lease with an expiry on the store's clock
+ * (the same kind as Webhooks'), so an instance that dies is replaced once its lease runs out. A
+ * relay never recorded stands at 0: it publishes every event still in the log.
+ */
+export interface Relays {
+  /**
+   * Claims `name` for `holder` (or renews its lease) until leaseMs from now, when it is free,
+   * expired or already `holder`'s; resolves to the seq published so far, or undefined when another
+   * holder's lease is live.
+   */
+  lease(name: string, holder: string, leaseMs: number): Promise<number | undefined>;
+  /** Moves the relay on to `seq` (never back) while `holder`'s lease is live; false, recording nothing, when it is not. */
+  recordPosition(name: string, holder: string, seq: number): Promise<boolean>;
+  /** Gives up `holder`'s lease on `name`, so another holder may claim it at once; the position stays. */
+  release(name: string, holder: string): Promise<void>;
 }
 
 /** An endpoint as a lease holds it: with the time the lease was claimed, which a renewal keeps. */

@@ -151,3 +151,21 @@ test('storage limits: 10,000 idempotency records per API key and all history by 
   assert.equal(set.idempotencyRecordsPerKey, 50);
   assert.equal(set.historyRetentionDays, 90);
 });
+
+test('events on NATS: off unless EVENTS_NATS_URL is set; the stream keeps 7 days by default', () => {
+  const defaults = loadConfig({});
+  assert.equal(defaults.eventsNatsUrl, undefined);
+  assert.equal(defaults.eventsNatsMaxAgeDays, 7);
+  const set = loadConfig({ EVENTS_NATS_URL: 'nats://u:pw@10.0.0.1:4222, tls://10.0.0.2:4222', EVENTS_NATS_MAX_AGE_DAYS: '0' });
+  assert.equal(set.eventsNatsUrl, 'nats://u:pw@10.0.0.1:4222, tls://10.0.0.2:4222');
+  assert.equal(set.eventsNatsMaxAgeDays, 0, '0 keeps everything');
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ EVENTS_NATS_URL: 'http://127.0.0.1:4222' }, /^EVENTS_NATS_URL must be nats:\/\//],
+    [{ EVENTS_NATS_URL: 'nats://127.0.0.1:4222,' }, /^EVENTS_NATS_URL/],
+    [{ EVENTS_NATS_MAX_AGE_DAYS: '-1' }, /^EVENTS_NATS_MAX_AGE_DAYS must be a whole number from 0/],
+  ];
+  for (const [env, message] of cases) {
+    assert.throws(() => loadConfig(env), (err: unknown) => err instanceof ConfigError && message.test(err.message), JSON.stringify(env));
+  }
+  assert.throws(() => loadConfig({ EVENTS_NATS_URL: 'http://:secret@host' }), (err: Error) => !err.message.includes('secret'), 'an EVENTS_NATS_URL error never echoes a password');
+});

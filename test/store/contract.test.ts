@@ -116,6 +116,11 @@ const EVERY_CALL = {
     listDeliveries: (s) => s.webhooks.listDeliveries('whk_1', 10),
     purgeDeliveries: (s) => s.webhooks.purgeDeliveries(new Date()),
   },
+  relays: {
+    lease: (s) => s.relays.lease('relay', 'holder', 1000),
+    recordPosition: (s) => s.relays.recordPosition('relay', 'holder', 1),
+    release: (s) => s.relays.release('relay', 'holder'),
+  },
   maintenance: {
     durability: (s) => s.maintenance.durability(),
     ping: (s) => s.maintenance.ping(),

@@ -223,6 +223,19 @@ export const MIGRATIONS: readonly Migration[] = [
         CHECK (reason IN ('received', 'returned', 'correction', 'sold', 'damaged')) NOT VALID;
     `,
   },
+  {
+    version: 10,
+    name: 'relays',
+    sql: `
+      -- Each relay of the event log to another system: the seq published so far, and its lease (on the server's clock).
+      CREATE TABLE relays (
+        name         TEXT        PRIMARY KEY,
+        position     BIGINT      NOT NULL,
+        lease_holder TEXT,
+        lease_until  TIMESTAMPTZ
+      );
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

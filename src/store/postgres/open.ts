@@ -13,6 +13,7 @@ import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
+import { relays } from './relays.js';
 import { webhooks } from './webhooks.js';
 
 /**
@@ -64,6 +65,7 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     history: history(calls),
     events: events(calls, log),
     webhooks: webhooks(calls),
+    relays: relays(calls),
     maintenance: maintenance(calls),
     close() {
       appended.close();

@@ -256,6 +256,20 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE inventory_history_reasons RENAME TO inventory_history;
     `,
   },
+  {
+    version: 9,
+    name: 'relays',
+    sql: `
+      -- Each relay of the event log to another system: the seq published so far, and its lease.
+      CREATE TABLE relays (
+        name         TEXT    PRIMARY KEY,
+        position     INTEGER NOT NULL,
+        lease_holder TEXT,
+        -- Unix ms, on Date.now(): every process on the file runs on this one machine.
+        lease_until  INTEGER
+      ) STRICT;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

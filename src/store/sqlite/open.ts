@@ -11,6 +11,7 @@ import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
+import { relays } from './relays.js';
 import { webhooks } from './webhooks.js';
 import { inThreadWriter, threadWriter } from './writer.js';
 
@@ -65,6 +66,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     history: history(db, run),
     events: events(db, run, appended),
     webhooks: webhooks(db, run, writer),
+    relays: relays(db, run, writer),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {
       closing ??= (async () => {

@@ -2,6 +2,7 @@ import type { ChangeBatch, ChangeBatchResult, IdempotencyRequest, QuantityChange
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
+import type { PositionWrite } from './record-position.js';
 import type { DeliveryRow, ProgressWrite } from './record-progress.js';
 
 /** What the writer thread is started with: its database file and how it writes batches. */
@@ -13,7 +14,8 @@ export interface WriterData {
 /**
  * What the main thread asks the writer thread (writer-thread.ts), which answers each request in
  * order: a group commit's batch of changes, a ChangeBatch (all or nothing, apply-change-batch.ts),
- * a webhook endpoint's progress or attempts outside any lease (record-progress.ts), its durability
+ * a webhook endpoint's progress or attempts outside any lease (record-progress.ts), a relay's
+ * position (record-position.ts), its durability
  * settings, or to close. A ChangeBatch crosses as it is: structured cloning keeps its bigints and
  * Dates, and a batch is one request, not one per change as a PATCH is. Progress and attempts cross
  * as the rows their statements bind (strings and numbers): made on the main thread, run as they come.
@@ -23,11 +25,12 @@ export type WriterRequest =
   | { changeBatch: ChangeBatch }
   | { progress: ProgressWrite }
   | { attempts: DeliveryRow[] }
+  | { position: PositionWrite }
   | { durability: true }
   | { close: true };
 /**
- * The answer to a batch ({ results }), to a ChangeBatch ({ batchResult }), to progress or attempts
- * ({ recorded }: whether the lease's fence let the progress through; true for attempts), any of
+ * The answer to a batch ({ results }), to a ChangeBatch ({ batchResult }), to progress, attempts or
+ * a position ({ recorded }: whether the lease's fence let it through; true for attempts), any of
  * them { failed } when the whole transaction failed, or to a durability request.
  */
 export type WriterReply =

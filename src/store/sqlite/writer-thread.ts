@@ -1,5 +1,5 @@
 /**
- * The SQLite writer thread: owns the connection that commits changes and webhook progress, so
+ * The SQLite writer thread: owns the connection that commits changes, webhook progress and relay positions, so
  * their fsync waits here while the main thread keeps serving requests and gathering the next batch.
  * It answers each request in order (writer-protocol.ts); { close } closes the connection and ends
  * the thread.
@@ -9,6 +9,7 @@ import type { ChangeBatchResult } from '../../domain/inventory.js';
 import { applyBatch, failure, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
+import { recordPosition } from './record-position.js';
 import { recordAttempts, recordProgress } from './record-progress.js';
 import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
@@ -42,6 +43,7 @@ port.on('message', (request: WriterRequest) => {
 function write(request: Exclude<WriterRequest, { close: true } | { durability: true }>) {
   if ('changeBatch' in request) return { batchResult: applyChangeBatch(db, request.changeBatch, options) };
   if ('progress' in request) return { recorded: recordProgress(db, request.progress) };
+  if ('position' in request) return { recorded: recordPosition(db, request.position) };
   if ('attempts' in request) {
     recordAttempts(db, request.attempts);
     return { recorded: true };

@@ -7,10 +7,11 @@ import { StoreUnavailableError } from '../../errors.js';
 import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
+import { recordPosition, type PositionWrite } from './record-position.js';
 import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
-/** Where the SQLite store's frequent writes commit: the group commits (one batch at a time), change batches and webhook progress. */
+/** Where the SQLite store's frequent writes commit: the group commits (one batch at a time), change batches, webhook progress and relay positions. */
 export interface ChangeWriter {
   /** Commits a group commit's batch in one transaction; rejects when that transaction failed. */
   apply(changes: readonly QuantityChange[]): Promise<BatchResult[]>;
@@ -20,6 +21,8 @@ export interface ChangeWriter {
   recordProgress(write: ProgressWrite): Promise<boolean>;
   /** Logs delivery attempts that move no endpoint (record-progress.ts); rejects when the transaction failed. */
   recordAttempts(attempts: DeliveryRow[]): Promise<void>;
+  /** Moves a relay on, fenced by its lease (record-position.ts): false when the fence refused it; rejects when the write failed. */
+  recordPosition(write: PositionWrite): Promise<boolean>;
   /** The durability settings of the connection that commits. */
   durability(): Promise<Record<string, string>>;
   /** Why the writer can no longer commit (its thread stopped), or undefined while it can. */
@@ -34,6 +37,7 @@ export function inThreadWriter(db: Database.Database, options: BatchOptions = {}
     applyChangeBatch: async (batch) => applyChangeBatch(db, batch, options),
     recordProgress: async (write) => recordProgress(db, write),
     recordAttempts: async (attempts) => recordAttempts(db, attempts),
+    recordPosition: async (write) => recordPosition(db, write),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},
@@ -89,6 +93,8 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
     // answered after every write asked before it.
     recordProgress: async (write) => recorded(await ask({ progress: write }), 'progress'),
     recordAttempts: async (attempts) => void recorded(await ask({ attempts }), 'attempts'),
+    // As progress: straight through the ordered queue, one in flight per relay.
+    recordPosition: async (write) => recorded(await ask({ position: write }), 'a position'),
     async durability() {
       const reply = await ask({ durability: true });
       if (!('durability' in reply)) throw new Error('the writer thread answered a durability request with something else');
@@ -114,7 +120,7 @@ function startThread(entry: URL, workerData: unknown): Worker {
   return new Worker(code, { eval: true, workerData });
 }
 
-/** The answer to progress or attempts: whether it was recorded, or the failed transaction thrown. */
+/** The answer to progress, attempts or a position: whether it was recorded, or the failed transaction thrown. */
 function recorded(reply: WriterReply, what: string): boolean {
   if ('failed' in reply) throw errorOf(reply.failed);
   if (!('recorded' in reply)) throw new Error(`the writer thread answered ${what} with something else`);
