@@ -1,5 +1,5 @@
-import { escapeIdentifier, type Pool } from 'pg';
-import { inTransaction, MIGRATION_LOCK_KEY } from './connection.js';
+import { escapeIdentifier } from 'pg';
+import { inTransaction, MIGRATION_LOCK_KEY, type StorePool } from './connection.js';
 
 /** A schema version. */
 export interface Migration {
@@ -226,7 +226,7 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */
-export async function migrate(pool: Pool, schema: string | undefined): Promise<void> {
+export async function migrate(pool: StorePool, schema: string | undefined): Promise<void> {
   await inTransaction(pool, async (client) => {
     // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [
