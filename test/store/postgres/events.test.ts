@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { InventoryEvent } from '../../../src/domain/event.js';
 import type { Store } from '../../../src/store/store.js';
-import { TEST_DATABASE_URL, backendSkip, createTestDatabase, type TestDatabase } from '../../support/backends.js';
+import { TEST_DATABASE_DIRECT_URL, backendSkip, createTestDatabase, type TestDatabase } from '../../support/backends.js';
 import { change } from '../../support/store.js';
 
 /**
@@ -26,7 +26,7 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean):
 
 /** A connection of the test's own on the test schema, to hold a transaction open; ended with the test. */
 async function rawConnection(db: TestDatabase, t: TestContext): Promise<pg.Client & { pid: number }> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  const client = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
   client.on('error', () => {});
   await client.connect();
   t.after(() => client.end().catch(() => {}));
@@ -37,7 +37,7 @@ async function rawConnection(db: TestDatabase, t: TestContext): Promise<pg.Clien
 
 /** How many sessions wait for a lock that the session `pid` holds (asked on a connection of its own). */
 async function blockedBy(pid: number): Promise<number> {
-  const probe = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  const probe = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
   probe.on('error', () => {});
   await probe.connect();
   try {
