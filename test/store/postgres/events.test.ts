@@ -125,7 +125,8 @@ describe('PostgreSQL event log: seq order is commit order', { skip: await backen
 
   it("onAppended hears another instance's commits through NOTIFY, and closing the store stops listening", async (t) => {
     const db = await createTestDatabase('postgres', t);
-    const [writer, listener] = [await db.open(), await db.open()];
+    // Through a transaction-mode pooler a LISTEN hears nothing (decisions 5.13): the listener is given the database itself, as DATABASE_DIRECT_URL would.
+    const [writer, listener] = [await db.open(), await db.open({ directUrl: TEST_DATABASE_DIRECT_URL })];
     await writer.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
     let calls = 0;
     listener.events.onAppended(() => calls++);
