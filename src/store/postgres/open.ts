@@ -19,9 +19,10 @@ import { webhooks } from './webhooks.js';
  * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
  * many processes open at the same moment) and returns the store. `url` may go through a
  * transaction-mode pooler (every call is a transaction that sets what it needs); what needs a
- * session of its own, the migrations and the event log's LISTEN, goes to `options.directUrl` when given. Each call a request makes ends
- * within `timeoutMs` (STORE_TIMEOUT_MS) of when it was made, waiting for a connection included;
- * a change of quantity within `timeoutMs` of its submit, waiting behind the batch in flight included.
+ * session of its own, the migrations and the event log's LISTEN, goes to `options.directUrl`
+ * when given. Each call a request makes ends within `timeoutMs` (STORE_TIMEOUT_MS) of when it was
+ * made, waiting for a connection included; a change of quantity within `timeoutMs` of its submit,
+ * waiting behind the batch in flight included.
  */
 export async function openStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
   const pool = openPool(url, options);
