@@ -38,7 +38,7 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
   }
   const log = jsonLogger(config.logLevel, options.log);
   // Before any worker opens the store, so they find the migrations applied and the key made.
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { directUrl: config.databaseDirectUrl });
   let firstKey: string | undefined;
   let firstPetId: bigint | undefined;
   try {

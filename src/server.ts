@@ -23,7 +23,7 @@ export interface ServeOptions {
 /** Opens the store, builds the app, listens, and shuts down gracefully on SIGTERM/SIGINT. */
 export async function startServer(config: Config, options: ServeOptions): Promise<FastifyInstance> {
   const omitChangeEvents = options.omitChangeEvents ?? false;
-  const store = await openStore(config.databaseUrl, { timeoutMs: config.storeTimeoutMs, omitChangeEvents });
+  const store = await openStore(config.databaseUrl, { timeoutMs: config.storeTimeoutMs, omitChangeEvents, directUrl: config.databaseDirectUrl });
   let app: FastifyInstance;
   let firstKey: string | undefined;
   // Only with METRICS_PORT: without it nothing is measured.

@@ -31,7 +31,7 @@ export async function createStoreIfMissing(databaseUrl: string, io: Pick<CliIO, 
 
 async function use<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>, mode: 'create' | 'existing'): Promise<T> {
   const config = loadConfig(io.env);
-  const store = await openCliStore(config.databaseUrl, io, mode);
+  const store = await openCliStore(config.databaseUrl, io, mode, config.databaseDirectUrl);
   try {
     return await fn(store, config);
   } finally {
@@ -39,10 +39,10 @@ async function use<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise
   }
 }
 
-async function openCliStore(databaseUrl: string, io: Partial<Pick<CliIO, 'stderr'>>, mode: 'create' | 'existing'): Promise<Store> {
+async function openCliStore(databaseUrl: string, io: Partial<Pick<CliIO, 'stderr'>>, mode: 'create' | 'existing', directUrl?: string): Promise<Store> {
   const missing = missingStoreFile(databaseUrl);
   if (missing !== undefined && mode === 'existing') throw new CliError(noStoreMessage(missing, databaseUrl));
-  const store = await openStore(databaseUrl);
+  const store = await openStore(databaseUrl, { directUrl });
   if (missing !== undefined) io.stderr?.(`Created a new store at ${missing}\n`);
   return store;
 }

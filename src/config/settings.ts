@@ -2,7 +2,7 @@ import { ENVIRONMENTS } from '../domain/api-key.js';
 import { DEFAULT_STORE_TIMEOUT_MS } from '../store/deadline.js';
 import type { Setting } from './setting.js';
 import { trustProxy } from './trust-proxy.js';
-import { baseUrl, databaseUrl, natsUrl, origins, redisUrl } from './urls.js';
+import { baseUrl, databaseUrl, directDatabaseUrl, natsUrl, origins, redisUrl } from './urls.js';
 import { boolean, byteSize, delayList, integer, matching, oneOf, text } from './values.js';
 import { workerCount } from './workers.js';
 
@@ -36,6 +36,12 @@ export const SETTINGS = {
     value: databaseUrl({ default: DEFAULT_DATABASE_URL }),
     doc: 'the store: a SQLite file (its PATH relative to the working directory, or absolute), or PostgreSQL for several instances on one database',
     flag: { name: 'database-url', placeholder: 'URL' },
+    example: 'postgres://inventory:secret@db.internal:5432/inventory',
+  },
+  DATABASE_DIRECT_URL: {
+    key: 'databaseDirectUrl',
+    value: directDatabaseUrl(),
+    doc: "with DATABASE_URL through a transaction-mode pooler (PgBouncer), the same PostgreSQL database reached directly, for migrations and for hearing other instances' changes at once; unset, both use DATABASE_URL, and through such a pooler other instances' changes reach the streams by polling (within a fraction of a second). Its `?schema=` is ignored: DATABASE_URL's applies",
     example: 'postgres://inventory:secret@db.internal:5432/inventory',
   },
   INVENTORY_ENV: {

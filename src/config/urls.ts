@@ -34,6 +34,21 @@ export function databaseUrl(spec: { default: string }): SettingValue<string> {
   };
 }
 
+/** A PostgreSQL URL, reached without a pooler; unset, none. */
+export function directDatabaseUrl(): SettingValue<string | undefined> {
+  const accepts = 'postgres://USER:PASSWORD@HOST:PORT/DB';
+  return {
+    default: undefined,
+    accepts,
+    parse(name, text) {
+      // Never echo the value: it may hold a password.
+      if (!/^postgres(ql)?:\/\//.test(text)) throw new ConfigError(`${name} must be ${accepts}`);
+      if (/[?&]options=/.test(text)) throw new ConfigError(`${name} must not set options=: the store sets its settings in every transaction itself`);
+      return text;
+    },
+  };
+}
+
 /** A redis:// or rediss:// URL with a host; unset, none. */
 export function redisUrl(): SettingValue<string | undefined> {
   const accepts = 'redis://[USER:PASSWORD@]HOST[:PORT][/DB] or rediss://...';

@@ -11,6 +11,8 @@ export interface StoreOpenOptions {
    * `npm run bench` can measure what the event log costs a PATCH, on the same build.
    */
   omitChangeEvents?: boolean;
+  /** DATABASE_DIRECT_URL: for PostgreSQL, the same database not through a pooler, for the migrations and the event log's LISTEN. */
+  directUrl?: string;
 }
 
 /**
@@ -19,13 +21,13 @@ export interface StoreOpenOptions {
  */
 export async function openStore(databaseUrl: string, options: StoreOpenOptions = {}): Promise<Store> {
   const target = parseDatabaseUrl(databaseUrl);
-  const { timeoutMs, omitChangeEvents } = options;
+  const { timeoutMs, omitChangeEvents, directUrl } = options;
   switch (target.backend) {
     case 'sqlite':
       return (await import('./sqlite/open.js')).openStore(target.filename, { timeoutMs, omitChangeEvents });
     case 'postgres':
       // timeoutMs: STORE_TIMEOUT_MS, the longest a request waits on the database.
-      return (await import('./postgres/open.js')).openStore(target.url, { schema: target.schema, timeoutMs, omitChangeEvents });
+      return (await import('./postgres/open.js')).openStore(target.url, { schema: target.schema, timeoutMs, omitChangeEvents, directUrl });
   }
 }
 

@@ -11,7 +11,7 @@ import { openStore as openPostgresStore } from '../../src/store/postgres/open.js
 import { Connection } from '../../src/store/sqlite/connection.js';
 import { openStore as openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { Store } from '../../src/store/store.js';
-import { adminQuery, TEST_DATABASE_URL } from './admin-query.js';
+import { adminQuery, TEST_DATABASE_DIRECT_URL, TEST_DATABASE_URL, TEST_STORE_DIRECT_URL } from './admin-query.js';
 
 export type Backend = Store['backend'];
 export const ALL_BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
@@ -20,7 +20,7 @@ export const ALL_BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 export const BACKENDS: readonly Backend[] = selectBackends(process.env.TEST_BACKENDS);
 
 // In a file of their own, which the benchmark imports without the rest of this one.
-export { adminQuery, TEST_DATABASE_URL } from './admin-query.js';
+export { adminQuery, TEST_DATABASE_DIRECT_URL, TEST_DATABASE_URL, TEST_STORE_DIRECT_URL } from './admin-query.js';
 
 /** The versions each backend's schema_migrations must hold, once each. */
 export const MIGRATION_VERSIONS: Record<Backend, number[]> = {
@@ -182,13 +182,13 @@ async function postgresDatabase(): Promise<Location> {
   return {
     location: schema,
     databaseUrl: `${TEST_DATABASE_URL}${TEST_DATABASE_URL.includes('?') ? '&' : '?'}schema=${schema}`,
-    open: ({ url = TEST_DATABASE_URL, ...options } = {}) => openPostgresStore(url, { ...options, schema }),
+    open: ({ url = TEST_DATABASE_URL, ...options } = {}) => openPostgresStore(url, { directUrl: TEST_STORE_DIRECT_URL, ...options, schema }),
     async migrationVersions() {
       const rows = await adminQuery<{ version: number }>(`SELECT version FROM ${quoted}.schema_migrations ORDER BY version`);
       return rows.map((r) => r.version);
     },
     async sql<R extends pg.QueryResultRow>(text: string) {
-      const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+      const client = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
       client.on('error', () => {});
       await client.connect();
       try {

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
+import { TEST_STORE_DIRECT_URL } from './admin-query.js';
 
 export const BIN = resolve(import.meta.dirname, '..', '..', 'bin', 'petstore-inventory');
 
@@ -29,7 +30,7 @@ export function tempDir(t: TestContext): string {
 /** Spawns `petstore-inventory serve` (on a free loopback port unless `env` names one), its output kept, with no drain on SIGTERM unless `env` sets SHUTDOWN_DRAIN_MS; killed when the test ends. */
 export function spawnServer(t: TestContext, env: Record<string, string>, args: string[] = []): Omit<ServerProcess, 'port' | 'baseUrl'> {
   const proc = spawn(BIN, ['serve', ...args], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...directUrlFor(env), ...env },
   });
   let out = '';
   let err = '';
@@ -134,4 +135,10 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** DATABASE_DIRECT_URL for a server on PostgreSQL when the run gives stores one (TEST_STORE_DIRECT_URL). */
+function directUrlFor(env: Record<string, string>): Record<string, string> {
+  const postgres = /^postgres(ql)?:/.test(env.DATABASE_URL ?? '');
+  return postgres && TEST_STORE_DIRECT_URL !== undefined ? { DATABASE_DIRECT_URL: TEST_STORE_DIRECT_URL } : {};
 }

@@ -68,15 +68,16 @@ export function changes(
       await run(() =>
         inTransaction(pool, async (client) => {
           // change_seq is set from the bumped version at the end, keeping store_state the last lock taken, as in applyChange.
-          const { rows } = await client.query<{ petId: bigint }>({
-            ...STATEMENTS.insertItems,
-            values: [unique.map((i) => i.petId.toString()), unique.map((i) => i.quantity), unique.map((i) => i.status)],
-          });
+          const { rows } = await client.query<{ petId: bigint }>(STATEMENTS.insertItems.text, [
+            unique.map((i) => i.petId.toString()),
+            unique.map((i) => i.quantity),
+            unique.map((i) => i.status),
+          ]);
           const inserted = new Set(rows.map((r) => r.petId));
           // The first item that was not inserted is the one SQLite's row-by-row insert stops at.
           const refused = unique.find((i) => !inserted.has(i.petId)) ?? items[repeated];
           if (refused) throw new DuplicatePetError(refused.petId);
-          await client.query(STATEMENTS.stampInserted, [rows.map((r) => r.petId.toString()), log.channel]);
+          await client.query(STATEMENTS.stampInserted.text, [rows.map((r) => r.petId.toString()), log.channel]);
         }),
       );
       if (items.length > 0) log.appended.emit();
@@ -84,10 +85,10 @@ export function changes(
     async retireEntry(petId, options) {
       const outcome = await run(() =>
         inTransaction(pool, async (client): Promise<RetireOutcome> => {
-          const item = (await client.query<InventoryItem>({ ...STATEMENTS.lockEntry, values: [petId.toString()] })).rows[0];
+          const item = (await client.query<InventoryItem>(STATEMENTS.lockEntry.text, [petId.toString()])).rows[0];
           if (!item) return { kind: 'not_found' };
           if (item.quantity > 0 && !options.force) return { kind: 'in_stock', item };
-          await client.query({ ...STATEMENTS.retire, values: [petId.toString(), options.at.toISOString(), log.channel] });
+          await client.query(STATEMENTS.retire.text, [petId.toString(), options.at.toISOString(), log.channel]);
           return { kind: 'retired', item };
         }),
       );

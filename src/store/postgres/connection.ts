@@ -1,4 +1,4 @@
-import { Client, Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
+import { Client, escapeIdentifier, Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
 
@@ -23,7 +23,7 @@ export const APPLICATION_NAME = 'petstore-inventory';
 /** First half of the migration advisory lock ("pets" in ASCII); the second half is the schema's hash. */
 export const MIGRATION_LOCK_KEY = 0x70657473;
 
-/** Strict on purpose: the name goes into a startup option and DDL, where quoting rules differ. */
+/** Strict on purpose: the name goes into every transaction's SET LOCAL and into DDL. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]*$/;
 
 export interface PostgresStoreOptions {
@@ -37,6 +37,53 @@ export interface PostgresStoreOptions {
   timeoutMs?: number;
   /** A change of quantity appends no event: see StoreOpenOptions (the bench's alone). */
   omitChangeEvents?: boolean;
+  /** DATABASE_DIRECT_URL: the same database, not through a pooler, for what needs a session (LISTEN, migrations); default: the store's URL. */
+  directUrl?: string;
+}
+
+/** What every transaction of a pool sets for itself first: a transaction-mode pooler keeps no session state between transactions. */
+export interface TransactionSettings {
+  statementTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+  schema?: string;
+}
+
+/**
+ * The first statement of every transaction, one simple-protocol string, so a single round trip:
+ * BEGIN, then the settings as SET LOCAL, which end with the transaction. Startup options and
+ * session SETs would not do behind a transaction-mode pooler: it refuses the former and hands
+ * the latter to whichever client gets that server connection next.
+ */
+export function beginStatement(settings: TransactionSettings): string {
+  const local = [
+    `statement_timeout = ${milliseconds(settings.statementTimeoutMs)}`,
+    `idle_in_transaction_session_timeout = ${milliseconds(settings.idleInTransactionTimeoutMs)}`,
+    // on: a COMMIT returns only once the WAL is flushed, so an acknowledged change survives a crash or power loss.
+    'synchronous_commit = on',
+  ];
+  if (settings.schema !== undefined) local.push(`search_path = ${escapeIdentifier(validSchema(settings.schema))}`);
+  return ['BEGIN', ...local.map((setting) => `SET LOCAL ${setting}`)].join('; ');
+}
+
+/** A pool whose transactions all begin with `begin` (see beginStatement). */
+export class StorePool extends Pool {
+  readonly settings: TransactionSettings;
+  readonly begin: string;
+  constructor(config: PoolConfig, settings: TransactionSettings) {
+    super(config);
+    this.settings = settings;
+    this.begin = beginStatement(settings);
+  }
+}
+
+function validSchema(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`schema must match ${SCHEMA_NAME.source}, got "${schema}"`);
+  return schema;
+}
+
+function milliseconds(ms: number): number {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`a timeout must be a whole number of ms, got ${ms}`);
+  return ms;
 }
 
 /** int8 as bigint, so ids above 2^53 keep every digit; for this pool only, since a global parser would change every other pg user in the process. */
@@ -45,57 +92,60 @@ const INT8_AS_BIGINT: CustomTypesConfig = {
     oid === types.builtins.INT8 ? (text: string) => BigInt(text) : types.getTypeParser(oid, format),
 };
 
-/** A pool on the database at `url` with the store's session settings; connections open as they are needed. */
-export function openPool(url: string, options: PostgresStoreOptions): Pool {
-  const pool = new Pool(poolConfig(url, options));
+/** A pool on the database at `url`, its transactions beginning with the store's settings; connections open as they are needed. */
+export function openPool(url: string, options: PostgresStoreOptions): StorePool {
+  const pool = new StorePool(poolConfig(url, options), transactionSettings(options));
   // An idle connection that drops is already out of the pool and the next query reconnects; unhandled, this event would kill the process.
   pool.on('error', ignore);
   return pool;
 }
 
-/** One connection outside the pool, with the same session settings (the event log's LISTEN: a pooled connection goes back to the pool). */
+/** One connection outside the pool (the event log's LISTEN: a pooled connection goes back to the pool). */
 export function openClient(url: string, options: PostgresStoreOptions): Client {
   return new Client(poolConfig(url, options));
 }
 
-function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
-  // The URL's options would replace ours wholesale, silently dropping synchronous_commit.
-  if (/[?&]options=/.test(url)) throw new Error('DATABASE_URL must not set options=: the store sets the session options itself');
-  // on: a COMMIT returns only once the WAL is flushed, so an acknowledged change survives a crash or power loss.
-  const settings = ['-c synchronous_commit=on'];
-  if (options.schema !== undefined) {
-    if (!SCHEMA_NAME.test(options.schema)) throw new Error(`schema must match ${SCHEMA_NAME.source}, got "${options.schema}"`);
-    settings.push(`-c search_path=${options.schema}`);
-  }
-  const statementTimeout = options.statementTimeoutMs ?? options.timeoutMs ?? STATEMENT_TIMEOUT_MS;
+function transactionSettings(options: PostgresStoreOptions): TransactionSettings {
+  const settings: TransactionSettings = {
+    statementTimeoutMs: statementTimeoutOf(options),
+    idleInTransactionTimeoutMs: options.timeoutMs === undefined ? IDLE_IN_TRANSACTION_TIMEOUT_MS : 2 * options.timeoutMs,
+  };
+  return options.schema === undefined ? settings : { ...settings, schema: validSchema(options.schema) };
+}
+
+function statementTimeoutOf(options: PostgresStoreOptions): number {
+  return options.statementTimeoutMs ?? options.timeoutMs ?? STATEMENT_TIMEOUT_MS;
+}
+
+/** Startup parameters a transaction-mode pooler accepts only (application_name): every other setting is per transaction, see beginStatement. */
+export function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
+  // The URL's options would reach the server as a startup parameter, which a pooler refuses, and outlive the transactions that set ours.
+  if (/[?&]options=/.test(url)) throw new Error('DATABASE_URL must not set options=: the store sets its settings in every transaction itself');
   return {
     connectionString: url,
     max: POOL_MAX,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? CONNECTION_TIMEOUT_MS,
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
-    statement_timeout: statementTimeout,
-    query_timeout: statementTimeout + QUERY_TIMEOUT_GRACE_MS,
-    idle_in_transaction_session_timeout: options.timeoutMs === undefined ? IDLE_IN_TRANSACTION_TIMEOUT_MS : 2 * options.timeoutMs,
+    query_timeout: statementTimeoutOf(options) + QUERY_TIMEOUT_GRACE_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
     application_name: APPLICATION_NAME,
-    options: settings.join(' '),
     types: INT8_AS_BIGINT,
   };
 }
 
 /**
- * Runs fn between BEGIN and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot.
+ * Runs fn between the pool's BEGIN (with its settings) and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot.
  * With a deadline (a `clock()` time), waiting for the connection and every statement end by it.
  */
-export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
+export async function inTransaction<T>(pool: StorePool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
   const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
   // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
   client.on('error', ignore);
-  const statement = (text: string) => (deadline === undefined ? client.query(text) : queryBy(client, { text }, deadline));
+  const statement = (text: string, name = text) => (deadline === undefined ? client.query(text) : queryBy(client, { name, text }, deadline));
   let reusable = true;
   try {
-    await statement('BEGIN');
+    await statement(pool.begin, 'BEGIN');
     const result = await fn(client);
     await statement('COMMIT');
     return result;
@@ -110,27 +160,16 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
 }
 
 /**
- * One statement on a pooled connection, waiting for the connection and the answer only until
+ * One statement in a transaction of its own on a pooled connection (behind a pooler the settings
+ * hold only within a transaction), waiting for the connection and the answers only until
  * `deadline` (a `clock()` time). A connection whose statement timed out is dropped, never reused:
  * its answer may still be on the way.
  */
-export async function queryOnPool<R extends QueryResultRow>(pool: Pool, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
-  const client = await connectBy(pool, deadline);
-  // The statement fails too when the connection drops; unhandled, the event would kill the process.
-  client.on('error', ignore);
-  let failure: unknown;
-  try {
-    return await queryBy<R>(client, statement, deadline);
-  } catch (err) {
-    failure = err;
-    throw err;
-  } finally {
-    client.off('error', ignore);
-    client.release(failure !== undefined && isTransient(failure));
-  }
+export function queryOnPool<R extends QueryResultRow>(pool: StorePool, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
+  return inTransaction(pool, (client) => queryBy<R>(client, statement, deadline), deadline);
 }
 
-/** A named statement: each connection prepares it once and reuses the plan. */
+/** A statement and its name, which only labels it (in errors): nothing is prepared by name, as a pooler may hand each transaction another server connection. */
 export interface Statement {
   name: string;
   text: string;
@@ -138,7 +177,7 @@ export interface Statement {
 
 /** The store's pool as its ports use it, every call refused once the store is closed. */
 export interface Pooled {
-  readonly pool: Pool;
+  readonly pool: StorePool;
   /** One statement, answered (or given up) within the store timeout of this call, waiting for a connection included. */
   readonly query: <R extends QueryResultRow>(statement: Statement, values?: unknown[]) => Promise<QueryResult<R>>;
   /** Runs one driver call (a transaction, say), turning "cannot reach the store now" into StoreUnavailableError. */
@@ -146,7 +185,7 @@ export interface Pooled {
 }
 
 /** The pool's calls, with the store timeout `timeoutMs` (STORE_TIMEOUT_MS); end() closes the pool and refuses every call after. */
-export function pooled(pool: Pool, timeoutMs: number): Pooled & { end(): Promise<void> } {
+export function pooled(pool: StorePool, timeoutMs: number): Pooled & { end(): Promise<void> } {
   let ended = false;
   const run = async <T>(fn: () => Promise<T>): Promise<T> => {
     if (ended) throw new StoreUnavailableError('the PostgreSQL store is closed');
@@ -167,7 +206,7 @@ export function pooled(pool: Pool, timeoutMs: number): Pooled & { end(): Promise
   };
 }
 
-/** A statement as the driver takes it: text, and a name to prepare it once per connection. */
+/** A statement, its values, and a name that labels it in errors (never sent: see Statement). */
 export interface QueryStatement {
   name?: string;
   text: string;
@@ -183,7 +222,7 @@ export function queryBy<R extends QueryResultRow>(client: PoolClient, statement:
   const waitMs = Math.ceil(deadline - clock());
   // The request's time ran out between two statements of a transaction.
   if (waitMs <= 0) return Promise.reject(new StoreTimeoutError(`the PostgreSQL transaction (at ${statement.name ?? statement.text})`, 0));
-  return client.query<R>({ ...statement, query_timeout: waitMs } as QueryStatement);
+  return client.query<R>({ text: statement.text, values: statement.values, query_timeout: waitMs } as QueryStatement);
 }
 
 /**
@@ -191,7 +230,7 @@ export function queryBy<R extends QueryResultRow>(client: PoolClient, statement:
  * already waited (behind a batch, say) has less left. A connection the pool hands over after the
  * deadline goes straight back.
  */
-export function connectBy(pool: Pool, deadline: number): Promise<PoolClient> {
+export function connectBy(pool: StorePool, deadline: number): Promise<PoolClient> {
   const waitMs = deadline - clock();
   const connecting = pool.connect();
   return within(

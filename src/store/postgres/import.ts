@@ -1,19 +1,22 @@
 import { finished } from 'node:stream/promises';
-import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { BULK_WRITE } from '../store.js';
-import { BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from './connection.js';
+import { beginStatement, BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS, type StorePool } from './connection.js';
 
-/** The staging table: a temporary one, so it belongs to the import's session (and goes with it) and writes no WAL. */
+/**
+ * The staging table: a temporary one, which writes no WAL, dropped with the import's transaction
+ * (a pooler may hand the server connection to another client right after).
+ */
 const CREATE_STAGING = `CREATE TEMP TABLE import_rows (
-  seq bigint NOT NULL, line bigint NOT NULL, item bigint, pet_id bigint NOT NULL, quantity integer NOT NULL, status text NOT NULL)`;
+  seq bigint NOT NULL, line bigint NOT NULL, item bigint, pet_id bigint NOT NULL, quantity integer NOT NULL, status text NOT NULL) ON COMMIT DROP`;
 const COPY_STAGING = 'COPY import_rows (seq, line, item, pet_id, quantity, status) FROM STDIN';
 /** The events of the import, staged before the writes (they need the entries as they were), numbered 1.. in petId order. */
 const CREATE_EVENTS = `CREATE TEMP TABLE import_events (
   ord bigint NOT NULL, type text NOT NULL, pet_id bigint NOT NULL, status text NOT NULL, previous_quantity integer, quantity integer NOT NULL,
-  version bigint NOT NULL, reason text)`;
+  version bigint NOT NULL, reason text) ON COMMIT DROP`;
 
 /** How many rows repeat a petId of an earlier row. */
 const REPEATS = `SELECT coalesce(sum(n - 1), 0) AS n FROM (SELECT count(*) AS n FROM import_rows GROUP BY pet_id HAVING count(*) > 1) d`;
@@ -87,56 +90,66 @@ const BUMP_FOR_RELOAD = `WITH s AS (UPDATE store_state SET version = version + 1
 type Query = <R extends QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
 
 /**
- * The PostgreSQL store's import, on one connection of its own: each batch goes into a temporary
- * table by COPY, the next batch read while one is copied; then, in one transaction, the entries
- * in the way are locked, the conflicts looked for, and the rows written. A petId the file repeats
- * is looked for before an upsert (an update would take one of the rows at random); a creation
- * finds it by the primary key refusing the insert, and only then looks for every problem. No
- * request waits on these statements and a million rows take seconds, so they run under
- * BULK_STATEMENT_TIMEOUT_MS, not the store timeout.
+ * The PostgreSQL store's import, in one transaction on one connection of its own (behind a
+ * pooler, nothing outlives a transaction): each batch goes into a temporary table by COPY, the
+ * next batch read while one is copied; then, under a savepoint, the entries in the way are
+ * locked, the conflicts looked for, and the rows written. A petId the file repeats is looked for
+ * before an upsert (an update would take one of the rows at random); a creation finds it by the
+ * primary key refusing the insert, and only then, back at the savepoint, looks for every problem.
+ * No request waits on these statements and a million rows take seconds, so they run under
+ * BULK_STATEMENT_TIMEOUT_MS, not the store timeout; the transaction may wait as long on the
+ * source between batches.
  */
-export async function importItems(pool: Pool, source: ImportSource, plan: ImportPlan, channel: string): Promise<ImportOutcome> {
+export async function importItems(pool: StorePool, source: ImportSource, plan: ImportPlan, channel: string): Promise<ImportOutcome> {
   const client = await pool.connect();
   // A connection dropping between statements fails the next one; unhandled, the event would kill the process.
   client.on('error', ignore);
   const query: Query = async <R extends QueryResultRow>(text: string, values: unknown[] = []) =>
     (await client.query<R>({ text, values, query_timeout: BULK_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_GRACE_MS } as QueryConfig)).rows;
   try {
-    await query(`SET statement_timeout = ${BULK_STATEMENT_TIMEOUT_MS}`);
+    await query(beginStatement({ ...pool.settings, statementTimeoutMs: BULK_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: BULK_STATEMENT_TIMEOUT_MS }));
     await query(CREATE_STAGING);
     await query(CREATE_EVENTS);
     const staged = await stage(client, source);
     plan.onPhase?.('checking');
     // Temporary tables get no statistics of their own: without these the planner guesses a size.
     await query('ANALYZE import_rows');
-    const diagnose = async () => {
-      const repeats = await findRepeats(query, plan.conflictsMax);
-      if (repeats.count > 0) await query(DROP_REPEATS);
-      return refusal(repeats, await findConflicts(query, plan), plan.conflictsMax);
-    };
-    // Refused already: the checks only add to the list, so they need no lock.
-    if (source.refused() > 0) return await diagnose();
-    if (plan.upsert && (await countRepeats(query)) > 0) return await diagnose();
-    try {
-      return await inTransaction(query, async () => {
-        const existing = Number((await query<{ n: bigint }>(LOCK_EXISTING))[0]!.n);
-        // A conflict, or a repeat a revival would hide (it takes one of the rows of its petId, and the insert refuses no other).
-        if ((await findConflicts(query, plan)).count > 0) throw new Refused();
-        if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
-        plan.onPhase?.('applying');
-        return write(query, plan, staged, channel);
-      });
-    } catch (err) {
-      // Refused, or a petId twice in the file (or one created meanwhile): rolled back; find every problem to list it.
-      if (!(err instanceof Refused) && (err as { code?: unknown }).code !== UNIQUE_VIOLATION) throw err;
-      const outcome = await diagnose();
-      if (outcome.applied || outcome.conflictRows === 0) throw err;
-      return outcome;
-    }
+    const outcome = await checkAndWrite(query, source, plan, staged, channel);
+    // Nothing written when refused: the staging tables go either way.
+    await query(outcome.applied ? 'COMMIT' : 'ROLLBACK');
+    return outcome;
   } finally {
-    // The session ends with the connection, and its temporary table and settings with it.
+    // Dropped, not reused: after a failure the transaction is still open, and dropping the connection rolls it back.
     client.off('error', ignore);
     client.release(true);
+  }
+}
+
+/** The checks, then the write under a savepoint, within the import's transaction. */
+async function checkAndWrite(query: Query, source: ImportSource, plan: ImportPlan, staged: number, channel: string): Promise<ImportOutcome> {
+  const diagnose = async () => {
+    const repeats = await findRepeats(query, plan.conflictsMax);
+    if (repeats.count > 0) await query(DROP_REPEATS);
+    return refusal(repeats, await findConflicts(query, plan), plan.conflictsMax);
+  };
+  // Refused already: the checks only add to the list, so they need no lock.
+  if (source.refused() > 0) return diagnose();
+  if (plan.upsert && (await countRepeats(query)) > 0) return diagnose();
+  try {
+    return await underSavepoint(query, async () => {
+      const existing = Number((await query<{ n: bigint }>(LOCK_EXISTING))[0]!.n);
+      // A conflict, or a repeat a revival would hide (it takes one of the rows of its petId, and the insert refuses no other).
+      if ((await findConflicts(query, plan)).count > 0) throw new Refused();
+      if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
+      plan.onPhase?.('applying');
+      return write(query, plan, staged, channel);
+    });
+  } catch (err) {
+    // Refused, or a petId twice in the file (or one created meanwhile): rolled back to the savepoint; find every problem to list it.
+    if (!(err instanceof Refused) && (err as { code?: unknown }).code !== UNIQUE_VIOLATION) throw err;
+    const outcome = await diagnose();
+    if (outcome.applied || outcome.conflictRows === 0) throw err;
+    return outcome;
   }
 }
 
@@ -229,18 +242,18 @@ async function write(query: Query, plan: ImportPlan, staged: number, channel: st
   return { applied: true, created, updated, unchanged: staged - written };
 }
 
-/** BEGIN, then `fn`, then COMMIT; ROLLBACK when it throws. */
-async function inTransaction<T>(query: Query, fn: () => Promise<T>): Promise<T> {
-  await query('BEGIN');
+/** `fn` under a savepoint, released when it returns; rolled back to when it throws, the staged rows kept. */
+async function underSavepoint<T>(query: Query, fn: () => Promise<T>): Promise<T> {
+  await query('SAVEPOINT import_write');
   let result: T;
   try {
     result = await fn();
   } catch (err) {
-    // The connection is dropped afterwards in any case; a ROLLBACK that fails changes nothing.
-    await query('ROLLBACK').catch(ignore);
+    // A ROLLBACK TO that fails leaves the transaction aborted: the diagnosis fails too, and the connection is dropped.
+    await query('ROLLBACK TO SAVEPOINT import_write').catch(ignore);
     throw err;
   }
-  await query('COMMIT');
+  await query('RELEASE SAVEPOINT import_write');
   return result;
 }
 

@@ -33,7 +33,7 @@ export function keys({ pool, query, run }: Pooled): ApiKeys {
         inTransaction(pool, async (client) => {
           // Instances starting together take turns, so only the first finds no key.
           await client.query("SELECT pg_advisory_xact_lock($1, hashtext('first-api-key:' || current_schema()))", [MIGRATION_LOCK_KEY]);
-          return (await client.query({ ...STATEMENTS.insertFirst, values: keyValues(record) })).rowCount === 1;
+          return (await client.query(STATEMENTS.insertFirst.text, keyValues(record))).rowCount === 1;
         }),
       ),
     findApiKeyByHash: async (keyHash) => (await query<ApiKeyRecord>(STATEMENTS.byHash, [keyHash])).rows[0],

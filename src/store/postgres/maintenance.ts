@@ -27,7 +27,7 @@ const STATEMENTS = {
 export function maintenance({ pool, query, run }: Pooled): Maintenance {
   return {
     async durability() {
-      // Every connection of the pool is opened with the same session settings.
+      // Every transaction of the pool begins with the same settings (beginStatement).
       const { rows } = await query<{ synchronous_commit: string }>(STATEMENTS.syncCommit);
       return [{ connection: 'pool', settings: { synchronous_commit: rows[0]!.synchronous_commit } }];
     },
@@ -39,8 +39,8 @@ export function maintenance({ pool, query, run }: Pooled): Maintenance {
         total += await inBatches(keyId, async () => {
           const deleted = await run(() =>
             inTransaction(pool, async (client) => {
-              await client.query({ ...STATEMENTS.lockCount, values: [keyId] });
-              return (await client.query({ ...STATEMENTS.purgeIdempotency, values: [keyId, at, PRUNE_BATCH] })).rowCount ?? 0;
+              await client.query(STATEMENTS.lockCount.text, [keyId]);
+              return (await client.query(STATEMENTS.purgeIdempotency.text, [keyId, at, PRUNE_BATCH])).rowCount ?? 0;
             }),
           );
           return deleted === PRUNE_BATCH ? { deleted, next: keyId } : { deleted };

@@ -1,5 +1,5 @@
-import { escapeIdentifier, type Pool } from 'pg';
-import { inTransaction, MIGRATION_LOCK_KEY } from './connection.js';
+import { escapeIdentifier } from 'pg';
+import { inTransaction, MIGRATION_LOCK_KEY, type StorePool } from './connection.js';
 
 /** A schema version. */
 export interface Migration {
@@ -239,7 +239,21 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */
-export async function migrate(pool: Pool, schema: string | undefined): Promise<void> {
+export async function migrate(pool: StorePool, schema: string | undefined): Promise<void> {
+  try {
+    await migrateOnce(pool, schema);
+  } catch (err) {
+    // A process that waited for the lock while another created the schema may still be told by the server that it does not
+    // exist: the transaction's first statement set search_path to it, and a name looked up before the wait can be answered
+    // from that look-up. A new transaction sees it; once is enough, as the schema then exists.
+    if ((err as { code?: unknown }).code !== UNIQUE_VIOLATION) throw err;
+    await migrateOnce(pool, schema);
+  }
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+async function migrateOnce(pool: StorePool, schema: string | undefined): Promise<void> {
   await inTransaction(pool, async (client) => {
     // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [

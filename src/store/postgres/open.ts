@@ -6,7 +6,7 @@ import type { Store } from '../store.js';
 import { applyBatch, type Database } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { changes } from './changes.js';
-import { asUnavailable, inTransaction, openClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions } from './connection.js';
+import { asUnavailable, inTransaction, openClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions, type StorePool } from './connection.js';
 import { entries } from './entries.js';
 import { channelListener, eventChannel, events } from './events.js';
 import { history } from './history.js';
@@ -18,14 +18,17 @@ import { webhooks } from './webhooks.js';
 
 /**
  * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
- * many processes open at the same moment) and returns the store. Each call a request makes ends
- * within `timeoutMs` (STORE_TIMEOUT_MS) of when it was made, waiting for a connection included;
- * a change of quantity within `timeoutMs` of its submit, waiting behind the batch in flight included.
+ * many processes open at the same moment) and returns the store. `url` may go through a
+ * transaction-mode pooler (every call is a transaction that sets what it needs); what needs a
+ * session of its own, the migrations and the event log's LISTEN, goes to `options.directUrl`
+ * when given. Each call a request makes ends within `timeoutMs` (STORE_TIMEOUT_MS) of when it was
+ * made, waiting for a connection included; a change of quantity within `timeoutMs` of its submit,
+ * waiting behind the batch in flight included.
  */
 export async function openStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
   const pool = openPool(url, options);
   try {
-    await migrate(pool, options.schema);
+    await migrateAt(options.directUrl, pool, options);
   } catch (err) {
     await pool.end();
     throw asUnavailable(err);
@@ -34,7 +37,8 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
   const calls = pooled(pool, timeoutMs);
   const channel = eventChannel(options.schema);
   // Listens to the other instances' commits only while someone listens to onAppended.
-  const listening = channelListener(() => openClient(url, options), channel, () => appended.emit());
+  // Through a transaction-mode pooler a LISTEN is accepted but hears nothing: without a direct URL, other instances' commits reach the readers by their polling only.
+  const listening = channelListener(() => openClient(options.directUrl ?? url, options), channel, () => appended.emit());
   const appended = new AppendedSignal(listening);
   const log = { channel, appended };
   const omitEvents = options.omitChangeEvents ?? false;
@@ -73,4 +77,15 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
       return closing;
     },
   };
+}
+
+/** The migrations on a connection of their own to `directUrl`, or on the store's pool without one (in one transaction, so a pooler does too). */
+async function migrateAt(directUrl: string | undefined, pool: StorePool, options: PostgresStoreOptions): Promise<void> {
+  if (directUrl === undefined) return migrate(pool, options.schema);
+  const direct = openPool(directUrl, options);
+  try {
+    await migrate(direct, options.schema);
+  } finally {
+    await direct.end();
+  }
 }

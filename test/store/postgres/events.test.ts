@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { InventoryEvent } from '../../../src/domain/event.js';
 import type { Store } from '../../../src/store/store.js';
-import { TEST_DATABASE_URL, backendSkip, createTestDatabase, type TestDatabase } from '../../support/backends.js';
+import { TEST_DATABASE_DIRECT_URL, backendSkip, createTestDatabase, type TestDatabase } from '../../support/backends.js';
 import { change } from '../../support/store.js';
 
 /**
@@ -26,7 +26,7 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean):
 
 /** A connection of the test's own on the test schema, to hold a transaction open; ended with the test. */
 async function rawConnection(db: TestDatabase, t: TestContext): Promise<pg.Client & { pid: number }> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  const client = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
   client.on('error', () => {});
   await client.connect();
   t.after(() => client.end().catch(() => {}));
@@ -37,7 +37,7 @@ async function rawConnection(db: TestDatabase, t: TestContext): Promise<pg.Clien
 
 /** How many sessions wait for a lock that the session `pid` holds (asked on a connection of its own). */
 async function blockedBy(pid: number): Promise<number> {
-  const probe = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  const probe = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
   probe.on('error', () => {});
   await probe.connect();
   try {
@@ -125,7 +125,8 @@ describe('PostgreSQL event log: seq order is commit order', { skip: await backen
 
   it("onAppended hears another instance's commits through NOTIFY, and closing the store stops listening", async (t) => {
     const db = await createTestDatabase('postgres', t);
-    const [writer, listener] = [await db.open(), await db.open()];
+    // Through a transaction-mode pooler a LISTEN hears nothing (decisions 5.13): the listener is given the database itself, as DATABASE_DIRECT_URL would.
+    const [writer, listener] = [await db.open(), await db.open({ directUrl: TEST_DATABASE_DIRECT_URL })];
     await writer.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
     let calls = 0;
     listener.events.onAppended(() => calls++);

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { APPLICATION_NAME, beginStatement, poolConfig, queryOnPool, openPool } from '../../../src/store/postgres/connection.js';
+import { clock } from '../../../src/store/deadline.js';
+import { backendSkip, TEST_DATABASE_URL } from '../../support/backends.js';
+
+/** What a transaction-mode PgBouncer passes on at startup; anything else ends the connection ("unsupported startup parameter"). */
+const POOLER_STARTUP_PARAMETERS = new Set(['client_encoding', 'datestyle', 'timezone', 'standard_conforming_strings', 'application_name']);
+/** What pg sends at startup from its config (pg 8's ConnectionParameters), beside user and database. */
+const PG_STARTUP_OPTIONS = ['options', 'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout', 'replication', 'client_encoding', 'application_name', 'fallback_application_name'];
+
+const postgresSkip = await backendSkip('postgres');
+
+describe('PostgreSQL connection settings', () => {
+  it('asks at startup for nothing a transaction-mode pooler refuses', () => {
+    const config = poolConfig('postgres://u@h/db', { schema: 'a_schema', timeoutMs: 2000, statementTimeoutMs: 700 });
+    const sent = PG_STARTUP_OPTIONS.filter((name) => (config as Record<string, unknown>)[name] !== undefined);
+    assert.deepEqual(sent, ['application_name']);
+    assert.ok(sent.every((name) => POOLER_STARTUP_PARAMETERS.has(name)));
+    assert.equal(config.application_name, APPLICATION_NAME);
+    // The client-side read timeout stays: statement_timeout and its grace.
+    assert.equal(config.query_timeout, 1700);
+  });
+
+  it('begins every transaction with its settings, as SET LOCAL in one string', () => {
+    assert.equal(
+      beginStatement({ statementTimeoutMs: 700, idleInTransactionTimeoutMs: 4000, schema: 'a_schema' }),
+      'BEGIN; SET LOCAL statement_timeout = 700; SET LOCAL idle_in_transaction_session_timeout = 4000; SET LOCAL synchronous_commit = on; SET LOCAL search_path = "a_schema"',
+    );
+    assert.doesNotMatch(beginStatement({ statementTimeoutMs: 700, idleInTransactionTimeoutMs: 4000 }), /search_path/);
+    assert.throws(() => beginStatement({ statementTimeoutMs: 1.5, idleInTransactionTimeoutMs: 4000 }), /whole number/);
+    assert.throws(() => beginStatement({ statementTimeoutMs: 1, idleInTransactionTimeoutMs: 1, schema: 'x; DROP' }), /schema must match/);
+  });
+
+  it('one statement on the pool runs under the statement timeout it set for itself, and the pool stays usable', { skip: postgresSkip }, async (t) => {
+    const pool = openPool(TEST_DATABASE_URL, { statementTimeoutMs: 200 });
+    t.after(() => pool.end());
+    await assert.rejects(queryOnPool(pool, { name: 'sleep', text: 'SELECT pg_sleep(5)' }, clock() + 10_000), { code: '57014' });
+    const { rows } = await queryOnPool<{ timeout: string; sync: string }>(
+      pool,
+      { name: 'settings', text: "SELECT current_setting('statement_timeout') AS timeout, current_setting('synchronous_commit') AS sync" },
+      clock() + 10_000,
+    );
+    assert.deepEqual(rows, [{ timeout: '200ms', sync: 'on' }]);
+  });
+});

@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { TEST_DATABASE_DIRECT_URL } from './admin-query.js';
+
+/** Where Debian's package puts it (`apt-get install pgbouncer`). */
+export const PGBOUNCER = '/usr/sbin/pgbouncer';
+
+const IN_CI = process.env.CI === 'true';
+/** A deadline on waiting for it to accept connections, not a measure of speed. */
+const START_WAIT_MS = 10_000;
+
+/** describe()'s `skip`: a reason when PgBouncer is not installed (said on stderr), false when it is, or under CI=true, where the tests must run and fail. */
+export function pgbouncerSkip(): string | false {
+  if (IN_CI || existsSync(PGBOUNCER)) return false;
+  const reason = `PgBouncer tests SKIPPED: ${PGBOUNCER} is missing (apt-get install pgbouncer)`;
+  process.stderr.write(`${reason}\n`);
+  return reason;
+}
+
+/**
+ * A PgBouncer of the test's own in transaction mode (as managed offerings run it), on a free
+ * loopback port in front of the tests' PostgreSQL (TEST_DATABASE_DIRECT_URL), stopped when the
+ * test ends. Resolves to TEST_DATABASE_DIRECT_URL with its host and port.
+ */
+export async function startPgBouncer(t: TestContext): Promise<string> {
+  const target = new URL(TEST_DATABASE_DIRECT_URL);
+  const dir = mkdtempSync(join(tmpdir(), 'pgbouncer-test-'));
+  // It refuses to run as root and drops to -u USER, who must write its files.
+  chmodSync(dir, 0o777);
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const port = await freePort();
+  const user = decodeURIComponent(target.username) || 'postgres';
+  writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`);
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `* = host=${target.hostname || '127.0.0.1'} port=${target.port || 5432}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'pool_mode = transaction',
+      // No password: the tests' server trusts local connections; other roles are looked up through auth_user.
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      `auth_user = ${user}`,
+      'max_client_conn = 1000',
+      '',
+    ].join('\n'),
+  );
+  const asRoot = process.getuid?.() === 0;
+  const proc = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'nobody'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  t.after(async () => {
+    proc.kill('SIGTERM');
+    await exited;
+  });
+  const url = new URL(TEST_DATABASE_DIRECT_URL);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  await waitUntilAccepting(url.toString(), () => stderr);
+  return url.toString();
+}
+
+async function waitUntilAccepting(url: string, log: () => string): Promise<void> {
+  const deadline = Date.now() + START_WAIT_MS;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`PgBouncer did not accept connections within ${START_WAIT_MS} ms: ${String(err)}\n${log()}`);
+      await sleep(50);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
