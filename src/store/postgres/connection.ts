@@ -100,10 +100,18 @@ export function openPool(url: string, options: PostgresStoreOptions): StorePool 
   return pool;
 }
 
-/** One connection outside the pool (the event log's LISTEN: a pooled connection goes back to the pool). */
-export function openClient(url: string, options: PostgresStoreOptions): Client {
-  return new Client(poolConfig(url, options));
+/**
+ * One connection outside the pool for the event log's LISTEN (a pooled connection goes back to the
+ * pool). It asks for statement_timeout at startup, which a transaction-mode pooler refuses
+ * (POOLER_REFUSAL): a LISTEN through one would never hear a notification, and would stay on
+ * whichever server connection ran it, each NOTIFY then a warning in the pooler's log.
+ */
+export function openListenClient(url: string, options: PostgresStoreOptions): Client {
+  return new Client({ ...poolConfig(url, options), statement_timeout: statementTimeoutOf(options) });
 }
+
+/** What PgBouncer answers a startup parameter it does not pass on with: the URL goes through a transaction-mode pooler. */
+export const POOLER_REFUSAL = /unsupported startup parameter/i;
 
 function transactionSettings(options: PostgresStoreOptions): TransactionSettings {
   const settings: TransactionSettings = {

@@ -4,7 +4,7 @@ import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
 import type { Events } from '../store.js';
-import type { Pooled, Statement } from './connection.js';
+import { POOLER_REFUSAL, type Pooled, type Statement } from './connection.js';
 
 /** Where the writes announce their events: the NOTIFY channel, and this store's own listeners. */
 export interface EventLog {
@@ -115,11 +115,12 @@ function toEvent(r: EventRow): InventoryEvent {
 /**
  * LISTENs on `channel` on a connection of its own while `listened` says so, telling `appended` of
  * every notification; a lost connection is opened again after RELISTEN_DELAY_MS, and the
- * listeners told once it listens again (what was sent meanwhile was missed). Only a hint: readers
- * never depend on it.
+ * listeners told once it listens again (what was sent meanwhile was missed); behind a pooler that
+ * refuses its connection (openListenClient), it gives up. Only a hint: readers never depend on it.
  */
 export function channelListener(connect: () => Client, channel: string, appended: () => void): (listened: boolean) => void {
   let wanted = false;
+  let pooled = false;
   let client: Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   const drop = (c: Client) => {
@@ -129,7 +130,7 @@ export function channelListener(connect: () => Client, channel: string, appended
   };
   const open = (again: boolean) => {
     retry = undefined;
-    if (!wanted || client) return;
+    if (!wanted || client || pooled) return;
     const c = connect();
     client = c;
     const lost = () => {
@@ -143,9 +144,16 @@ export function channelListener(connect: () => Client, channel: string, appended
     c.on('notification', () => appended());
     c.connect()
       .then(() => c.query(`LISTEN ${escapeIdentifier(channel)}`))
-      .then(() => {
-        if (again && client === c) appended();
-      }, lost);
+      .then(
+        () => {
+          if (again && client === c) appended();
+        },
+        (err: unknown) => {
+          // Behind a transaction-mode pooler (no DATABASE_DIRECT_URL): no LISTEN can work, so none is tried again; readers poll.
+          if (err instanceof Error && POOLER_REFUSAL.test(err.message)) pooled = true;
+          lost();
+        },
+      );
   };
   return (listened) => {
     wanted = listened;

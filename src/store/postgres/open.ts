@@ -6,7 +6,7 @@ import type { Store } from '../store.js';
 import { applyBatch, type Database } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { changes } from './changes.js';
-import { asUnavailable, inTransaction, openClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions, type StorePool } from './connection.js';
+import { asUnavailable, inTransaction, openListenClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions, type StorePool } from './connection.js';
 import { entries } from './entries.js';
 import { channelListener, eventChannel, events } from './events.js';
 import { history } from './history.js';
@@ -38,7 +38,7 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
   const channel = eventChannel(options.schema);
   // Listens to the other instances' commits only while someone listens to onAppended.
   // Through a transaction-mode pooler a LISTEN is accepted but hears nothing: without a direct URL, other instances' commits reach the readers by their polling only.
-  const listening = channelListener(() => openClient(options.directUrl ?? url, options), channel, () => appended.emit());
+  const listening = channelListener(() => openListenClient(options.directUrl ?? url, options), channel, () => appended.emit());
   const appended = new AppendedSignal(listening);
   const log = { channel, appended };
   const omitEvents = options.omitChangeEvents ?? false;

@@ -3,9 +3,10 @@ import { describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { issueApiKey } from '../../../src/auth/issue-key.js';
+import { RELISTEN_DELAY_MS } from '../../../src/store/postgres/events.js';
 import type { Store } from '../../../src/store/store.js';
 import { backendSkip, createTestDatabase, TEST_DATABASE_DIRECT_URL, type TestDatabase } from '../../support/backends.js';
-import { pgbouncerSkip, startPgBouncer } from '../../support/pgbouncer.js';
+import { pgBouncerFor, pgbouncerSkip, startPgBouncer } from '../../support/pgbouncer.js';
 import { changeBatch, eventsAfter, importPlan, importSource, setQuantity } from '../../support/store.js';
 
 /**
@@ -107,5 +108,39 @@ describe('PostgreSQL store through PgBouncer in transaction mode', { skip: (awai
       await setQuantity(b, 1n, quantity);
       await sleep(50);
     }
+  });
+
+  it('without a direct URL, a store sends no LISTEN through it (one would hear nothing, and leave the LISTEN on a server connection other clients then use)', async (t) => {
+    const listens: string[] = [];
+    const refusals: string[] = [];
+    const query = Reflect.get(pg.Client.prototype, 'query') as (...a: unknown[]) => unknown;
+    t.mock.method(pg.Client.prototype, 'query', function (this: pg.Client, ...args: unknown[]) {
+      if (typeof args[0] === 'string' && args[0].startsWith('LISTEN')) listens.push(args[0]);
+      return query.apply(this, args);
+    });
+    const connect = Reflect.get(pg.Client.prototype, 'connect') as (this: pg.Client, ...a: unknown[]) => Promise<unknown>;
+    t.mock.method(pg.Client.prototype, 'connect', function (this: pg.Client, ...args: unknown[]) {
+      // The pool connects with a callback; the listening connection, alone outside it, with a promise.
+      if (args.length > 0) return connect.apply(this, args);
+      return connect.call(this).catch((err: Error) => {
+        refusals.push(err.message);
+        throw err;
+      });
+    });
+    const db = await createTestDatabase('postgres', t);
+    const store = await throughPgBouncer(t, db);
+    t.after(store.events.onAppended(() => undefined));
+    const deadline = Date.now() + LIVENESS_MS;
+    // Only refusals by this test's PgBouncer count: an earlier test's store may still be reconnecting to its own, stopped one.
+    const refused = () => refusals.filter((message) => message.includes('unsupported startup parameter'));
+    while (refused().length === 0 && listens.length === 0) {
+      assert.ok(Date.now() < deadline, `the listening connection neither refused nor listening within ${LIVENESS_MS} ms`);
+      await sleep(20);
+    }
+    assert.deepEqual(listens, []);
+    // Past the delay after which a lost listening connection is opened again: it is not, behind a pooler.
+    await sleep(RELISTEN_DELAY_MS + 500);
+    assert.equal(refused().length, 1, 'one attempt only');
+    assert.deepEqual(listens, []);
   });
 });
