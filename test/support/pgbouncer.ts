@@ -23,31 +23,40 @@ export function pgbouncerSkip(): string | false {
   return reason;
 }
 
+/** A running PgBouncer: the URL of a database through it, and how to stop it. */
+export interface PgBouncer {
+  /** `target`'s URL (or the same URL naming another `database`) with PgBouncer's host and port. */
+  url(database?: string): string;
+  /** Its log so far (for a failure's message). */
+  log(): string;
+  stop(): Promise<void>;
+}
+
 /**
- * A PgBouncer of the test's own in transaction mode (as managed offerings run it), on a free
- * loopback port in front of the tests' PostgreSQL (TEST_DATABASE_DIRECT_URL), stopped when the
- * test ends. Resolves to TEST_DATABASE_DIRECT_URL with its host and port.
+ * A PgBouncer in transaction mode (as managed offerings run it, none of its settings changed for
+ * us) on a free loopback port, in front of the PostgreSQL server at `target` (trust auth; every
+ * database of it, every role looked up through the target's user). Resolves once it accepts
+ * connections.
  */
-export async function startPgBouncer(t: TestContext): Promise<string> {
-  const target = new URL(TEST_DATABASE_DIRECT_URL);
-  const dir = mkdtempSync(join(tmpdir(), 'pgbouncer-test-'));
+export async function launchPgBouncer(target: string): Promise<PgBouncer> {
+  const server = new URL(target);
+  const dir = mkdtempSync(join(tmpdir(), 'pgbouncer-'));
   // It refuses to run as root and drops to -u USER, who must write its files.
   chmodSync(dir, 0o777);
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const port = await freePort();
-  const user = decodeURIComponent(target.username) || 'postgres';
+  const user = decodeURIComponent(server.username) || 'postgres';
   writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`);
   writeFileSync(
     join(dir, 'pgbouncer.ini'),
     [
       '[databases]',
-      `* = host=${target.hostname || '127.0.0.1'} port=${target.port || 5432}`,
+      `* = host=${server.hostname || '127.0.0.1'} port=${server.port || 5432}`,
       '[pgbouncer]',
       'listen_addr = 127.0.0.1',
       `listen_port = ${port}`,
       'unix_socket_dir =',
       'pool_mode = transaction',
-      // No password: the tests' server trusts local connections; other roles are looked up through auth_user.
+      // No password: the server trusts local connections; other roles are looked up through auth_user.
       'auth_type = trust',
       `auth_file = ${join(dir, 'users.txt')}`,
       `auth_user = ${user}`,
@@ -56,19 +65,42 @@ export async function startPgBouncer(t: TestContext): Promise<string> {
     ].join('\n'),
   );
   const asRoot = process.getuid?.() === 0;
+  // Its log comes on stderr, kept for a failure's message and for tests that read its warnings.
   const proc = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'nobody'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  t.after(async () => {
+  const url = (database?: string) => {
+    const through = new URL(target);
+    through.hostname = '127.0.0.1';
+    through.port = String(port);
+    if (database !== undefined) through.pathname = `/${database}`;
+    return through.toString();
+  };
+  const stop = async () => {
     proc.kill('SIGTERM');
     await exited;
-  });
-  const url = new URL(TEST_DATABASE_DIRECT_URL);
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
-  await waitUntilAccepting(url.toString(), () => stderr);
-  return url.toString();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitUntilAccepting(url(), () => stderr);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, log: () => stderr, stop };
+}
+
+/** A PgBouncer of the test's own (launchPgBouncer) in front of the tests' PostgreSQL (TEST_DATABASE_DIRECT_URL), stopped when the test ends; resolves to its URL. */
+export async function startPgBouncer(t: TestContext): Promise<string> {
+  return (await pgBouncerFor(t)).url();
+}
+
+/** As startPgBouncer, the PgBouncer itself (its log). */
+export async function pgBouncerFor(t: TestContext): Promise<PgBouncer> {
+  const bouncer = await launchPgBouncer(TEST_DATABASE_DIRECT_URL);
+  t.after(() => bouncer.stop());
+  return bouncer;
 }
 
 async function waitUntilAccepting(url: string, log: () => string): Promise<void> {
