@@ -68,7 +68,7 @@ export async function startCluster(config: Config, options: ClusterOptions): Pro
     log('info', `${reason}: stopping workers`, { ...fields, workers: live.size });
     for (const worker of live) worker.process.kill('SIGTERM');
     // Each worker drains, then gives up on in-flight requests after the same time; this catches one that hangs.
-    const timeoutMs = config.shutdownDrainMs + config.shutdownTimeoutMs;
+    const timeoutMs = Math.max(config.shutdownDrainMs, config.shutdownMinDrainMs) + config.shutdownTimeoutMs;
     setTimeout(() => {
       log('error', 'workers did not stop in time; killing them', { timeoutMs, workers: live.size });
       for (const worker of live) worker.process.kill('SIGKILL');

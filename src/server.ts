@@ -75,12 +75,13 @@ async function serveMetrics(app: FastifyInstance, metrics: ServiceMetrics, confi
 
 /**
  * SIGTERM/SIGINT: drain first (/readyz 503 at once, every answer closes its connection, until no
- * connection is left or SHUTDOWN_DRAIN_MS is up, so a load balancer moves its clients away), then
+ * connection is left or SHUTDOWN_DRAIN_MS is up, but for SHUTDOWN_MIN_DRAIN_MS at least, so a load
+ * balancer moves its clients away and sees the 503 before the listener closes), then
  * stop listening, close idle connections, finish in-flight requests within SHUTDOWN_TIMEOUT_MS,
  * close the store and exit 0.
  * A copy of the first signal (REPEATED_SIGNAL_MS) is no new request; a later signal exits at once.
  */
-function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrainMs' | 'shutdownTimeoutMs'>, worker: boolean): void {
+function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrainMs' | 'shutdownMinDrainMs' | 'shutdownTimeoutMs'>, worker: boolean): void {
   const timeoutMs = config.shutdownTimeoutMs;
   onStopSignals((request, signal) => {
     if (request === 'copy') return void app.log.info({ signal }, 'the same signal again at once: already shutting down');
@@ -90,15 +91,19 @@ function handleSignals(app: FastifyInstance, config: Pick<Config, 'shutdownDrain
       app.log.warn({ signal }, 'second signal: exiting without waiting');
       process.exit(1);
     }
-    app.log.info({ signal, drainMs: config.shutdownDrainMs, connections: app.connections.size }, 'shutting down: draining connections');
-    const drained = app.connections.drain(config.shutdownDrainMs, () => {
+    app.log.info(
+      { signal, drainMs: config.shutdownDrainMs, minDrainMs: config.shutdownMinDrainMs, connections: app.connections.size },
+      'shutting down: draining connections',
+    );
+    const onStopListening = () => {
       app.log.info({ connections: app.connections.size }, 'shutting down: finishing in-flight requests; no longer listening');
       const timer = setTimeout(() => {
         app.log.error({ timeoutMs, connections: app.connections.size }, 'shutdown timed out');
         process.exit(1);
       }, timeoutMs);
       timer.unref();
-    });
+    };
+    const drained = app.connections.drain(config.shutdownDrainMs, onStopListening, config.shutdownMinDrainMs);
     drained
       .then(() => app.close())
       .then(

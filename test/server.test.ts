@@ -138,6 +138,28 @@ test('stopping an idle server: with no connection open the drain ends at once, a
   assert.match(server.stdout(), /shut down cleanly/);
 });
 
+test('stopping an idle server with SHUTDOWN_MIN_DRAIN_MS: it goes on listening and answering, /readyz 503, until the minimum is over, then exits 0 (decisions 7.5)', { timeout: 30_000 }, async (t) => {
+  // Far longer than the steps below take; the drain's own maximum longer still, so it is the minimum that ends the drain.
+  const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN, SHUTDOWN_MIN_DRAIN_MS: '5000' });
+  await waitFor(() => /^ {4}inv_live_\S+$/m.test(server.stderr()));
+  const key = /^ {4}(inv_live_\S+)$/m.exec(server.stderr())![1]!;
+  server.proc.kill('SIGTERM');
+  await waitFor(() => server.stdout().includes('shutting down: draining connections'));
+  assert.match(server.stdout(), /"connections":0,"msg":"shutting down: draining connections"/, 'no connection was open at the signal');
+  // No connection open, yet the listener stays open: /readyz says 503, and a request sent now is answered as usual.
+  const ready = await keepAliveConnection(server.port);
+  assert.match(await ready.get('/readyz'), /^HTTP\/1\.1 503 .*\r\nconnection: close\r\n/is);
+  await ready.closed;
+  const answer = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
+  assert.equal(answer.status, 200, 'a request after the signal is answered, not refused');
+  await answer.arrayBuffer();
+  assert.doesNotMatch(server.stdout(), /no longer listening/, 'still listening after /readyz turned 503');
+  assert.equal(await server.exited, 0);
+  const log = server.stdout();
+  assert.ok(log.indexOf('no longer listening') > log.indexOf('shutting down: draining connections'), 'then it stopped listening');
+  assert.match(log, /shut down cleanly/);
+});
+
 test('stopping a busy server: it answers through the drain, each answer closing its connection, and exits once the last one closed (decisions 7.5)', { timeout: 20_000 }, async (t) => {
   const server = await startServerProcess(t, { DATABASE_URL: (await createTestDatabase('sqlite', t)).databaseUrl, ...LONG_DRAIN });
   const kept = await keepAliveConnection(server.port);

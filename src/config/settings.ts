@@ -127,6 +127,11 @@ export const SETTINGS = {
     value: integer({ default: 5_000, min: 0, max: 3_600_000 }),
     doc: 'after `SIGTERM`/`SIGINT`, how long at most the service keeps answering (each answer with `Connection: close`, `/readyz` 503) before it stops listening, in ms: less once no connection is left, none with none open; `0` skips the drain',
   },
+  SHUTDOWN_MIN_DRAIN_MS: {
+    key: 'shutdownMinDrainMs',
+    value: integer({ default: 0, min: 0, max: 3_600_000 }),
+    doc: 'after `SIGTERM`/`SIGINT`, how long at least the drain lasts (`/readyz` 503, every request answered, the listener open), in ms, even with no connection open and over `SHUTDOWN_DRAIN_MS`: set it above the time a load balancer takes to see a `503` (its check interval times its fall count), so it stops sending before the instance stops listening; `0` (default): the drain may end at once',
+  },
   METRICS_PORT: {
     key: 'metricsPort',
     value: integer({ default: undefined, min: 0, max: 65535 }),

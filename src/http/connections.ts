@@ -69,7 +69,8 @@ interface Connection {
  *   answers a request whose body has not arrived in time with 408 and closes its connection.
  * - At `maxConnections`, the longest-idle connection is closed to admit a new one; with none idle,
  *   the new one gets 503 and is closed. Idle connections thus never lock out a new client.
- * - `drain` closes each connection after its next answer until none is left or its time is up,
+ * - `drain` closes each connection after its next answer until none is left or its time is up
+ *   (and not before its minimum time, if any),
  *   then stops listening and closes the idle ones, and resolves once no connection is left.
  * - A stream (`streaming`) is an answer with no end of its own: no answer timeout applies to it,
  *   and a drain ends it at its start, so the drain never waits for one.
@@ -174,18 +175,18 @@ export class ConnectionManager {
 
   /**
    * Drains: every answer from now on closes its connection (Connection: close) for `drainMs`, or
-   * less when no connection is left (at once when none is open), then the listener closes
-   * (`onStopListening` is told), and each idle connection is closed; resolves when none is left.
-   * Requests already sent are answered.
+   * less when no connection is left (at once when none is open), but never less than `minDrainMs`;
+   * then the listener closes (`onStopListening` is told), and each idle connection is closed;
+   * resolves when none is left. Requests already sent are answered.
    */
-  async drain(drainMs: number, onStopListening: () => void = () => {}): Promise<void> {
+  async drain(drainMs: number, onStopListening: () => void = () => {}, minDrainMs = 0): Promise<void> {
     this.draining = true;
     for (const conn of this.#open.values()) {
       if (conn.res && !conn.res.headersSent && !conn.queue?.length) conn.res.shouldKeepAlive = false;
     }
     // Streams never end by themselves: ended now, their clients reconnect elsewhere while this instance drains.
     for (const conn of [...this.#open.values()]) conn.endStream?.();
-    await this.#drainTime(drainMs);
+    await this.#drainTime(drainMs, minDrainMs);
     const server = this.#server;
     // Stop accepting without closing idle connections at once (http.Server#close would): a fresh one may be sending.
     if (server?.listening) NetServer.prototype.close.call(server);
@@ -199,21 +200,47 @@ export class ConnectionManager {
     }
   }
 
-  /** Resolves after `drainMs`, or DRAIN_RECONNECT_GRACE_MS after no connection is left, or at once when none is open. */
-  #drainTime(drainMs: number): Promise<void> {
-    if (this.#open.size === 0) return Promise.resolve();
+  /**
+   * Resolves after the longer of `drainMs` and `minDrainMs`, or sooner once `minDrainMs` is over and
+   * no connection has been open for DRAIN_RECONNECT_GRACE_MS (or none was open at the start).
+   * The minimum is for a load balancer that checks /readyz but keeps no connection open between
+   * requests: it must see the 503 before the listener closes, however idle the instance is.
+   */
+  #drainTime(drainMs: number, minDrainMs: number): Promise<void> {
+    if (minDrainMs <= 0 && this.#open.size === 0) return Promise.resolve();
     return new Promise((done) => {
       let grace: NodeJS.Timeout | undefined;
+      let least: NodeJS.Timeout | undefined;
+      let minimumOver = minDrainMs <= 0;
+      let quiet = this.#open.size === 0;
       const end = () => {
         clearTimeout(timer);
         clearTimeout(grace);
+        clearTimeout(least);
         this.#drainWatch = undefined;
         done();
       };
-      const timer = setTimeout(end, drainMs);
+      const endIfDue = () => {
+        if (minimumOver && quiet) end();
+      };
+      const timer = setTimeout(end, Math.max(drainMs, minDrainMs));
+      if (!minimumOver) {
+        least = setTimeout(() => {
+          minimumOver = true;
+          endIfDue();
+        }, minDrainMs);
+      }
       this.#drainWatch = {
-        emptied: () => (grace = setTimeout(end, DRAIN_RECONNECT_GRACE_MS)),
-        connected: () => clearTimeout(grace),
+        emptied: () => {
+          grace = setTimeout(() => {
+            quiet = true;
+            endIfDue();
+          }, DRAIN_RECONNECT_GRACE_MS);
+        },
+        connected: () => {
+          clearTimeout(grace);
+          quiet = false;
+        },
       };
     });
   }

@@ -79,18 +79,20 @@ test('DATABASE_URL forms', () => {
   assert.equal(parseDatabaseUrl('postgresql://u@h/db').backend, 'postgres');
 });
 
-test('connections: MAX_CONNECTIONS, KEEP_ALIVE_TIMEOUT_MS and SHUTDOWN_DRAIN_MS, with their defaults and bounds', () => {
+test('connections: MAX_CONNECTIONS, KEEP_ALIVE_TIMEOUT_MS, SHUTDOWN_DRAIN_MS and SHUTDOWN_MIN_DRAIN_MS, with their defaults and bounds', () => {
   const defaults = loadConfig({});
   assert.equal(defaults.maxConnections, 10_000);
   assert.equal(defaults.keepAliveTimeoutMs, 72_000);
   assert.equal(defaults.shutdownDrainMs, 5_000);
-  const set = loadConfig({ MAX_CONNECTIONS: '50', KEEP_ALIVE_TIMEOUT_MS: '1500', SHUTDOWN_DRAIN_MS: '0' });
-  assert.deepEqual([set.maxConnections, set.keepAliveTimeoutMs, set.shutdownDrainMs], [50, 1500, 0]);
+  assert.equal(defaults.shutdownMinDrainMs, 0);
+  const set = loadConfig({ MAX_CONNECTIONS: '50', KEEP_ALIVE_TIMEOUT_MS: '1500', SHUTDOWN_DRAIN_MS: '0', SHUTDOWN_MIN_DRAIN_MS: '2000' });
+  assert.deepEqual([set.maxConnections, set.keepAliveTimeoutMs, set.shutdownDrainMs, set.shutdownMinDrainMs], [50, 1500, 0, 2000]);
   const cases: [Record<string, string>, RegExp][] = [
     [{ MAX_CONNECTIONS: '0' }, /^MAX_CONNECTIONS must be a whole number from 1 to/],
     [{ MAX_CONNECTIONS: 'many' }, /^MAX_CONNECTIONS/],
     [{ KEEP_ALIVE_TIMEOUT_MS: '0' }, /^KEEP_ALIVE_TIMEOUT_MS/],
     [{ SHUTDOWN_DRAIN_MS: '-1' }, /^SHUTDOWN_DRAIN_MS/],
+    [{ SHUTDOWN_MIN_DRAIN_MS: '-1' }, /^SHUTDOWN_MIN_DRAIN_MS/],
   ];
   for (const [env, message] of cases) {
     assert.throws(() => loadConfig(env), (err: unknown) => err instanceof ConfigError && message.test(err.message), JSON.stringify(env));

@@ -34,6 +34,8 @@ export interface TestNats {
   start(): Promise<void>;
   /** Every message of a stream, in stream order, as a consumer reads them: subject, Nats-Msg-Id and body. */
   messages(stream: string): Promise<{ subject: string; msgId: string | undefined; body: string }[]>;
+  /** The Nats-Msg-Id of the stream's last message; undefined while it has none (or no such stream yet). */
+  lastMsgId(stream: string): Promise<string | undefined>;
 }
 
 export async function startTestNats(t: TestContext): Promise<TestNats> {
@@ -77,6 +79,17 @@ export async function startTestNats(t: TestContext): Promise<TestNats> {
           if (got.length === count) break;
         }
         return got;
+      } finally {
+        await nc.close();
+      }
+    },
+    async lastMsgId(stream) {
+      const nc = await connect({ servers: url });
+      try {
+        const jsm = await jetstreamManager(nc);
+        const state = await jsm.streams.info(stream).then((info) => info.state, () => undefined);
+        if (!state || state.messages === 0) return undefined;
+        return (await jsm.streams.getMessage(stream, { seq: state.last_seq }))?.header.get('Nats-Msg-Id');
       } finally {
         await nc.close();
       }
