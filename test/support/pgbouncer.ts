@@ -93,14 +93,9 @@ export async function launchPgBouncer(target: string): Promise<PgBouncer> {
 
 /** A PgBouncer of the test's own (launchPgBouncer) in front of the tests' PostgreSQL (TEST_DATABASE_DIRECT_URL), stopped when the test ends; resolves to its URL. */
 export async function startPgBouncer(t: TestContext): Promise<string> {
-  return (await pgBouncerFor(t)).url();
-}
-
-/** As startPgBouncer, the PgBouncer itself (its log). */
-export async function pgBouncerFor(t: TestContext): Promise<PgBouncer> {
   const bouncer = await launchPgBouncer(TEST_DATABASE_DIRECT_URL);
   t.after(() => bouncer.stop());
-  return bouncer;
+  return bouncer.url();
 }
 
 async function waitUntilAccepting(url: string, log: () => string): Promise<void> {

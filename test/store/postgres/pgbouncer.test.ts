@@ -6,7 +6,7 @@ import { issueApiKey } from '../../../src/auth/issue-key.js';
 import { RELISTEN_DELAY_MS } from '../../../src/store/postgres/events.js';
 import type { Store } from '../../../src/store/store.js';
 import { backendSkip, createTestDatabase, TEST_DATABASE_DIRECT_URL, type TestDatabase } from '../../support/backends.js';
-import { pgBouncerFor, pgbouncerSkip, startPgBouncer } from '../../support/pgbouncer.js';
+import { pgbouncerSkip, startPgBouncer } from '../../support/pgbouncer.js';
 import { changeBatch, eventsAfter, importPlan, importSource, setQuantity } from '../../support/store.js';
 
 /**
