@@ -17,6 +17,7 @@ import { catalogueSection } from './catalogue.js';
 import { dashboardSection } from './dashboard.js';
 import { docsSection } from './docs.js';
 import { eventsSection } from './events.js';
+import { scalingSection } from './scaling.js';
 import { tillsSection } from './tills.js';
 import { webhooksSection } from './webhooks.js';
 import { BackendBench, describeLoads } from './scenarios.js';
@@ -90,6 +91,11 @@ async function main(argv: string[]): Promise<number> {
         const tills = `Tills on ${TITLES[backend]}`;
         show(skip ? { title: tills, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await tillsSection(backend, tills, options));
       }
+    }
+    if ((options.only === undefined || options.only === 'scaling') && options.backends.includes('postgres')) {
+      const skip = await postgresSkipReason();
+      const scaling = 'Scaling on one PostgreSQL database';
+      show(skip ? { title: scaling, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await scalingSection(scaling, options, load));
     }
     if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options));
     if (options.only === undefined || options.only === 'docs') show(await docsSection(options));
