@@ -264,6 +264,8 @@ export class ConnectionManager {
   }
 
   #connected(socket: Socket): void {
+    // The app is closing and the listener about to: a connection accepted meanwhile (a client's spare) would hold the close.
+    if (this.#closingIdle) return void socket.destroy();
     if (this.#open.size >= this.maxConnections) {
       const oldest = this.#idle.values().next().value;
       if (oldest === undefined) return this.#refuse(socket);
@@ -321,8 +323,10 @@ export class ConnectionManager {
     conn.res = undefined;
     conn.endStream = undefined;
     const socket = conn.socket;
-    // Node ends the socket after an answer with Connection: close, before this runs.
+    // Node ends the socket after an answer with Connection: close, before this runs; once the app is closing, its client
+    // is not waited for (a stream ended by the close is answered so: it would hold the close until the client let go).
     if (!socket.writable) {
+      if (this.#closingIdle) return void this.#forget(conn, true);
       conn.closing = true;
       conn.queue = undefined;
       return;

@@ -246,7 +246,8 @@ describe('closing the app closes the connections with no request in progress', (
 
   // The server's own close sweeps the connections idle at that moment; one whose answer ends just after stayed open until
   // its client let go or the keep-alive timeout (72 s by default) passed, and the close waited for it.
-  test('one whose answer ends after the close began', { timeout: 20_000 }, async (t) => {
+  for (const [name, head] of [['keep-alive', ''], ['closing (Connection: close)', 'Connection: close\r\n']] as const) {
+  test(`one whose answer ends after the close began, ${name}`, { timeout: 20_000 }, async (t) => {
     const manager = new ConnectionManager({ maxConnections: 10, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
     const server = createServer();
     server.keepAliveTimeout = 60_000;
@@ -266,7 +267,7 @@ describe('closing the app closes the connections with no request in progress', (
       client.destroy();
       manager.close();
     });
-    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    client.write(`GET / HTTP/1.1\r\nHost: x\r\n${head}\r\n`);
     await arrived;
     manager.closeIdle();
     const closed = once(server, 'close');
@@ -274,5 +275,28 @@ describe('closing the app closes the connections with no request in progress', (
     answering!.end('last part');
     await closed;
     assert.equal(manager.size, 0, 'its connection closed, not left idle');
+  });
+  }
+
+  // Between the app's first close step and the server's close, a client may open a spare connection: sending nothing, it is
+  // not idle to Node's own close, which would then wait for the client to give it up.
+  test('one opened after the close began', { timeout: 20_000 }, async (t) => {
+    const manager = new ConnectionManager({ maxConnections: 10, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
+    const server = createServer();
+    manager.attach(server, (_req, res) => res.end());
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    manager.closeIdle();
+    const late = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    late.on('error', () => undefined);
+    t.after(() => {
+      late.destroy();
+      manager.close();
+    });
+    await once(late, 'connect');
+    const closed = once(server, 'close');
+    server.close();
+    await closed;
+    assert.equal(manager.size, 0);
   });
 });
