@@ -1,25 +1,15 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
 import type { TestContext } from 'node:test';
-import { freePort, waitFor } from '../support/process.js';
+import { freePort, missingToolSkip, waitFor } from '../support/process.js';
 
 export const HAPROXY = '/usr/sbin/haproxy';
 /** The configuration the docs show (docs/deployment.md, "Behind a load balancer"), run as it is. */
 export const HAPROXY_CONFIG = resolve(import.meta.dirname, '..', '..', 'deploy', 'haproxy.cfg');
 
-const IN_CI = process.env.CI === 'true';
-
-/** describe()'s `skip` for the drill: a reason when HAProxy is not installed (said on stderr), false when it is or under CI=true, where the drill must run and fail. */
+/** describe()'s `skip` for the drill (missingToolSkip). */
 export function haproxySkip(): string | false {
-  try {
-    accessSync(HAPROXY, constants.X_OK);
-    return false;
-  } catch {
-    if (IN_CI) return false;
-    process.stderr.write(`HAProxy drill SKIPPED: no ${HAPROXY} (apt-get install haproxy).\n`);
-    return `no ${HAPROXY}`;
-  }
+  return missingToolSkip('HAProxy drill', HAPROXY, 'apt-get install haproxy');
 }
 
 /** A HAProxy process in the foreground on a free loopback port, in front of three instances; killed when the test ends. */

@@ -1,26 +1,22 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { TEST_DATABASE_DIRECT_URL } from './admin-query.js';
+import { freePort, missingToolSkip } from './process.js';
 
 /** Where Debian's package puts it (`apt-get install pgbouncer`). */
 export const PGBOUNCER = '/usr/sbin/pgbouncer';
 
-const IN_CI = process.env.CI === 'true';
 /** A deadline on waiting for it to accept connections, not a measure of speed. */
 const START_WAIT_MS = 10_000;
 
-/** describe()'s `skip`: a reason when PgBouncer is not installed (said on stderr), false when it is, or under CI=true, where the tests must run and fail. */
+/** describe()'s `skip` for the tests that start a PgBouncer (missingToolSkip). */
 export function pgbouncerSkip(): string | false {
-  if (IN_CI || existsSync(PGBOUNCER)) return false;
-  const reason = `PgBouncer tests SKIPPED: ${PGBOUNCER} is missing (apt-get install pgbouncer)`;
-  process.stderr.write(`${reason}\n`);
-  return reason;
+  return missingToolSkip('PgBouncer tests', PGBOUNCER, 'apt-get install pgbouncer');
 }
 
 /** A running PgBouncer: the URL of a database through it, and how to stop it. */
@@ -114,15 +110,4 @@ async function waitUntilAccepting(url: string, log: () => string): Promise<void>
       await client.end().catch(() => {});
     }
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { connect, createServer } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -113,6 +113,22 @@ export async function halfSentPatch(port: number, path: string, key: string, bod
       `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
   );
   return { finish: () => socket.write(body.slice(5)), closed, response: () => response };
+}
+
+/**
+ * describe()'s `skip` for tests that run a program the machine may lack: a reason when `path` is not
+ * an executable (said on stderr, with how to install it), false when it is, or under CI=true, where
+ * the tests must run and fail instead.
+ */
+export function missingToolSkip(tests: string, path: string, install: string): string | false {
+  try {
+    accessSync(path, constants.X_OK);
+    return false;
+  } catch {
+    if (process.env.CI === 'true') return false;
+    process.stderr.write(`${tests} SKIPPED: no ${path} (${install}).\n`);
+    return `no ${path}`;
+  }
 }
 
 /** A loopback port nobody listens on right now. */
