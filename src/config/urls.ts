@@ -1,4 +1,4 @@
-import { parseDatabaseUrl } from '../store/open.js';
+import { parseDatabaseUrl, postgresUrlProblem } from '../store/open.js';
 import { ConfigError } from './error.js';
 import type { SettingValue } from './setting.js';
 
@@ -43,7 +43,8 @@ export function directDatabaseUrl(): SettingValue<string | undefined> {
     parse(name, text) {
       // Never echo the value: it may hold a password.
       if (!/^postgres(ql)?:\/\//.test(text)) throw new ConfigError(`${name} must be ${accepts}`);
-      if (/[?&]options=/.test(text)) throw new ConfigError(`${name} must not set options=: the store sets its settings in every transaction itself`);
+      const problem = postgresUrlProblem(text);
+      if (problem !== undefined) throw new ConfigError(`${name} ${problem}`);
       return text;
     },
   };

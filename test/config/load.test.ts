@@ -171,3 +171,20 @@ test('events on NATS: off unless EVENTS_NATS_URL is set; the stream keeps 7 days
   }
   assert.throws(() => loadConfig({ EVENTS_NATS_URL: 'http://:secret@host' }), (err: Error) => !err.message.includes('secret'), 'an EVENTS_NATS_URL error never echoes a password');
 });
+
+test('DATABASE_DIRECT_URL: unset by default; a postgres:// URL without options=, never echoing its password when refused', () => {
+  assert.equal(loadConfig({}).databaseDirectUrl, undefined);
+  const direct = 'postgres://inventory:secret@db.internal:5432/inventory';
+  assert.equal(loadConfig({ DATABASE_DIRECT_URL: direct }).databaseDirectUrl, direct);
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ DATABASE_DIRECT_URL: 'mysql://inventory:secret@db.internal/inventory' }, /^DATABASE_DIRECT_URL must be postgres:\/\//],
+    [{ DATABASE_DIRECT_URL: `${direct}?options=-c%20search_path%3Dx` }, /^DATABASE_DIRECT_URL must not set options=/],
+  ];
+  for (const [env, message] of cases) {
+    assert.throws(
+      () => loadConfig(env),
+      (err: unknown) => err instanceof ConfigError && message.test(err.message) && !err.message.includes('secret'),
+      JSON.stringify(env),
+    );
+  }
+});

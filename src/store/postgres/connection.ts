@@ -1,5 +1,6 @@
 import { Client, escapeIdentifier, Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
+import { postgresUrlProblem } from '../open.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
@@ -127,8 +128,8 @@ function statementTimeoutOf(options: PostgresStoreOptions): number {
 
 /** Startup parameters a transaction-mode pooler accepts only (application_name): every other setting is per transaction, see beginStatement. */
 export function poolConfig(url: string, options: PostgresStoreOptions): PoolConfig {
-  // The URL's options would reach the server as a startup parameter, which a pooler refuses, and outlive the transactions that set ours.
-  if (/[?&]options=/.test(url)) throw new Error('DATABASE_URL must not set options=: the store sets its settings in every transaction itself');
+  const problem = postgresUrlProblem(url);
+  if (problem !== undefined) throw new Error(`DATABASE_URL ${problem}`);
   return {
     connectionString: url,
     max: POOL_MAX,
