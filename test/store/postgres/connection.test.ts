@@ -12,6 +12,10 @@ const PG_STARTUP_OPTIONS = ['options', 'statement_timeout', 'lock_timeout', 'idl
 const postgresSkip = await backendSkip('postgres');
 
 describe('PostgreSQL connection settings', () => {
+  it("refuses a URL with options=: they would reach the server at startup, which a pooler refuses", () => {
+    assert.throws(() => poolConfig('postgres://u@h/db?options=-c%20search_path%3Dx', {}), /^Error: DATABASE_URL must not set options=/);
+  });
+
   it('asks at startup for nothing a transaction-mode pooler refuses', () => {
     const config = poolConfig('postgres://u@h/db', { schema: 'a_schema', timeoutMs: 2000, statementTimeoutMs: 700 });
     const sent = PG_STARTUP_OPTIONS.filter((name) => (config as Record<string, unknown>)[name] !== undefined);
