@@ -12,6 +12,7 @@ import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
 import { EventStreams } from './http/event-streams.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
 import { registerPipeline } from './http/fastify-pipeline.js';
+import { UNIT_MS } from './domain/duration.js';
 import { EventRelay } from './relay/relay.js';
 import { DEFAULT_STREAM } from './relay/subjects.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -175,7 +176,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
             (await import('./relay/nats-stream.js')).openNatsStream({
               url: natsUrl,
               stream: DEFAULT_STREAM,
-              maxAgeMs: config.eventsNatsMaxAgeDays * 86_400_000,
+              maxAgeMs: config.eventsNatsMaxAgeDays * UNIT_MS.d,
               onStatus: (status) => app.log.info({ status }, `event relay: connection to NATS ${status}`),
             }),
           log: app.log,

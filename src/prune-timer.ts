@@ -1,10 +1,10 @@
+import { UNIT_MS } from './domain/duration.js';
 import type { Config } from './config.js';
 import type { Events, Maintenance, Webhooks } from './store/store.js';
 
 /** How often each instance deletes expired idempotency records and, with a retention, old history and events. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 /**
  * The first run comes this long after start at most (at a random moment, so instances and workers
  * started together do not all run at once): an instance restarted more often than hourly still
@@ -44,7 +44,7 @@ export function schedulePruning(
   const failed = (what: string) => (err: unknown) => {
     if (!stopped) log.warn({ err }, `could not purge ${what}`);
   };
-  const olderThan = (now: Date, days: number) => new Date(now.getTime() - days * DAY_MS);
+  const olderThan = (now: Date, days: number) => new Date(now.getTime() - days * UNIT_MS.d);
   const run = async () => {
     const now = new Date();
     const records = await store.maintenance.purgeIdempotencyRecords(now).catch(failed('idempotency records'));
