@@ -5,8 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { stringifyJson } from '../src/json.js';
-import type { InventoryItem } from '../src/schemas/inventory.js';
-import { openStore } from '../src/store/open.js';
+import { loadItems } from './bare-durable.js';
 import { requiredEnv } from './env.js';
 
 const ITEM_PATH = /^\/v1\/inventory\/(-?\d+)$/;
@@ -19,15 +18,6 @@ const fragments = items.map((item) => stringifyJson(item));
 const positionById = new Map(items.map((item, i) => [item.petId.toString(), i]));
 /** The GET body, rebuilt on the first GET after a PATCH so that reads always see the latest write. */
 let listBody: Buffer | undefined;
-
-async function loadItems(databaseUrl: string): Promise<InventoryItem[]> {
-  const store = await openStore(databaseUrl);
-  try {
-    return await store.entries.listInventory();
-  } finally {
-    await store.close();
-  }
-}
 
 function send(res: ServerResponse, status: number, body: string | Buffer): void {
   res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) });

@@ -7,12 +7,13 @@ import { freePort, peakRssBytes, processName, REPO_ROOT, rssBytes, spawnChild, s
 
 export const SERVICE_BIN = resolve(REPO_ROOT, 'bin', 'petstore-inventory');
 
-export type ServerKind = 'baseline' | 'service' | 'peer';
+export type ServerKind = 'baseline' | 'service' | 'peer' | 'durable';
 
 export const SERVER_LABELS: Record<ServerKind, string> = {
   baseline: 'baseline (node:http)',
   service: 'service',
   peer: 'express peer',
+  durable: 'bare durable (node:http, group commit)',
 };
 
 export interface ServerOptions {
@@ -22,7 +23,7 @@ export interface ServerOptions {
   pinned?: boolean;
   /** service only: `serve --workers N`. */
   workers?: number;
-  /** service only: settings (or the bench's own variables) on top of the bench's environment. */
+  /** service: settings (or the bench's own variables) on top of the bench's environment; durable: BARE_WRITES. */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -67,12 +68,14 @@ function command(kind: ServerKind, options: ServerOptions): string[] {
       return [...TSX_NODE, 'bench/baseline.ts'];
     case 'peer':
       return [...TSX_NODE, 'bench/express-peer.ts'];
+    case 'durable':
+      return [...TSX_NODE, `bench/bare-durable-${options.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'pg'}.ts`];
   }
 }
 
 function environment(kind: ServerKind, options: ServerOptions, port: number): NodeJS.ProcessEnv {
   if (kind === 'service') return { ...serviceEnvironment(options.databaseUrl), ...options.env, PORT: String(port) };
-  return { ...withoutSettings(), DATABASE_URL: options.databaseUrl, PORT: String(port), BENCH_KEY: options.key };
+  return { ...withoutSettings(), ...options.env, DATABASE_URL: options.databaseUrl, PORT: String(port), BENCH_KEY: options.key };
 }
 
 /** What the service runs with in the bench: none of the caller's settings, this database, on loopback, warnings only. */
