@@ -1,20 +1,28 @@
 import { ConfigError } from '../config.js';
-import { commandGroup } from './command.js';
-import { eventsCommand } from './events.js';
+import { commandGroup, type Command } from './command.js';
 import { CliError, EXIT_USAGE, processIO, PROGRAM, type CliIO } from './io.js';
-import { keysCommand } from './keys.js';
-import { petsCommand } from './pets.js';
-import { serveCommand } from './serve.js';
-import { webhooksCommand } from './webhooks.js';
+import { lazyCommand } from './lazy-command.js';
 
 const VERSION_FLAGS = ['--version', '-V'];
+
+/** The top-level commands, each loaded when it runs (lazy-command.ts). */
+export const COMMANDS: Record<string, Command> = {
+  serve: lazyCommand('serve the API (what npm start runs)', async () => (await import('./serve.js')).serveCommand),
+  keys: lazyCommand('create, list and revoke API keys', async () => (await import('./keys.js')).keysCommand),
+  pets: lazyCommand(
+    'create, list, adjust, import, export and retire inventory entries; show their history',
+    async () => (await import('./pets.js')).petsCommand,
+  ),
+  events: lazyCommand('follow the change events of the store', async () => (await import('./events.js')).eventsCommand),
+  webhooks: lazyCommand('add, list, test and manage webhook endpoints', async () => (await import('./webhooks.js')).webhooksCommand),
+};
 
 const cli = commandGroup({
   summary: 'the inventory service and its tools',
   description:
     "The stock-level service of a pet store, and the tools to run it.\nEvery command reads DATABASE_URL (default sqlite:./data/inventory.db) and INVENTORY_ENV.",
   options: '  -V, --version  print the version\n  -h, --help     show this help',
-  commands: { serve: serveCommand, keys: keysCommand, pets: petsCommand, events: eventsCommand, webhooks: webhooksCommand },
+  commands: COMMANDS,
 });
 
 /** Runs the CLI; resolves to the process exit code, never throws. */
