@@ -2,9 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { firstRunBanner, prepareStore } from './first-run.js';
-import { shareMetricsWithPrimary } from './metrics/cluster.js';
 import { startMetricsServer } from './metrics/server.js';
-import { ServiceMetrics } from './metrics/service-metrics.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { explainListenError } from './port-in-use.js';
 import { openStore } from './store/open.js';
 import { onStopSignals } from './stop-signals.js';
@@ -26,8 +25,8 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   const store = await openStore(config.databaseUrl, { timeoutMs: config.storeTimeoutMs, omitChangeEvents, directUrl: config.databaseDirectUrl });
   let app: FastifyInstance;
   let firstKey: string | undefined;
-  // Only with METRICS_PORT: without it nothing is measured.
-  const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics();
+  // Only with METRICS_PORT: without it nothing is measured, and prom-client (some ninety modules with its dependencies) is not loaded.
+  const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/service-metrics.js')).ServiceMetrics();
   try {
     if (!options.worker) firstKey = await prepareStore(store, config, options.demo);
     app = await buildApp({ config, store, ...(metrics && { metrics }) });
@@ -62,7 +61,7 @@ export async function startServer(config: Config, options: ServeOptions): Promis
 
 /** A worker hands its metrics to its primary, which serves the sum; a single process serves its own on METRICS_PORT. */
 async function serveMetrics(app: FastifyInstance, metrics: ServiceMetrics, config: Config, worker: boolean): Promise<void> {
-  if (worker) return shareMetricsWithPrimary(metrics.registry);
+  if (worker) return (await import('./metrics/cluster.js')).shareMetricsWithPrimary(metrics.registry);
   const served = await startMetricsServer({
     host: config.metricsHost,
     port: config.metricsPort ?? 0,
