@@ -43,16 +43,24 @@ end
 
 const SCRIPTS: Record<LoadSpec['method'], (petCount: number) => string> = { GET: () => '', PATCH: patchScript, POST: adjustmentScript };
 
+/** Called around the measured run only (not the warm-up), e.g. to read the server's CPU time before and after it. */
+export interface WindowHooks {
+  start(): void;
+  end(): void;
+}
 
 /**
  * Runs wrk for one full-speed load (wrk has no fixed rate; those go to the paced generator): a warm-up run,
  * then the measured one. wrk takes whole seconds.
  */
-export async function runWrk(spec: LoadSpec, threads: number, core: Core | undefined): Promise<LoadResult> {
+export async function runWrk(spec: LoadSpec, threads: number, core: Core | undefined, window?: WindowHooks): Promise<LoadResult> {
   if (spec.rate !== undefined) throw new Error('wrk cannot hold a fixed rate; use autocannon for that load');
   const { warmupSeconds, durationSeconds } = wrkTiming(spec);
   if (warmupSeconds > 0) await wrkOnce(spec, warmupSeconds, threads, core);
-  return wrkOnce(spec, durationSeconds, threads, core);
+  window?.start();
+  const result = await wrkOnce(spec, durationSeconds, threads, core);
+  window?.end();
+  return result;
 }
 
 /** What wrk really runs: whole seconds, at least one. */
