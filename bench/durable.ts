@@ -30,6 +30,10 @@ const STREAMS = 100;
 /** How long the service's first delivery to the registered endpoint may take (the dispatcher leases new endpoints on a timer). */
 const FIRST_DELIVERY_MS = 60_000;
 const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
+/** No delivery for this long: the service's webhook backlog is delivered (one at a time, each answered at once). */
+const QUIET_MS = 500;
+/** The longest wait for the backlog before a round; past it the round runs anyway, and a note says so. */
+const DRAIN_MAX_MS = 180_000;
 
 /**
  * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint)
@@ -85,7 +89,10 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
     // Adjustments first, while every stock is still far from 0; the PATCHes then set counts of 0 to 999.
     const adjustment = `POST adjustment ±1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
     const adjusted = bare ? [bare.events, service] : [service];
-    const adjustmentShape: RoundShape = { method: 'POST', petCount: ENTRIES, connections: WRITE_CONNECTIONS, cpu: true };
+    // The service delivers its events after answering: a backlog left from one round would take the server core from the next round's server.
+    const drain = { ms: 0, overdue: 0 };
+    const settle = () => deliveriesDelivered(receiver, drain);
+    const adjustmentShape: RoundShape = { method: 'POST', petCount: ENTRIES, connections: WRITE_CONNECTIONS, cpu: true, settle };
     // Sides of their own on the same servers, so each comparison keeps its own rounds.
     const adjustmentSides: Side[] = adjusted.map((s) => ({ ...s, runs: [] }));
     await alternateRounds(adjustmentSides, adjustment, backend, options, load, notes, adjustmentShape);
@@ -131,7 +138,9 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
             '"+ history row + event" writes the rows a service change writes. '
           : '') +
         'The service is as deployed, event log on, one webhook endpoint (a node:http receiver in the bench process answering 204 at once), ' +
-        `which received ${receiver.count.toLocaleString('en-US')} deliveries over the loads`,
+        `which received ${receiver.count.toLocaleString('en-US')} deliveries over the loads; before each load the bench waited until no delivery had come for ${QUIET_MS} ms ` +
+        `(the backlog of the last round delivered, ${(drain.ms / 1000).toFixed(0)} s in all${drain.overdue > 0 ? `; ${drain.overdue} times not within ${DRAIN_MAX_MS / 1000} s, the round ran anyway` : ''}), ` +
+        'so that no round shares the server core with the deliveries of another; the deliveries made during its own rounds are in the service\'s figures and its CPU',
       ...sides.map((s) => `${patchScenario}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}`),
       ...adjustmentSides.map((s) => `${adjustment}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}`),
     );
@@ -170,6 +179,21 @@ async function firstDelivery(service: Side, receiver: Receiver): Promise<void> {
     if (Date.now() > deadline) throw new Error(`the webhook endpoint received nothing within ${FIRST_DELIVERY_MS / 1000} s of a PATCH`);
     await sleep(50);
   }
+}
+
+/** Until the receiver has had no delivery for QUIET_MS (at most DRAIN_MAX_MS), adding the time waited to `drain`. */
+async function deliveriesDelivered(receiver: Receiver, drain: { ms: number; overdue: number }): Promise<void> {
+  const started = Date.now();
+  let seen = -1;
+  while (receiver.count !== seen) {
+    if (Date.now() - started > DRAIN_MAX_MS) {
+      drain.overdue++;
+      break;
+    }
+    seen = receiver.count;
+    await sleep(QUIET_MS);
+  }
+  drain.ms += Date.now() - started;
 }
 
 /** The service as deployed against the in-memory baseline on GET of the list, and a second service holding idle event streams. */

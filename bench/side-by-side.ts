@@ -26,6 +26,8 @@ export interface RoundShape {
   connections: number;
   /** Read each server's CPU time (/proc/PID/stat) right before and after its measured window; wrk only. */
   cpu?: boolean;
+  /** Awaited before each load: until a server's background work left from the last one is done, so it takes no CPU from the next. */
+  settle?: () => Promise<void>;
 }
 
 /**
@@ -44,6 +46,7 @@ export async function alternateRounds(
 ): Promise<void> {
   for (let round = 0; round <= ROUNDS; round++) {
     for (const side of roundOrder(sides, round)) {
+      await shape.settle?.();
       let before: number | undefined;
       let after: number | undefined;
       const window = shape.cpu ? { start: () => (before = cpuTicks(side.server.pid)), end: () => (after = cpuTicks(side.server.pid)) } : undefined;
