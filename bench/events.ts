@@ -9,7 +9,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { alternatePatchRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
+import { alternateRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
 import { startServer } from './servers.js';
 import { StreamReader, type Arrival } from './stream-reader.js';
 
@@ -60,7 +60,7 @@ async function throughputRows(backend: Backend, options: BenchOptions, load: Loa
       sides.push({ label, key, server: await startServer('service', { databaseUrl, key, env }), runs: [] });
     }
     const heads = await Promise.all(sides.map((s) => eventsHead(s)));
-    await alternatePatchRounds(sides, scenario, backend, options, load, notes);
+    await alternateRounds(sides, scenario, backend, options, load, notes);
     // The comparison means something only if the one server appended events and the other none.
     const [on, off] = sides as [Side, Side];
     const grown = await Promise.all(sides.map((s, i) => eventsHead(s).then((h) => h - heads[i]!)));

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { inspect } from 'node:util';
 import autocannon from 'autocannon';
-import { GET_PATH, percentile, randomPatch, type LoadResult, type LoadSpec } from './load-spec.js';
+import { GET_PATH, loadRequest, percentile, type LoadResult, type LoadSpec } from './load-spec.js';
 
 /**
  * One continuous run of warm-up plus window; only answers that arrive inside the window count.
@@ -41,7 +41,7 @@ export async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
 
 function options(spec: LoadSpec): autocannon.Options {
   const headers: Record<string, string> = { authorization: spec.authorization };
-  if (spec.method === 'PATCH') headers['content-type'] = 'application/json';
+  if (spec.method !== 'GET') headers['content-type'] = 'application/json';
   return {
     url: spec.baseUrl + GET_PATH,
     method: spec.method,
@@ -52,6 +52,6 @@ function options(spec: LoadSpec): autocannon.Options {
     timeout: 30,
     // autocannon stops on a sample tick: 1 s ticks would round every run up to a whole second.
     sampleInt: 100,
-    ...(spec.method === 'PATCH' ? { requests: [{ setupRequest: (request) => ({ ...request, ...randomPatch(spec.petCount) }) }] } : {}),
+    ...(spec.method === 'GET' ? {} : { requests: [{ setupRequest: (request) => ({ ...request, ...loadRequest(spec) }) }] }),
   };
 }

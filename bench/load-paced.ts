@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { GET_PATH, percentile, randomPatch, type LoadResult, type LoadSpec } from './load-spec.js';
+import { loadRequest, percentile, type LoadResult, type LoadSpec } from './load-spec.js';
 
 /** How often the pacer checks which requests are due; each check sends all that are. */
 const TICK_MS = 5;
@@ -24,7 +24,7 @@ export async function runPaced(spec: LoadSpec): Promise<LoadResult> {
   const inFlight = new Set<Promise<void>>();
 
   const send = () => {
-    const { path, body } = spec.method === 'PATCH' ? randomPatch(spec.petCount) : { path: GET_PATH, body: undefined };
+    const { path, body } = loadRequest(spec);
     const headers: Record<string, string | number> = { authorization: spec.authorization };
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     const sentAt = performance.now();

@@ -2,10 +2,11 @@
 export interface LoadSpec {
   /** The server's base URL, e.g. http://127.0.0.1:41234 */
   baseUrl: string;
-  method: 'GET' | 'PATCH';
+  /** GET: the list; PATCH: a random pet's quantity; POST: an adjustment of a random pet (POST /v1/inventory/{id}/adjustments). */
+  method: 'GET' | 'PATCH' | 'POST';
   /** The whole Authorization header value. */
   authorization: string;
-  /** PATCH: each request sets a random quantity on a random pet from 1 to petCount. */
+  /** PATCH and POST: each request changes a random pet from 1 to petCount. */
   petCount: number;
   connections: number;
   /** Load before the measured window, not counted: warms the JIT and absorbs the previous load's abandoned requests. */
@@ -41,4 +42,17 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
 export function randomPatch(petCount: number): { path: string; body: string } {
   const petId = 1 + Math.floor(Math.random() * petCount);
   return { path: `/v1/inventory/${petId}`, body: `{"quantity":${Math.floor(Math.random() * 1000)}}` };
+}
+
+/** A random adjustment, +1 or -1 at random, of a random pet: the same for every load generator. */
+export function randomAdjustment(petCount: number): { path: string; body: string } {
+  const petId = 1 + Math.floor(Math.random() * petCount);
+  return { path: `/v1/inventory/${petId}/adjustments`, body: `{"delta":${Math.random() < 0.5 ? -1 : 1}}` };
+}
+
+/** The path and body of a request of this load (a fresh random one for a change), the same for every load generator. */
+export function loadRequest(spec: Pick<LoadSpec, 'method' | 'petCount'>): { path: string; body: string | undefined } {
+  if (spec.method === 'PATCH') return randomPatch(spec.petCount);
+  if (spec.method === 'POST') return randomAdjustment(spec.petCount);
+  return { path: GET_PATH, body: undefined };
 }

@@ -13,13 +13,17 @@ done = function(summary, latency, requests)
 end
 `;
 
-/** Random pet and quantity per request, seeded per thread so threads do not repeat each other. */
-function patchScript(petCount: number): string {
-  return `
+/** Random numbers seeded per thread, so threads do not repeat each other; JSON bodies. */
+const SEEDED = `
 local threads = 0
 setup = function(thread) threads = threads + 1; thread:set("seed", threads) end
 init = function(args) math.randomseed(os.time() * 1000 + seed) end
 wrk.headers["Content-Type"] = "application/json"
+`;
+
+/** Random pet and quantity per request (load-spec.ts randomPatch). */
+function patchScript(petCount: number): string {
+  return `${SEEDED}
 request = function()
   local path = "/v1/inventory/" .. math.random(1, ${petCount})
   return wrk.format("PATCH", path, nil, '{"quantity":' .. math.random(0, 999) .. '}')
@@ -27,15 +31,36 @@ end
 `;
 }
 
+/** Random pet, +1 or -1 at random, per request (load-spec.ts randomAdjustment). */
+function adjustmentScript(petCount: number): string {
+  return `${SEEDED}
+request = function()
+  local path = "/v1/inventory/" .. math.random(1, ${petCount}) .. "/adjustments"
+  return wrk.format("POST", path, nil, '{"delta":' .. (math.random(0, 1) * 2 - 1) .. '}')
+end
+`;
+}
+
+const SCRIPTS: Record<LoadSpec['method'], (petCount: number) => string> = { GET: () => '', PATCH: patchScript, POST: adjustmentScript };
+
+/** Called around the measured run only (not the warm-up), e.g. to read the server's CPU time before and after it. */
+export interface WindowHooks {
+  start(): void;
+  end(): void;
+}
+
 /**
  * Runs wrk for one full-speed load (wrk has no fixed rate; those go to the paced generator): a warm-up run,
  * then the measured one. wrk takes whole seconds.
  */
-export async function runWrk(spec: LoadSpec, threads: number, core: Core | undefined): Promise<LoadResult> {
+export async function runWrk(spec: LoadSpec, threads: number, core: Core | undefined, window?: WindowHooks): Promise<LoadResult> {
   if (spec.rate !== undefined) throw new Error('wrk cannot hold a fixed rate; use autocannon for that load');
   const { warmupSeconds, durationSeconds } = wrkTiming(spec);
   if (warmupSeconds > 0) await wrkOnce(spec, warmupSeconds, threads, core);
-  return wrkOnce(spec, durationSeconds, threads, core);
+  window?.start();
+  const result = await wrkOnce(spec, durationSeconds, threads, core);
+  window?.end();
+  return result;
 }
 
 /** What wrk really runs: whole seconds, at least one. */
@@ -49,7 +74,7 @@ async function wrkOnce(spec: LoadSpec, seconds: number, threads: number, core: C
   try {
     const script = join(dir, 'load.lua');
     const auth = `wrk.headers["Authorization"] = ${JSON.stringify(spec.authorization)}\n`;
-    await writeFile(script, auth + (spec.method === 'PATCH' ? patchScript(spec.petCount) : '') + DONE);
+    await writeFile(script, auth + SCRIPTS[spec.method](spec.petCount) + DONE);
     const wrk = spawnChild(
       ['wrk', `-t${Math.min(threads, spec.connections)}`, `-c${spec.connections}`, `-d${seconds}s`, '--timeout', '30s', '-s', script, spec.baseUrl + GET_PATH],
       core ? { core } : {},

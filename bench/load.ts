@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { ChildRunner } from './child-runner.js';
 import type { LoadJob } from './load-runner.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
-import { runWrk, wrkTiming } from './load-wrk.js';
+import { runWrk, wrkTiming, type WindowHooks } from './load-wrk.js';
 import { hasCommand, PINNING } from './processes.js';
 
 export type LoadTool = 'wrk' | 'autocannon';
@@ -22,12 +22,17 @@ export class LoadGenerator {
     this.tool = tool;
   }
 
-  /** `pinned`: on the load core (when pinning is available), else wherever the OS puts it. */
-  async run(spec: LoadSpec, pinned = true): Promise<LoadResult> {
+  /**
+   * `pinned`: on the load core (when pinning is available), else wherever the OS puts it.
+   * `window`: called right before and after the measured window; wrk only (its warm-up is a run of
+   * its own, while autocannon's is the start of one continuous run in another process).
+   */
+  async run(spec: LoadSpec, pinned = true, window?: WindowHooks): Promise<LoadResult> {
     // wrk cannot hold a fixed rate: rate-limited loads always go to the runner's paced generator.
     if (this.tool === 'wrk' && spec.rate === undefined) {
-      return runWrk(spec, pinned && PINNING ? 1 : availableParallelism(), pinned ? 'load' : undefined);
+      return runWrk(spec, pinned && PINNING ? 1 : availableParallelism(), pinned ? 'load' : undefined, window);
     }
+    if (window) throw new Error('only wrk at full speed can report its measured window (use --load wrk)');
     // The paced generator gets a process of its own: next to a saturated autocannon its timings would be the generator's.
     const key = `${pinned ? 'pinned' : 'unpinned'} ${spec.rate === undefined ? 'full speed' : 'paced'}`;
     let runner = this.#runners.get(key);

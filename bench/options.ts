@@ -17,10 +17,10 @@ export interface BenchOptions {
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
   /** One scenario alone (no start-up, no loads), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | 'docs' | 'events' | 'scaling' | 'tills' | 'webhooks' | undefined;
+  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'scaling' | 'tills' | 'webhooks' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|events|scaling|tills|webhooks]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|scaling|tills|webhooks]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -32,6 +32,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
+  --only durable    only the durable writes (PATCH and adjustments, the service against bare durable
+                    group-commit servers, with CPU per request; GET with 100 event streams open); needs wrk
   --only events     only the change events (PATCH with the event log against without it, the time from a
                     PATCH's 200 to its event on a stream, idle streams one process holds)
   --only scaling    only the scaling table (1, 2 and 3 instances on one PostgreSQL database, directly and
@@ -49,7 +51,7 @@ BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard', 'docs', 'events', 'scaling', 'tills', 'webhooks'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'scaling', 'tills', 'webhooks'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

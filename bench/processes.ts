@@ -117,6 +117,29 @@ function statusBytes(pid: number | undefined, field: 'VmHWM' | 'VmRSS'): number 
   }
 }
 
+/** Clock ticks a second, the unit of /proc/PID/stat's CPU times: getconf CLK_TCK, else Linux's usual 100. */
+export const CLOCK_TICKS: { perSecond: number; assumed: boolean } = (() => {
+  const out = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+  const ticks = Number(out.stdout?.trim());
+  return out.status === 0 && Number.isInteger(ticks) && ticks > 0 ? { perSecond: ticks, assumed: false } : { perSecond: 100, assumed: true };
+})();
+
+/**
+ * User plus system CPU time a live process has used so far, all its threads, in clock ticks
+ * (utime and stime of /proc/PID/stat), or undefined where /proc is missing.
+ */
+export function cpuTicks(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The name in parentheses may hold spaces: the fields are counted after its closing one (state is field 3).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The executable name of a live process (to check that a pid really is node, not a shim). */
 export function processName(pid: number | undefined): string | undefined {
   if (pid === undefined) return undefined;

@@ -16,6 +16,7 @@ import { renderNotes, renderTable, type Section } from './report.js';
 import { catalogueSection } from './catalogue.js';
 import { dashboardSection } from './dashboard.js';
 import { docsSection } from './docs.js';
+import { durableSection } from './durable.js';
 import { eventsSection } from './events.js';
 import { scalingSection } from './scaling.js';
 import { tillsSection } from './tills.js';
@@ -28,7 +29,7 @@ import { startupSection } from './startup.js';
 const RESULTS_FILE = resolve(REPO_ROOT, 'bench', 'results.md');
 const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
 /** The --only scenarios run once per backend. */
-const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'events', 'tills', 'webhooks']);
+const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'durable', 'events', 'tills', 'webhooks']);
 
 async function main(argv: string[]): Promise<number> {
   let options: BenchOptions | undefined;
@@ -78,6 +79,10 @@ async function main(argv: string[]): Promise<number> {
       if (options.only === undefined || options.only === 'catalogue') {
         const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
         show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
+      }
+      if (options.only === undefined || options.only === 'durable') {
+        const durable = `Durable writes on ${TITLES[backend]}`;
+        show(skip ? { title: durable, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await durableSection(backend, durable, options, load));
       }
       if (options.only === undefined || options.only === 'events') {
         const events = `Change events on ${TITLES[backend]}`;

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { issueApiKey } from '../src/auth/issue-key.js';
 import { EXPORT_WRITERS } from '../src/cli/export-format.js';
 import type { InventoryItem } from '../src/schemas/inventory.js';
+import type { SCOPES } from '../src/schemas/values.js';
 import { PET_STATUSES } from '../src/schemas/values.js';
 import { openStore } from '../src/store/open.js';
 
@@ -22,12 +23,12 @@ export async function seedDatabase(databaseUrl: string, size: number): Promise<s
   return seedDatabaseWith(databaseUrl, benchItems(size));
 }
 
-/** seedDatabase with these entries. */
-export async function seedDatabaseWith(databaseUrl: string, items: InventoryItem[]): Promise<string> {
+/** seedDatabase with these entries, and a key with these scopes (default inventory:write). */
+export async function seedDatabaseWith(databaseUrl: string, items: InventoryItem[], scopes: (typeof SCOPES)[number][] = ['inventory:write']): Promise<string> {
   const store = await openStore(databaseUrl);
   try {
     await store.changes.addItems(items);
-    const { key } = await issueApiKey(store.keys, { name: 'bench', environment: 'production', scopes: ['inventory:write'], expiresAt: null });
+    const { key } = await issueApiKey(store.keys, { name: 'bench', environment: 'production', scopes, expiresAt: null });
     return key;
   } finally {
     await store.close();

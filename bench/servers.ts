@@ -30,6 +30,8 @@ export interface ServerOptions {
 export interface RunningServer {
   kind: ServerKind;
   baseUrl: string;
+  /** The server process's pid (taskset and the bin's shebang exec in place: node's own). */
+  pid: number | undefined;
   /** Peak RSS so far of the server process (for --workers, of the primary only). */
   peakRssBytes(): number | undefined;
   /** Its RSS now. */
@@ -57,7 +59,7 @@ export async function startServer(kind: ServerKind, options: ServerOptions): Pro
   if (name !== undefined && name !== 'node' && !name.startsWith('node')) {
     process.stderr.write(`bench: note: ${kind} pid ${pid} is "${name}", not node; its peak RSS may not be the server's\n`);
   }
-  return { kind, baseUrl, peakRssBytes: () => peakRssBytes(pid), rssBytes: () => rssBytes(pid), stop: () => stopChild(spawned) };
+  return { kind, baseUrl, pid, peakRssBytes: () => peakRssBytes(pid), rssBytes: () => rssBytes(pid), stop: () => stopChild(spawned) };
 }
 
 function command(kind: ServerKind, options: ServerOptions): string[] {
@@ -69,8 +71,13 @@ function command(kind: ServerKind, options: ServerOptions): string[] {
     case 'peer':
       return [...TSX_NODE, 'bench/express-peer.ts'];
     case 'durable':
-      return [...TSX_NODE, `bench/bare-durable-${options.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'pg'}.ts`];
+      return [...TSX_NODE, bareDurableFile(options.databaseUrl)];
   }
+}
+
+/** The bare durable server for this database's backend, relative to the repository. */
+export function bareDurableFile(databaseUrl: string): string {
+  return `bench/bare-durable-${databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'pg'}.ts`;
 }
 
 function environment(kind: ServerKind, options: ServerOptions, port: number): NodeJS.ProcessEnv {

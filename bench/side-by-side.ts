@@ -1,11 +1,12 @@
 import type { Backend } from './databases.js';
 import type { LoadGenerator } from './load.js';
-import type { LoadResult } from './load-spec.js';
+import type { LoadResult, LoadSpec } from './load-spec.js';
 import type { BenchOptions } from './options.js';
+import { CLOCK_TICKS, cpuTicks } from './processes.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import type { RunningServer } from './servers.js';
 
-/** Counted PATCH rounds per server in a side-by-side comparison (after one uncounted warm-up round). */
+/** Counted rounds per server in a side-by-side comparison (after one uncounted warm-up round). */
 export const ROUNDS = 3;
 
 /** One server of a side-by-side comparison, and what it has measured. */
@@ -14,31 +15,60 @@ export interface Side {
   server: RunningServer;
   key: string;
   runs: LoadResult[];
+  /** With `cpu`: per counted round, the server's CPU time over the measured window per 2xx answer, in µs (undefined without /proc). */
+  cpuUs?: (number | undefined)[];
+}
+
+/** What each round sends: the requests, their pets and connections, and whether the servers' CPU is read. Default: the PATCH load of the main table. */
+export interface RoundShape {
+  method: LoadSpec['method'];
+  petCount: number;
+  connections: number;
+  /** Read each server's CPU time (/proc/PID/stat) right before and after its measured window; wrk only. */
+  cpu?: boolean;
+  /** Awaited before each load: until a server's background work left from the last one is done, so it takes no CPU from the next. */
+  settle?: () => Promise<void>;
 }
 
 /**
- * PATCH loads alternated between servers that are up at once (the order swapped each round, so
- * none always runs first): round 0 warms them up (the JIT, the database's caches) and is not
- * counted, then ROUNDS rounds, each recorded in its side's `runs`; a round with failures is noted.
+ * Loads alternated between servers that are up at once (the order swapped each round, so none
+ * always runs first): round 0 warms them up (the JIT, the database's caches) and is not counted,
+ * then ROUNDS rounds, each recorded in its side's `runs`; a round with failures is noted.
  */
-export async function alternatePatchRounds(sides: Side[], scenario: string, backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<void> {
+export async function alternateRounds(
+  sides: Side[],
+  scenario: string,
+  backend: Backend,
+  options: BenchOptions,
+  load: LoadGenerator,
+  notes: string[],
+  shape: RoundShape = { method: 'PATCH', petCount: options.sizes[1], connections: PATCH_CONNECTIONS },
+): Promise<void> {
   for (let round = 0; round <= ROUNDS; round++) {
     for (const side of roundOrder(sides, round)) {
-      const result = await load.run({
+      await shape.settle?.();
+      let before: number | undefined;
+      let after: number | undefined;
+      const window = shape.cpu ? { start: () => (before = cpuTicks(side.server.pid)), end: () => (after = cpuTicks(side.server.pid)) } : undefined;
+      const spec: LoadSpec = {
         baseUrl: side.server.baseUrl,
-        method: 'PATCH',
+        method: shape.method,
         authorization: `Bearer ${side.key}`,
-        petCount: options.sizes[1],
-        connections: PATCH_CONNECTIONS,
+        petCount: shape.petCount,
+        connections: shape.connections,
         warmupSeconds: options.warmupSeconds,
         durationSeconds: options.durationSeconds,
-      });
+      };
+      const result = await load.run(spec, true, window);
+      const cpuUs = before === undefined || after === undefined || result.ok === 0 ? undefined : (((after - before) / CLOCK_TICKS.perSecond) * 1e6) / result.ok;
       const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
-      process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s (${which})\n`);
+      const cpu = cpuUs === undefined ? '' : `, ${cpuUs.toFixed(0)} µs CPU/request`;
+      process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s${cpu} (${which})\n`);
       if (result.ok === 0) throw new Error(`${side.label} answered no 2xx during "${scenario}" (${result.failed} failures)`);
       if (round === 0) continue;
       if (result.failed > 0) notes.push(`${scenario}, ${side.label}, round ${round}: ${result.failed} non-2xx answers or socket errors, left out of req/s`);
       side.runs.push(result);
+      if (shape.cpu) (side.cpuUs ??= []).push(cpuUs);
     }
   }
 }
@@ -50,10 +80,24 @@ export function roundOrder<T>(sides: readonly T[], round: number): T[] {
 
 /** A side's best round: other work on a shared machine only ever slows a round down. */
 export function bestRun(side: Side): LoadResult {
-  return side.runs.reduce((a, b) => (b.requestsPerSecond > a.requestsPerSecond ? b : a));
+  return side.runs[bestIndex(side)]!;
+}
+
+/** The server's CPU per 2xx answer in its best round, in µs. */
+export function bestCpuUs(side: Side): number | undefined {
+  return side.cpuUs?.[bestIndex(side)];
+}
+
+function bestIndex(side: Side): number {
+  return side.runs.reduce((best, r, i) => (r.requestsPerSecond > side.runs[best]!.requestsPerSecond ? i : best), 0);
 }
 
 /** Each counted round's req/s, for the notes. */
 export function eachRun(side: Side): string {
   return side.runs.map((r) => Math.round(r.requestsPerSecond).toLocaleString('en-US')).join(', ');
+}
+
+/** Each counted round's CPU per request in µs, for the notes. */
+export function eachCpu(side: Side): string {
+  return (side.cpuUs ?? []).map((us) => (us === undefined ? 'unknown' : us.toFixed(0))).join(', ');
 }

@@ -13,7 +13,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { alternatePatchRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
+import { alternateRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
 import { startServer } from './servers.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
@@ -44,7 +44,7 @@ export async function webhooksSection(backend: Backend, title: string, options: 
 }
 
 /** A receiver in this process: answers each delivery 204 at once (or holds it while `hold` is set), and tells `onDelivery`. */
-class Receiver {
+export class Receiver {
   readonly #server: Server;
   hold: Promise<void> | undefined;
   onDelivery: (body: string, at: number) => void = () => {};
@@ -216,7 +216,7 @@ async function throughputRows(backend: Backend, options: BenchOptions, load: Loa
       const { databaseUrl, key } = await databaseWithEndpoints(backend, `webhooks_load_${sides.length}`, size, url, endpoints);
       sides.push({ label, key, server: await startServer('service', { databaseUrl, key, env: DELIVERING }), runs: [] });
     }
-    await alternatePatchRounds(sides, scenario, backend, options, load, notes);
+    await alternateRounds(sides, scenario, backend, options, load, notes);
     const [withEndpoints, without] = sides as [Side, Side];
     const best = bestRun;
     const each = eachRun;

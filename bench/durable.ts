@@ -1,0 +1,247 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createDatabase, type Backend } from './databases.js';
+import { patch } from './events.js';
+import type { LoadGenerator } from './load.js';
+import type { BenchOptions } from './options.js';
+import { describeLoadAverage } from './machine.js';
+import { CLOCK_TICKS, REPO_ROOT, spawnChild } from './processes.js';
+import { ratio, type Check, type Row, type Section } from './report.js';
+import { GET_CONNECTIONS } from './scenarios.js';
+import { benchItems, seedDatabaseWith } from './seed.js';
+import { alternateRounds, bestCpuUs, bestRun, eachCpu, eachRun, ROUNDS, type RoundShape, type Side } from './side-by-side.js';
+import { bareDurableFile, SERVICE_BIN, serviceEnvironment, startServer } from './servers.js';
+import { StreamReader } from './stream-reader.js';
+import { Receiver } from './webhooks.js';
+
+/** The issue's targets for the service as deployed against the bare servers and the in-memory baseline. */
+export const DURABLE_TARGETS = { patchVsBareEvents: 0.8, adjustmentVsBareEvents: 0.9, getVsBaseline: 0.9 } as const;
+
+/** Entries of the write comparisons, whatever the mode (a quick run only shortens the windows). */
+const ENTRIES = 10_000;
+/** wrk -t1 -c64: more connections than the main table's PATCH, so the group commits have something to gather. */
+const WRITE_CONNECTIONS = 64;
+/** Every pet's stock: no adjustment of ±1 in any run comes near 0 (no 409). */
+const STOCK = 1_000_000;
+const READ_ENTRIES = 100;
+/** Idle event streams held open on one of the read servers. */
+const STREAMS = 100;
+/** How long the service's first delivery to the registered endpoint may take (the dispatcher leases new endpoints on a timer). */
+const FIRST_DELIVERY_MS = 60_000;
+const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
+/** No delivery for this long: the service's webhook backlog is delivered (one at a time, each answered at once). */
+const QUIET_MS = 500;
+/** The longest wait for the backlog before a round; past it the round runs anyway, and a note says so. */
+const DRAIN_MAX_MS = 180_000;
+
+/**
+ * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint)
+ * against the bare durable group-commit server writing the entry alone, plus its history row, plus
+ * its history row and event, all up at once on databases seeded alike, PATCH and adjustment loads
+ * alternated, with each server's CPU per request; then reads, the service against the in-memory
+ * baseline, one service holding idle event streams.
+ */
+export async function durableSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
+  if (load.tool !== 'wrk') {
+    return { title, rows: [], notes: ['skipped: needs wrk (each server\'s CPU is read around the measured window, which only wrk runs apart from its warm-up); install wrk and drop --load autocannon'] };
+  }
+  const notes = [`${describeLoadAverage()} at the start`];
+  const rows = [...(await writeRows(backend, options, load, notes)), ...(await readRows(backend, options, load, notes))];
+  notes.push(
+    `CPU/request: utime + stime of the server process, all its threads (/proc/PID/stat), read right before and after the measured wrk run (not its warm-up run), ` +
+      `over the 2xx answers in that window, in µs; clock ticks of 1/${CLOCK_TICKS.perSecond} s (${CLOCK_TICKS.assumed ? 'getconf CLK_TCK failed: assumed' : 'getconf CLK_TCK'}), so a ` +
+      `window's reading is ±1 tick; requests still in flight when wrk stops are in the CPU but not in the count. The best round's figure is on the row`,
+    `${describeLoadAverage()} at the end; the machine is shared with other work, which only ever slows a round down (hence the best of each)`,
+  );
+  return { title, rows, notes };
+}
+
+async function writeRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
+  const bareFile = bareDurableFile(backend === 'sqlite' ? 'sqlite:' : 'postgres:');
+  const withBare = existsSync(resolve(REPO_ROOT, bareFile));
+  if (!withBare) notes.push(`${bareFile} is missing from this build: the bare durable servers and the ratios to them are skipped, the service is measured alone`);
+  const items = benchItems(ENTRIES).map((item) => ({ ...item, quantity: STOCK }));
+  const receiver = new Receiver();
+  const hooksUrl = await receiver.listen();
+  const sides: Side[] = [];
+  const start = async (label: string, name: string, run: (databaseUrl: string, key: string) => ReturnType<typeof startServer>) => {
+    const databaseUrl = await createDatabase(backend, `durable_${name}`);
+    const key = await seedDatabaseWith(databaseUrl, items, ['inventory:write', 'webhooks:manage']);
+    const side: Side = { label, key, server: await run(databaseUrl, key), runs: [] };
+    sides.push(side);
+    return { side, databaseUrl };
+  };
+  try {
+    const bare = withBare
+      ? {
+          entry: (await start('bare durable: entry only', 'entry', (databaseUrl, key) => startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'entry' } }))).side,
+          history: (await start('bare durable: + history row', 'history', (databaseUrl, key) => startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'history' } }))).side,
+          events: (await start('bare durable: + history row + event', 'events', (databaseUrl, key) => startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'events' } }))).side,
+        }
+      : undefined;
+    const { side: service, databaseUrl: serviceUrl } = await start('service (event log, 1 webhook endpoint)', 'service', (databaseUrl, key) =>
+      startServer('service', { databaseUrl, key, env: DELIVERING }),
+    );
+    notes.push(await registerEndpoint(service, serviceUrl, hooksUrl));
+    await firstDelivery(service, receiver);
+
+    // Adjustments first, while every stock is still far from 0; the PATCHes then set counts of 0 to 999.
+    const adjustment = `POST adjustment ±1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
+    const adjusted = bare ? [bare.events, service] : [service];
+    // The service delivers its events after answering: a backlog left from one round would take the server core from the next round's server.
+    const drain = { ms: 0, overdue: 0 };
+    const settle = () => deliveriesDelivered(receiver, drain);
+    const adjustmentShape: RoundShape = { method: 'POST', petCount: ENTRIES, connections: WRITE_CONNECTIONS, cpu: true, settle };
+    // Sides of their own on the same servers, so each comparison keeps its own rounds.
+    const adjustmentSides: Side[] = adjusted.map((s) => ({ ...s, runs: [] }));
+    await alternateRounds(adjustmentSides, adjustment, backend, options, load, notes, adjustmentShape);
+    const patchScenario = `PATCH random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
+    await alternateRounds(sides, patchScenario, backend, options, load, notes, { ...adjustmentShape, method: 'PATCH' });
+    if (receiver.count === 0) throw new Error('the service delivered no event to its webhook endpoint during the loads');
+
+    const byLabel = (side: Side) => adjustmentSides.find((s) => s.label === side.label)!;
+    const rps = (side: Side) => bestRun(side).requestsPerSecond;
+    const rows: Row[] = [];
+    if (bare) {
+      rows.push(
+        { scenario: patchScenario, server: bare.entry.label, result: bestRun(bare.entry), checks: [cpu(bare.entry)] },
+        { scenario: patchScenario, server: bare.history.label, result: bestRun(bare.history), checks: [ratio(rps(bare.history) / rps(bare.entry), 'bare entry only'), cpu(bare.history)] },
+        { scenario: patchScenario, server: bare.events.label, result: bestRun(bare.events), checks: [ratio(rps(bare.events) / rps(bare.entry), 'bare entry only'), cpu(bare.events)] },
+        {
+          scenario: patchScenario,
+          server: service.label,
+          result: bestRun(service),
+          checks: [ratio(rps(service) / rps(bare.events), 'bare + history + event', DURABLE_TARGETS.patchVsBareEvents), ratio(rps(service) / rps(bare.entry), 'bare entry only'), cpu(service)],
+        },
+        { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
+        {
+          scenario: adjustment,
+          server: service.label,
+          result: bestRun(byLabel(service)),
+          checks: [ratio(rps(byLabel(service)) / rps(byLabel(bare.events)), 'bare + history + event', DURABLE_TARGETS.adjustmentVsBareEvents), cpu(byLabel(service))],
+        },
+      );
+    } else {
+      rows.push(
+        { scenario: patchScenario, server: service.label, result: bestRun(service), checks: [cpu(service)] },
+        { scenario: adjustment, server: service.label, result: bestRun(byLabel(service)), checks: [cpu(byLabel(service))] },
+      );
+    }
+    notes.push(
+      `${patchScenario} and ${adjustment}: ${sides.length === 1 ? 'the service alone' : `${sides.length} servers up at once, each`} on a database of its own seeded alike (${ENTRIES.toLocaleString('en-US')} pets, ` +
+        `stock ${STOCK.toLocaleString('en-US')} each), wrk -t1 -c${WRITE_CONNECTIONS}, servers on the server core and wrk on the load core; ` +
+        `one uncounted warm-up round, then ${ROUNDS} rounds${sides.length === 1 ? '' : ' alternated (order swapped each round)'}, the best of each shown; the adjustments (+1 or -1 at random) ran first, then the PATCHes. ` +
+        (bare
+          ? 'Bare durable: node:http with a group commit (every change parsed while the last batch committed goes into the next transaction, each answered after its commit), ' +
+            `${backend === 'sqlite' ? 'better-sqlite3 in WAL with synchronous=FULL' : 'pg, synchronous_commit=on'}, no keys table, idempotency, versions nor change log; ` +
+            '"+ history row + event" writes the rows a service change writes. '
+          : '') +
+        'The service is as deployed, event log on, one webhook endpoint (a node:http receiver in the bench process answering 204 at once), ' +
+        `which received ${receiver.count.toLocaleString('en-US')} deliveries over the loads; before each load the bench waited until no delivery had come for ${QUIET_MS} ms ` +
+        `(the backlog of the last round delivered, ${(drain.ms / 1000).toFixed(0)} s in all${drain.overdue > 0 ? `; ${drain.overdue} times not within ${DRAIN_MAX_MS / 1000} s, the round ran anyway` : ''}), ` +
+        'so that no round shares the server core with the deliveries of another; the deliveries made during its own rounds are in the service\'s figures and its CPU',
+      ...sides.map((s) => `${patchScenario}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}`),
+      ...adjustmentSides.map((s) => `${adjustment}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}`),
+    );
+    return rows;
+  } finally {
+    await Promise.all(sides.map((s) => s.server.stop()));
+    receiver.close();
+  }
+}
+
+/**
+ * Registers one endpoint for `url` on the service: through the API (POST /v1/webhooks, a key with
+ * webhooks:manage) where this build has the route, else with `webhooks add`, the CLI that manages
+ * them; returns the note saying which.
+ */
+async function registerEndpoint(service: Side, databaseUrl: string, url: string): Promise<string> {
+  const res = await fetch(`${service.server.baseUrl}/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${service.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url, description: 'bench' }),
+  });
+  const body = await res.text();
+  if (res.ok) return 'webhook endpoint registered through the API (POST /v1/webhooks)';
+  if (res.status !== 404 && res.status !== 405) throw new Error(`POST /v1/webhooks answered ${res.status}: ${body.slice(0, 300)}`);
+  const cli = spawnChild([SERVICE_BIN, 'webhooks', 'add', '--url', url, '--description', 'bench'], { env: { ...serviceEnvironment(databaseUrl), ...DELIVERING } });
+  const how = await cli.exited;
+  if (how !== '0') throw new Error(`webhooks add exited with ${how}:\n${cli.output()}`);
+  return `webhook endpoint registered with \`petstore-inventory webhooks add\`: this build's API has no POST /v1/webhooks (it answered ${res.status})`;
+}
+
+/** One PATCH that keeps pet 1's stock, then waits until the endpoint has received its first delivery: the loads run with deliveries under way. */
+async function firstDelivery(service: Side, receiver: Receiver): Promise<void> {
+  await patch(service.server.baseUrl, service.key, 1, STOCK, 'bench-durable-first');
+  const deadline = Date.now() + FIRST_DELIVERY_MS;
+  while (receiver.count === 0) {
+    if (Date.now() > deadline) throw new Error(`the webhook endpoint received nothing within ${FIRST_DELIVERY_MS / 1000} s of a PATCH`);
+    await sleep(50);
+  }
+}
+
+/** Until the receiver has had no delivery for QUIET_MS (at most DRAIN_MAX_MS), adding the time waited to `drain`. */
+async function deliveriesDelivered(receiver: Receiver, drain: { ms: number; overdue: number }): Promise<void> {
+  const started = Date.now();
+  let seen = -1;
+  while (receiver.count !== seen) {
+    if (Date.now() - started > DRAIN_MAX_MS) {
+      drain.overdue++;
+      break;
+    }
+    seen = receiver.count;
+    await sleep(QUIET_MS);
+  }
+  drain.ms += Date.now() - started;
+}
+
+/** The service as deployed against the in-memory baseline on GET of the list, and a second service holding idle event streams. */
+async function readRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
+  const scenario = `GET ${READ_ENTRIES} entries`;
+  const items = benchItems(READ_ENTRIES);
+  const sides: Side[] = [];
+  const streams: StreamReader[] = [];
+  try {
+    for (const [label, kind] of [
+      ['baseline (node:http, in memory)', 'baseline'],
+      ['service', 'service'],
+      [`service, ${STREAMS} event streams open`, 'service'],
+    ] as const) {
+      const databaseUrl = await createDatabase(backend, `durable_read_${sides.length}`);
+      const key = await seedDatabaseWith(databaseUrl, items);
+      sides.push({ label, key, server: await startServer(kind, { databaseUrl, key }), runs: [] });
+    }
+    const [baseline, service, streamed] = sides as [Side, Side, Side];
+    for (let i = 0; i < STREAMS; i++) streams.push(new StreamReader(streamed.server.baseUrl, streamed.key));
+    const statuses = await Promise.all(streams.map((s) => s.opened));
+    const refused = statuses.filter((s) => s !== 200).length;
+    if (refused > 0) throw new Error(`${refused} of ${STREAMS} event streams were not opened (status ${statuses.find((s) => s !== 200)})`);
+    await alternateRounds(sides, scenario, backend, options, load, notes, { method: 'GET', petCount: READ_ENTRIES, connections: GET_CONNECTIONS, cpu: true });
+    const rps = (side: Side) => bestRun(side).requestsPerSecond;
+    notes.push(
+      `${scenario}: the baseline and two services up at once, each on a database of its own seeded alike, ${GET_CONNECTIONS} connections, rounds alternated as above; ` +
+        `${STREAMS} idle GET /v1/events/stream held open on the second service (each on a socket of its own) from before its first round to after its last; ` +
+        `req/s per round: ${sides.map((s) => `${s.label} ${eachRun(s)}`).join('; ')}; CPU µs/request per round: ${sides.map((s) => `${s.label} ${eachCpu(s)}`).join('; ')}`,
+    );
+    return [
+      { scenario, server: baseline.label, result: bestRun(baseline), checks: [cpu(baseline)] },
+      { scenario, server: service.label, result: bestRun(service), checks: [ratio(rps(service) / rps(baseline), 'baseline', DURABLE_TARGETS.getVsBaseline), cpu(service)] },
+      {
+        scenario,
+        server: streamed.label,
+        result: bestRun(streamed),
+        checks: [ratio(rps(streamed) / rps(baseline), 'baseline', DURABLE_TARGETS.getVsBaseline), ratio(rps(streamed) / rps(service), 'service without streams'), cpu(streamed)],
+      },
+    ];
+  } finally {
+    for (const s of streams) s.close();
+    await Promise.all(sides.map((s) => s.server.stop()));
+  }
+}
+
+/** The best round's CPU per request, as a value. */
+function cpu(side: Side): Check {
+  const us = bestCpuUs(side);
+  return { text: us === undefined ? 'CPU/request unknown (no /proc)' : `${us.toFixed(0)} µs CPU/request` };
+}
