@@ -147,25 +147,13 @@ export function poolConfig(url: string, options: PostgresStoreOptions): PoolConf
  * Runs fn between the pool's BEGIN (with its settings) and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot.
  * With a deadline (a `clock()` time), waiting for the connection and every statement end by it.
  */
-export async function inTransaction<T>(pool: StorePool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
-  const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
-  // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
-  client.on('error', ignore);
-  const statement = (text: string, name = text) => (deadline === undefined ? client.query(text) : queryBy(client, { name, text }, deadline));
-  let reusable = true;
-  try {
+export function inTransaction<T>(pool: StorePool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
+  return onConnection(pool, deadline, async (client, statement) => {
     await statement(pool.begin, 'BEGIN');
     const result = await fn(client);
     await statement('COMMIT');
     return result;
-  } catch (err) {
-    // After a lost or silent connection a ROLLBACK would only wait out another timeout; dropping the connection rolls back too.
-    reusable = !isTransient(err) && (await statement('ROLLBACK').then(() => true, () => false));
-    throw err;
-  } finally {
-    client.off('error', ignore);
-    client.release(!reusable);
-  }
+  });
 }
 
 /**
@@ -175,7 +163,35 @@ export async function inTransaction<T>(pool: StorePool, fn: (client: PoolClient)
  * its answer may still be on the way.
  */
 export function queryOnPool<R extends QueryResultRow>(pool: StorePool, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
-  return inTransaction(pool, (client) => queryBy<R>(client, statement, deadline), deadline);
+  if (statement.values !== undefined && statement.values.length > 0) return inTransaction(pool, (client) => queryBy<R>(client, statement, deadline), deadline);
+  // Without values the driver uses the simple protocol, which carries several statements in one
+  // message: BEGIN with its settings, the statement and COMMIT then cost one round trip, not three.
+  // The server still runs them one by one (statement_timeout applies to each), a failure skipping the rest.
+  return onConnection(pool, deadline, async (_client, send) => {
+    const results = (await send(`${pool.begin};\n${statement.text};\nCOMMIT`, statement.name ?? statement.text)) as unknown as QueryResult<R>[];
+    return results.at(-2)!;
+  });
+}
+
+type Send = (text: string, name?: string) => Promise<QueryResult>;
+
+/** Runs fn on one pooled connection (by `deadline` when given), rolling back after a failure, or dropping a connection that cannot. */
+async function onConnection<T>(pool: StorePool, deadline: number | undefined, fn: (client: PoolClient, send: Send) => Promise<T>): Promise<T> {
+  const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
+  // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
+  client.on('error', ignore);
+  const send: Send = (text, name = text) => (deadline === undefined ? client.query(text) : queryBy(client, { name, text }, deadline));
+  let reusable = true;
+  try {
+    return await fn(client, send);
+  } catch (err) {
+    // After a lost or silent connection a ROLLBACK would only wait out another timeout; dropping the connection rolls back too.
+    reusable = !isTransient(err) && (await send('ROLLBACK').then(() => true, () => false));
+    throw err;
+  } finally {
+    client.off('error', ignore);
+    client.release(!reusable);
+  }
 }
 
 /** A statement and its name, which only labels it (in errors): nothing is prepared by name, as a pooler may hand each transaction another server connection. */
