@@ -2,6 +2,7 @@ import { Client, escapeIdentifier, Pool, types, type CustomTypesConfig, type Poo
 import { StoreUnavailableError } from '../../errors.js';
 import { postgresUrlProblem } from '../open.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
+import { statementResult, TransactionQuery } from './transaction-query.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
 export const POOL_MAX = 10;
@@ -56,6 +57,11 @@ export interface TransactionSettings {
  * the latter to whichever client gets that server connection next.
  */
 export function beginStatement(settings: TransactionSettings): string {
+  return beginStatements(settings).join('; ');
+}
+
+/** beginStatement's statements one by one, for the extended protocol (one statement per message; see TransactionQuery). */
+export function beginStatements(settings: TransactionSettings): string[] {
   const local = [
     `statement_timeout = ${milliseconds(settings.statementTimeoutMs)}`,
     `idle_in_transaction_session_timeout = ${milliseconds(settings.idleInTransactionTimeoutMs)}`,
@@ -63,17 +69,20 @@ export function beginStatement(settings: TransactionSettings): string {
     'synchronous_commit = on',
   ];
   if (settings.schema !== undefined) local.push(`search_path = ${escapeIdentifier(validSchema(settings.schema))}`);
-  return ['BEGIN', ...local.map((setting) => `SET LOCAL ${setting}`)].join('; ');
+  return ['BEGIN', ...local.map((setting) => `SET LOCAL ${setting}`)];
 }
 
 /** A pool whose transactions all begin with `begin` (see beginStatement). */
 export class StorePool extends Pool {
   readonly settings: TransactionSettings;
   readonly begin: string;
+  /** `begin` one statement each. */
+  readonly beginEach: readonly string[];
   constructor(config: PoolConfig, settings: TransactionSettings) {
     super(config);
     this.settings = settings;
-    this.begin = beginStatement(settings);
+    this.beginEach = beginStatements(settings);
+    this.begin = this.beginEach.join('; ');
   }
 }
 
@@ -163,7 +172,10 @@ export function inTransaction<T>(pool: StorePool, fn: (client: PoolClient) => Pr
  * its answer may still be on the way.
  */
 export function queryOnPool<R extends QueryResultRow>(pool: StorePool, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
-  if (statement.values !== undefined && statement.values.length > 0) return inTransaction(pool, (client) => queryBy<R>(client, statement, deadline), deadline);
+  if (statement.values !== undefined && statement.values.length > 0) {
+    // Bound values need the extended protocol: BEGIN, the statement and COMMIT still go in one round trip (TransactionQuery).
+    return onConnection(pool, deadline, (client) => queryInTransaction<R>(client, pool.beginEach, statement, deadline));
+  }
   // Without values the driver uses the simple protocol, which carries several statements in one
   // message: BEGIN with its settings, the statement and COMMIT then cost one round trip, not three.
   // The server still runs them one by one (statement_timeout applies to each), a failure skipping the rest.
@@ -248,6 +260,24 @@ export function queryBy<R extends QueryResultRow>(client: PoolClient, statement:
   // The request's time ran out between two statements of a transaction.
   if (waitMs <= 0) return Promise.reject(new StoreTimeoutError(`the PostgreSQL transaction (at ${statement.name ?? statement.text})`, 0));
   return client.query<R>({ text: statement.text, values: statement.values, query_timeout: waitMs } as QueryStatement);
+}
+
+/** queryBy in a transaction of its own, begun with `beginEach` and committed, in one round trip (TransactionQuery). */
+function queryInTransaction<R extends QueryResultRow>(
+  client: PoolClient,
+  beginEach: readonly string[],
+  statement: QueryStatement,
+  deadline: number,
+): Promise<QueryResult<R>> {
+  const waitMs = Math.ceil(deadline - clock());
+  if (waitMs <= 0) return Promise.reject(new StoreTimeoutError(`the PostgreSQL transaction (at ${statement.name ?? statement.text})`, 0));
+  return new Promise((resolve, reject) => {
+    const query = new TransactionQuery(beginEach, statement.text, statement.values ?? [], (err, results) =>
+      err ? reject(err) : resolve(statementResult<R>(results)),
+    );
+    // pg reads the driver's read timeout from the query it is handed, as from a config.
+    client.query(Object.assign(query, { query_timeout: waitMs }));
+  });
 }
 
 /**

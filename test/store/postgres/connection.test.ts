@@ -66,6 +66,27 @@ describe('PostgreSQL connection settings', () => {
     assert.deepEqual(rows, [{ one: 1 }]);
     assert.equal(pool.totalCount, 1);
   });
+
+  it('one statement with values is one message too, bound, under the settings, and a failure rolls back', { skip: postgresSkip }, async (t) => {
+    const pool = openPool(TEST_DATABASE_URL, { statementTimeoutMs: 200 });
+    t.after(() => pool.end());
+    const sent = countQueries(pool);
+    const { rows } = await queryOnPool<{ timeout: string; sync: string; echo: string[] }>(
+      pool,
+      { name: 'settings', text: "SELECT current_setting('statement_timeout') AS timeout, current_setting('synchronous_commit') AS sync, $1::text[] AS echo", values: [["it's", 'a "b"\\', '']] },
+      clock() + 10_000,
+    );
+    assert.deepEqual(rows, [{ timeout: '200ms', sync: 'on', echo: ["it's", 'a "b"\\', ''] }]);
+    assert.equal(sent(), 1);
+    await assert.rejects(queryOnPool(pool, { name: 'sleep', text: 'SELECT pg_sleep($1)', values: [5] }, clock() + 10_000), { code: '57014' });
+    await assert.rejects(queryOnPool(pool, { name: 'fails', text: 'SELECT 1 / $1', values: [0] }, clock() + 10_000), { code: '22012' });
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    // A value the driver cannot send fails before anything is written: the connection stays usable.
+    await assert.rejects(queryOnPool(pool, { name: 'unsendable', text: 'SELECT $1::json', values: [circular] }, clock() + 10_000), TypeError);
+    const after = await queryOnPool<{ n: number }>(pool, { name: 'after', text: 'SELECT $1::int + 1 AS n', values: [1] }, clock() + 10_000);
+    assert.deepEqual(after.rows, [{ n: 2 }]);
+  });
 });
 
 /** How many times the pool's connections were handed a query since this was called. */
