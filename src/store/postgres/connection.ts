@@ -2,6 +2,7 @@ import { Client, escapeIdentifier, Pool, types, type CustomTypesConfig, type Poo
 import { StoreUnavailableError } from '../../errors.js';
 import { postgresUrlProblem } from '../open.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
+import { statementResult, TransactionQuery } from './transaction-query.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
 export const POOL_MAX = 10;
@@ -56,6 +57,11 @@ export interface TransactionSettings {
  * the latter to whichever client gets that server connection next.
  */
 export function beginStatement(settings: TransactionSettings): string {
+  return beginStatements(settings).join('; ');
+}
+
+/** beginStatement's statements one by one, for the extended protocol (one statement per message; see TransactionQuery). */
+export function beginStatements(settings: TransactionSettings): string[] {
   const local = [
     `statement_timeout = ${milliseconds(settings.statementTimeoutMs)}`,
     `idle_in_transaction_session_timeout = ${milliseconds(settings.idleInTransactionTimeoutMs)}`,
@@ -63,17 +69,20 @@ export function beginStatement(settings: TransactionSettings): string {
     'synchronous_commit = on',
   ];
   if (settings.schema !== undefined) local.push(`search_path = ${escapeIdentifier(validSchema(settings.schema))}`);
-  return ['BEGIN', ...local.map((setting) => `SET LOCAL ${setting}`)].join('; ');
+  return ['BEGIN', ...local.map((setting) => `SET LOCAL ${setting}`)];
 }
 
 /** A pool whose transactions all begin with `begin` (see beginStatement). */
 export class StorePool extends Pool {
   readonly settings: TransactionSettings;
   readonly begin: string;
+  /** `begin` one statement each. */
+  readonly beginEach: readonly string[];
   constructor(config: PoolConfig, settings: TransactionSettings) {
     super(config);
     this.settings = settings;
-    this.begin = beginStatement(settings);
+    this.beginEach = beginStatements(settings);
+    this.begin = this.beginEach.join('; ');
   }
 }
 
@@ -147,25 +156,13 @@ export function poolConfig(url: string, options: PostgresStoreOptions): PoolConf
  * Runs fn between the pool's BEGIN (with its settings) and COMMIT on one pooled connection; on failure rolls back, or drops a connection that cannot.
  * With a deadline (a `clock()` time), waiting for the connection and every statement end by it.
  */
-export async function inTransaction<T>(pool: StorePool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
-  const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
-  // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
-  client.on('error', ignore);
-  const statement = (text: string, name = text) => (deadline === undefined ? client.query(text) : queryBy(client, { name, text }, deadline));
-  let reusable = true;
-  try {
+export function inTransaction<T>(pool: StorePool, fn: (client: PoolClient) => Promise<T>, deadline?: number): Promise<T> {
+  return onConnection(pool, deadline, async (client, statement) => {
     await statement(pool.begin, 'BEGIN');
     const result = await fn(client);
     await statement('COMMIT');
     return result;
-  } catch (err) {
-    // After a lost or silent connection a ROLLBACK would only wait out another timeout; dropping the connection rolls back too.
-    reusable = !isTransient(err) && (await statement('ROLLBACK').then(() => true, () => false));
-    throw err;
-  } finally {
-    client.off('error', ignore);
-    client.release(!reusable);
-  }
+  });
 }
 
 /**
@@ -175,7 +172,38 @@ export async function inTransaction<T>(pool: StorePool, fn: (client: PoolClient)
  * its answer may still be on the way.
  */
 export function queryOnPool<R extends QueryResultRow>(pool: StorePool, statement: QueryStatement, deadline: number): Promise<QueryResult<R>> {
-  return inTransaction(pool, (client) => queryBy<R>(client, statement, deadline), deadline);
+  if (statement.values !== undefined && statement.values.length > 0) {
+    // Bound values need the extended protocol: BEGIN, the statement and COMMIT still go in one round trip (TransactionQuery).
+    return onConnection(pool, deadline, (client) => queryInTransaction<R>(client, pool.beginEach, statement, deadline));
+  }
+  // Without values the driver uses the simple protocol, which carries several statements in one
+  // message: BEGIN with its settings, the statement and COMMIT then cost one round trip, not three.
+  // The server still runs them one by one (statement_timeout applies to each), a failure skipping the rest.
+  return onConnection(pool, deadline, async (_client, send) => {
+    const results = (await send(`${pool.begin};\n${statement.text};\nCOMMIT`, statement.name ?? statement.text)) as unknown as QueryResult<R>[];
+    return results.at(-2)!;
+  });
+}
+
+type Send = (text: string, name?: string) => Promise<QueryResult>;
+
+/** Runs fn on one pooled connection (by `deadline` when given), rolling back after a failure, or dropping a connection that cannot. */
+async function onConnection<T>(pool: StorePool, deadline: number | undefined, fn: (client: PoolClient, send: Send) => Promise<T>): Promise<T> {
+  const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
+  // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
+  client.on('error', ignore);
+  const send: Send = (text, name = text) => (deadline === undefined ? client.query(text) : queryBy(client, { name, text }, deadline));
+  let reusable = true;
+  try {
+    return await fn(client, send);
+  } catch (err) {
+    // After a lost or silent connection a ROLLBACK would only wait out another timeout; dropping the connection rolls back too.
+    reusable = !isTransient(err) && (await send('ROLLBACK').then(() => true, () => false));
+    throw err;
+  } finally {
+    client.off('error', ignore);
+    client.release(!reusable);
+  }
 }
 
 /** A statement and its name, which only labels it (in errors): nothing is prepared by name, as a pooler may hand each transaction another server connection. */
@@ -232,6 +260,24 @@ export function queryBy<R extends QueryResultRow>(client: PoolClient, statement:
   // The request's time ran out between two statements of a transaction.
   if (waitMs <= 0) return Promise.reject(new StoreTimeoutError(`the PostgreSQL transaction (at ${statement.name ?? statement.text})`, 0));
   return client.query<R>({ text: statement.text, values: statement.values, query_timeout: waitMs } as QueryStatement);
+}
+
+/** queryBy in a transaction of its own, begun with `beginEach` and committed, in one round trip (TransactionQuery). */
+function queryInTransaction<R extends QueryResultRow>(
+  client: PoolClient,
+  beginEach: readonly string[],
+  statement: QueryStatement,
+  deadline: number,
+): Promise<QueryResult<R>> {
+  const waitMs = Math.ceil(deadline - clock());
+  if (waitMs <= 0) return Promise.reject(new StoreTimeoutError(`the PostgreSQL transaction (at ${statement.name ?? statement.text})`, 0));
+  return new Promise((resolve, reject) => {
+    const query = new TransactionQuery(beginEach, statement.text, statement.values ?? [], (err, results) =>
+      err ? reject(err) : resolve(statementResult<R>(results)),
+    );
+    // pg reads the driver's read timeout from the query it is handed, as from a config.
+    client.query(Object.assign(query, { query_timeout: waitMs }));
+  });
 }
 
 /**

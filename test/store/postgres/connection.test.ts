@@ -47,4 +47,60 @@ describe('PostgreSQL connection settings', () => {
     );
     assert.deepEqual(rows, [{ timeout: '200ms', sync: 'on' }]);
   });
+
+  it('one statement without values is one message: the settings, the statement and COMMIT', { skip: postgresSkip }, async (t) => {
+    const pool = openPool(TEST_DATABASE_URL, { statementTimeoutMs: 200 });
+    t.after(() => pool.end());
+    const sent = countQueries(pool);
+    const { rows } = await queryOnPool<{ timeout: string }>(pool, { name: 'settings', text: "SELECT current_setting('statement_timeout') AS timeout" }, clock() + 10_000);
+    assert.deepEqual(rows, [{ timeout: '200ms' }]);
+    assert.equal(sent(), 1);
+  });
+
+  it('a statement that fails rolls its transaction back, and its connection serves the next one', { skip: postgresSkip }, async (t) => {
+    const pool = openPool(TEST_DATABASE_URL, {});
+    t.after(() => pool.end());
+    await assert.rejects(queryOnPool(pool, { name: 'fails', text: 'SELECT 1 / 0' }, clock() + 10_000), { code: '22012' });
+    // Left in its aborted transaction, the connection would refuse the next BEGIN's settings.
+    const { rows } = await queryOnPool<{ one: number }>(pool, { name: 'after', text: 'SELECT 1 AS one' }, clock() + 10_000);
+    assert.deepEqual(rows, [{ one: 1 }]);
+    assert.equal(pool.totalCount, 1);
+  });
+
+  it('one statement with values is one message too, bound, under the settings, and a failure rolls back', { skip: postgresSkip }, async (t) => {
+    const pool = openPool(TEST_DATABASE_URL, { statementTimeoutMs: 200 });
+    t.after(() => pool.end());
+    const sent = countQueries(pool);
+    const { rows } = await queryOnPool<{ timeout: string; sync: string; echo: string[] }>(
+      pool,
+      { name: 'settings', text: "SELECT current_setting('statement_timeout') AS timeout, current_setting('synchronous_commit') AS sync, $1::text[] AS echo", values: [["it's", 'a "b"\\', '']] },
+      clock() + 10_000,
+    );
+    assert.deepEqual(rows, [{ timeout: '200ms', sync: 'on', echo: ["it's", 'a "b"\\', ''] }]);
+    assert.equal(sent(), 1);
+    await assert.rejects(queryOnPool(pool, { name: 'sleep', text: 'SELECT pg_sleep($1)', values: [5] }, clock() + 10_000), { code: '57014' });
+    await assert.rejects(queryOnPool(pool, { name: 'fails', text: 'SELECT 1 / $1', values: [0] }, clock() + 10_000), { code: '22012' });
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    // A value the driver cannot send fails before anything is written: the connection stays usable.
+    await assert.rejects(queryOnPool(pool, { name: 'unsendable', text: 'SELECT $1::json', values: [circular] }, clock() + 10_000), TypeError);
+    const after = await queryOnPool<{ n: number }>(pool, { name: 'after', text: 'SELECT $1::int + 1 AS n', values: [1] }, clock() + 10_000);
+    assert.deepEqual(after.rows, [{ n: 2 }]);
+  });
 });
+
+/** How many times the pool's connections were handed a query since this was called. */
+function countQueries(pool: ReturnType<typeof openPool>): () => number {
+  let count = 0;
+  const counted = new WeakSet<object>();
+  pool.on('acquire', (client) => {
+    if (counted.has(client)) return;
+    counted.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+      count++;
+      return query(...args);
+    };
+  });
+  return () => count;
+}
