@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { openSqliteConnection, PAGE_SIZE } from '../../../src/store/sqlite/connection.js';
 import { tempDir } from '../../support/process.js';
 
 const CHURN = resolve(import.meta.dirname, '..', '..', 'fixtures', 'sqlite-churn.ts');
@@ -12,4 +14,22 @@ test('stores opened, used and closed while the collector runs often: the process
   assert.equal(run.signal, null, `killed by ${run.signal}: ${run.stderr}`);
   assert.equal(run.status, 0, run.stderr);
   assert.match(run.stdout, /^ok /);
+});
+
+test('a new database gets the store page size; one that exists keeps its own', (t) => {
+  const dir = tempDir(t);
+  const created = openSqliteConnection(join(dir, 'new.db'));
+  created.exec('CREATE TABLE t (x INTEGER)');
+  assert.equal(created.pragma('page_size', { simple: true }), PAGE_SIZE);
+  assert.equal(created.pragma('journal_mode', { simple: true }), 'wal');
+  created.close();
+
+  const older = new Database(join(dir, 'old.db'));
+  older.exec('PRAGMA page_size = 4096; CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)');
+  older.close();
+  const reopened = openSqliteConnection(join(dir, 'old.db'));
+  assert.equal(reopened.pragma('page_size', { simple: true }), 4096);
+  assert.equal(reopened.pragma('journal_mode', { simple: true }), 'wal');
+  assert.equal(reopened.prepare('SELECT x FROM t').pluck().get(), 1);
+  reopened.close();
 });
