@@ -66,3 +66,22 @@ export function locationOf(line: number | bigint, index: number | bigint | null 
 export function importChange(at: Date): ImportPlan['change'] {
   return { keyId: 'cli:import', keyName: 'import', requestId: `import-${randomUUID()}`, at };
 }
+
+/**
+ * An import that failed after some of its chunks were written (a store that writes in chunks,
+ * decisions 5.8): those stay written; running the same file again with --upsert writes the rest.
+ */
+export class ImportStoppedError extends Error {
+  constructor(
+    readonly written: { created: number; updated: number; unchanged: number },
+    cause: unknown,
+  ) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `the import stopped part way (${reason}): ${written.created} entries created and ${written.updated} updated before it stay written; ` +
+        'import the same file again with --upsert to write the rest',
+      { cause },
+    );
+    this.name = 'ImportStoppedError';
+  }
+}

@@ -38,7 +38,13 @@ const CONFLICT_COUNT = `SELECT count(*) AS n FROM import_rows s JOIN inventory i
 /** Locks the entries the import may write, in petId order as every write does, so it cannot deadlock with a batch of changes. */
 const LOCK_EXISTING = `SELECT count(*) AS n FROM (SELECT 1 FROM inventory i WHERE i.pet_id IN (SELECT pet_id FROM import_rows)
   ORDER BY i.pet_id FOR UPDATE) l`;
-/** What an upsert will do, once the entries are locked: it decides how the store version tells readers. */
+/**
+ * Once the new entries are created, only the rows of entries that were there are left to write:
+ * the rest leave the staging table (back at the savepoint if the import is refused), so that what
+ * runs under the locks reads only those.
+ */
+const DROP_CREATED = 'DELETE FROM import_rows s USING import_events e WHERE e.pet_id = s.pet_id';
+/** What an import will do (after its creations: what it does to the entries that were there); its total decides how the store version tells readers. */
 const WRITES = `SELECT count(*) FILTER (WHERE i.pet_id IS NULL OR i.retired_at IS NOT NULL) AS created,
     count(*) FILTER (WHERE i.retired_at IS NULL AND i.quantity <> s.quantity) AS updated
   FROM import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id`;
@@ -51,15 +57,24 @@ const UPDATE = `UPDATE inventory i SET quantity = s.quantity, version = i.versio
 const REVIVE = `UPDATE inventory i SET quantity = s.quantity, status = s.status, retired_at = NULL, version = i.version + 1,
     updated_at = $1, change_seq = $2
   FROM import_rows s WHERE i.pet_id = s.pet_id AND i.retired_at IS NOT NULL`;
-/** In file order: sorting a million rows costs more than the index gains from sorted keys (an export is sorted already). */
-const CREATE = `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
-  SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`;
 /**
- * The event of every entry the import will write (a revival is a creation), with the version the
- * write will give it: the same rules as the writes above ($1: upsert).
+ * The entries no petId of the store had, with their events staged first in petId order (a new entry's
+ * version is 1); how many. In file order: sorting a million rows costs more than the index gains
+ * from sorted keys (an export is sorted already).
+ */
+const CREATE = `WITH c AS (INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
+    SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)
+    RETURNING pet_id, quantity, status),
+  e AS (INSERT INTO import_events (ord, type, pet_id, status, previous_quantity, quantity, version, reason)
+    SELECT row_number() OVER (ORDER BY pet_id), 'inventory.created', pet_id, status, NULL, quantity, 1, NULL FROM c RETURNING 1)
+  SELECT count(*) AS n FROM e`;
+/**
+ * The event of every entry that was there and the import will write (a revival is a creation), with
+ * the version the write will give it, numbered after the creations' ($2): the same rules as the
+ * writes above ($1: upsert). An entry the import created has the file's quantity, so none is here.
  */
 const STAGE_EVENTS = `INSERT INTO import_events (ord, type, pet_id, status, previous_quantity, quantity, version, reason)
-  SELECT row_number() OVER (ORDER BY s.pet_id), CASE WHEN c.created THEN 'inventory.created' ELSE 'inventory.updated' END, s.pet_id, s.status,
+  SELECT $2::bigint + row_number() OVER (ORDER BY s.pet_id), CASE WHEN c.created THEN 'inventory.created' ELSE 'inventory.updated' END, s.pet_id, s.status,
     CASE WHEN c.created THEN NULL ELSE i.quantity END, s.quantity, coalesce(i.version + 1, 1), CASE WHEN c.created THEN NULL ELSE 'correction' END
   FROM import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id, LATERAL (SELECT i.pet_id IS NULL OR i.retired_at IS NOT NULL AS created) c
   WHERE c.created OR ($1 AND i.quantity <> s.quantity)`;
@@ -137,10 +152,8 @@ async function checkAndWrite(query: Query, source: ImportSource, plan: ImportPla
   if (plan.upsert && (await countRepeats(query)) > 0) return diagnose();
   try {
     return await underSavepoint(query, async () => {
-      const existing = Number((await query<{ n: bigint }>(LOCK_EXISTING))[0]!.n);
-      // A conflict, or a repeat a revival would hide (it takes one of the rows of its petId, and the insert refuses no other).
+      // Checked before anything is written, then again once the entries in the way are locked.
       if ((await findConflicts(query, plan)).count > 0) throw new Refused();
-      if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
       plan.onPhase?.('applying');
       return write(query, plan, staged, channel);
     });
@@ -216,28 +229,42 @@ async function findConflicts(query: Query, plan: ImportPlan): Promise<{ kept: Im
 }
 
 /**
- * The write itself, the entries locked and checked: the events staged, history and changes of
- * quantity, revivals, creations, then the store version and the events. Without upsert every staged row is a creation (or a revival).
+ * The write itself. First the creations, which lock nothing a request waits for (a PATCH of a pet
+ * without an entry is 404 and locks nothing); then, as late as the transaction allows, the entries
+ * that were there are locked (a PATCH of one waits from here to the commit), checked again, and
+ * their changes of quantity and revivals written, their events staged after the creations'; then
+ * the store version and the events, last as in every write. Refused (thrown) when the checks under
+ * the locks find a conflict an operator's command made meanwhile.
  */
 async function write(query: Query, plan: ImportPlan, staged: number, channel: string): Promise<ImportOutcome> {
-  const counts = plan.upsert ? (await query<{ created: bigint; updated: bigint }>(WRITES))[0]! : { created: staged, updated: 0 };
-  const created = Number(counts.created);
-  const updated = Number(counts.updated);
-  const written = created + updated;
-  const bulk = written > BULK_WRITE;
+  // Read before any lock: the total only chooses how readers are told, and either way tells them right.
+  const planned = plan.upsert ? (await query<{ created: bigint; updated: bigint }>(WRITES))[0]! : { created: staged, updated: 0 };
+  const bulk = Number(planned.created) + Number(planned.updated) > BULK_WRITE;
   // Many: the rows' change_seq is never read (readers reload), so it costs no second pass over them.
   const seq = bulk ? 0 : WRITING;
   const at = plan.change.at.toISOString();
-  if (written > 0) await query(STAGE_EVENTS, [plan.upsert]);
+  const fresh = Number((await query<{ n: bigint }>(CREATE, [at, seq]))[0]!.n);
+  if (fresh > 0) {
+    await query(DROP_CREATED);
+    // The planner would read the whole inventory for the staging table's old size.
+    await query('ANALYZE import_rows');
+  }
+  const existing = Number((await query<{ n: bigint }>(LOCK_EXISTING))[0]!.n);
+  // A conflict, or a repeat a revival would hide (it takes one of the rows of its petId, and the insert refuses no other).
+  if (existing > 0 && (await findConflicts(query, plan)).count > 0) throw new Refused();
+  if (!plan.upsert && existing > 0 && (await countRepeats(query)) > 0) throw new Refused();
+  const counts = existing === 0 ? { created: 0n, updated: 0n } : (await query<{ created: bigint; updated: bigint }>(WRITES))[0]!;
+  const revived = Number(counts.created);
+  const updated = Number(counts.updated);
+  if (revived + updated > 0) await query(STAGE_EVENTS, [plan.upsert, fresh]);
   if (updated > 0) {
     const { keyId, keyName, requestId } = plan.change;
     await query(HISTORY, [at, keyId, keyName, requestId]);
     await query(UPDATE, [at, seq]);
   }
-  if (created > 0) {
-    await query(REVIVE, [at, seq]);
-    await query(CREATE, [at, seq]);
-  }
+  if (revived > 0) await query(REVIVE, [at, seq]);
+  const created = fresh + revived;
+  const written = created + updated;
   if (written > 0) await query(bulk ? BUMP_FOR_RELOAD : STAMP_WRITTEN, [written, at, channel]);
   return { applied: true, created, updated, unchanged: staged - written };
 }

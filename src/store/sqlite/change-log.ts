@@ -52,12 +52,14 @@ function eventAppender(db: Database.Database): (seq: number, event: NewEvent) =>
 
 /**
  * The pets written after store version `after`, as rows of `columns` of inventory ordered by
- * petId; undefined when the log cannot tell (a bulk creation since, or rows already pruned), and
- * the whole list must be read. Call inside a read transaction, with the version read there.
+ * petId; undefined when the log cannot tell (a bulk creation since, or rows already pruned) or
+ * names more than BULK_WRITE pets since, and the whole list must be read. Call inside a read transaction, with the version read there.
  */
 export function changeLogReader(db: Database.Database, columns: string): (after: number) => unknown[] | undefined {
   const oldest = db.prepare('SELECT min(seq) FROM inventory_changes').pluck();
   const bulkSince = db.prepare("SELECT 1 FROM inventory_changes WHERE seq > ? AND pet_ids = '*' LIMIT 1").pluck();
+  // Past BULK_WRITE pets named since, one full read costs less than the lookups: an import writes in chunks of fewer each.
+  const namedSince = db.prepare("SELECT coalesce(sum(json_array_length(pet_ids)), 0) FROM inventory_changes WHERE seq > ? AND pet_ids <> '*'").pluck();
   // Row lookups by petId, no scan.
   const changedSince = db
     .prepare(
@@ -69,7 +71,7 @@ export function changeLogReader(db: Database.Database, columns: string): (after:
     .safeIntegers(true);
   return (after) => {
     const first = oldest.get() as number | null;
-    if (first === null || after < first - 1 || bulkSince.get(after) !== undefined) return undefined;
+    if (first === null || after < first - 1 || bulkSince.get(after) !== undefined || (namedSince.get(after) as number) > BULK_WRITE) return undefined;
     return changedSince.all(after);
   };
 }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
-import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
+import { firstConflicts, ImportStoppedError, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
+import { INT64_MAX, INT64_MIN } from '../../domain/pet-id.js';
 import { BULK_WRITE } from '../store.js';
 import { changeLogWriter } from './change-log.js';
 
@@ -9,8 +10,11 @@ type ConflictRow = [line: bigint, index: bigint | null, petId: bigint, stored: s
 /**
  * The SQLite store's import: batches staged in a temporary table on this connection (keyed by
  * petId, so a petId twice is caught as it is staged, and the table is read in petId order), each
- * batch one transaction of its own; then the checks and the whole write in one IMMEDIATE
- * transaction (one writer at a time: what the checks see is what is written). The staging table
+ * batch one transaction of its own; then the checks of every row in one read transaction, and the
+ * write in chunks of IMPORT_CHUNK staged rows in petId order, each an IMMEDIATE transaction of
+ * its own that checks its rows again under the write lock (decisions 5.8). SQLite has one write
+ * lock for the whole file: a single transaction for a million rows would hold it for seconds, and
+ * the server's writes, which wait BUSY_TIMEOUT_MS for it, would fail meanwhile. The staging table
  * lives in SQLite's temporary database, which spills to a file, not in memory.
  */
 export function importItems(db: Database.Database, source: ImportSource, plan: ImportPlan): Promise<ImportOutcome> {
@@ -18,6 +22,22 @@ export function importItems(db: Database.Database, source: ImportSource, plan: I
   if (!importer) importers.set(db, (importer = importerOn(db)));
   return importer(source, plan);
 }
+
+/**
+ * Staged rows written per transaction: a fraction of a second under the write lock, and no more
+ * than BULK_WRITE, so the change log names the pets each chunk wrote and a server's list follows
+ * them without reading the whole list again.
+ */
+export const IMPORT_CHUNK = BULK_WRITE;
+
+/** The petIds from and up to which one chunk writes (both included). */
+interface Chunk {
+  from: bigint;
+  upto: bigint;
+}
+
+/** Every staged row at once: for the checks before the first chunk. */
+const EVERY_ROW: Chunk = { from: INT64_MIN, upto: INT64_MAX };
 
 type Importer = (source: ImportSource, plan: ImportPlan) => Promise<ImportOutcome>;
 
@@ -34,16 +54,24 @@ function importerOn(db: Database.Database): Importer {
     clear: db.prepare('DELETE FROM temp.import_rows'),
     stage: db.prepare('INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
     stagedAt: safe('SELECT line, item FROM temp.import_rows WHERE pet_id = ?'),
-    staged: db.prepare('SELECT count(*) FROM temp.import_rows').pluck(),
+    staged: db.prepare('SELECT count(*) FROM temp.import_rows WHERE pet_id BETWEEN :from AND :upto').pluck(),
+    // The first and last petId of each chunk, in petId order (a JS number is bound as a REAL: cast, or the division is not whole).
+    chunks: db
+      .prepare(
+        `SELECT min(pet_id), max(pet_id) FROM (SELECT pet_id, (row_number() OVER (ORDER BY pet_id) - 1) / CAST(:size AS INTEGER) AS chunk FROM temp.import_rows)
+         GROUP BY chunk ORDER BY chunk`,
+      )
+      .raw(true)
+      .safeIntegers(true),
     // Rows whose entry exists; with upsert only those whose status differs. The first ones in file order, and how many.
     conflicts: safe(
       `SELECT s.line, s.item, s.pet_id, i.status, s.status FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
-       WHERE i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status) ORDER BY s.line, s.item LIMIT :limit`,
+       WHERE s.pet_id BETWEEN :from AND :upto AND i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status) ORDER BY s.line, s.item LIMIT :limit`,
     ),
     conflictCount: db
       .prepare(
         `SELECT count(*) FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
-         WHERE i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status)`,
+         WHERE s.pet_id BETWEEN :from AND :upto AND i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status)`,
       )
       .pluck(),
     lastHistoryId: db.prepare('SELECT coalesce(max(id), 0) FROM inventory_history').pluck().safeIntegers(true),
@@ -52,7 +80,7 @@ function importerOn(db: Database.Database): Importer {
       `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
        SELECT i.pet_id, i.quantity, s.quantity, :at, :keyId, :keyName, :requestId, 'correction', i.last_history_id
        FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
-       WHERE i.retired_at IS NULL AND i.quantity <> s.quantity ORDER BY s.pet_id`,
+       WHERE s.pet_id BETWEEN :from AND :upto AND i.retired_at IS NULL AND i.quantity <> s.quantity ORDER BY s.pet_id`,
     ),
     // The rows history just wrote (ids past `after`) carry the new quantities and link the entries to them.
     update: db.prepare(
@@ -68,19 +96,23 @@ function importerOn(db: Database.Database): Importer {
               CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN NULL ELSE i.quantity END, s.quantity, coalesce(i.version + 1, 1),
               CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN NULL ELSE 'correction' END, 'cli', NULL, NULL
        FROM temp.import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id
-       WHERE i.pet_id IS NULL OR i.retired_at IS NOT NULL OR (:upsert = 1 AND i.quantity <> s.quantity)
+       WHERE s.pet_id BETWEEN :from AND :upto AND (i.pet_id IS NULL OR i.retired_at IS NOT NULL OR (:upsert = 1 AND i.quantity <> s.quantity))
        ORDER BY s.pet_id`,
     ),
     revive: db.prepare(
       `UPDATE inventory SET quantity = s.quantity, status = s.status, retired_at = NULL, version = version + 1, updated_at = :at
-       FROM temp.import_rows s WHERE inventory.pet_id = s.pet_id AND inventory.retired_at IS NOT NULL`,
+       FROM temp.import_rows s WHERE s.pet_id BETWEEN :from AND :upto AND inventory.pet_id = s.pet_id AND inventory.retired_at IS NOT NULL`,
     ),
     create: db.prepare(
       `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at)
-       SELECT pet_id, quantity, status, :at, :at FROM temp.import_rows s WHERE NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`,
+       SELECT pet_id, quantity, status, :at, :at FROM temp.import_rows s
+       WHERE s.pet_id BETWEEN :from AND :upto AND NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`,
     ),
     // What this import wrote carries its time (another write at the same millisecond only makes readers look once more).
-    written: db.prepare('SELECT s.pet_id FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id WHERE i.updated_at = ?').pluck().safeIntegers(true),
+    written: db
+      .prepare('SELECT s.pet_id FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id WHERE s.pet_id BETWEEN :from AND :upto AND i.updated_at = :at')
+      .pluck()
+      .safeIntegers(true),
   };
 
   const stageBatch = db.transaction((rows: readonly ImportRow[], duplicates: Duplicates) => {
@@ -95,37 +127,68 @@ function importerOn(db: Database.Database): Importer {
     }
   });
 
-  /** The entries that stand in the way, under the write lock when the import is to be applied. */
-  const conflicts = (plan: ImportPlan): { kept: ImportConflict[]; count: number } => {
-    const params = { upsert: plan.upsert ? 1 : 0, limit: plan.conflictsMax };
+  /** The entries of `chunk` that stand in the way. */
+  const conflicts = (plan: ImportPlan, chunk: Chunk = EVERY_ROW): { kept: ImportConflict[]; count: number } => {
+    const params = { upsert: plan.upsert ? 1 : 0, limit: plan.conflictsMax, ...chunk };
     const rows = stmt.conflicts.all(params) as ConflictRow[];
     const kept = rows.map(([line, index, petId, stored, given]): ImportConflict => {
       const at = locationOf(line, index);
       return plan.upsert ? { kind: 'status_differs', at, petId, stored: stored as PetStatus, given: given as PetStatus } : { kind: 'exists', at, petId };
     });
-    return { kept, count: rows.length < plan.conflictsMax ? rows.length : Number(stmt.conflictCount.get({ upsert: params.upsert })) };
+    return { kept, count: rows.length < plan.conflictsMax ? rows.length : Number(stmt.conflictCount.get({ upsert: params.upsert, ...chunk })) };
   };
 
-  const apply = db.transaction((plan: ImportPlan, duplicates: Duplicates): ImportOutcome => {
-    const found = conflicts(plan);
-    if (found.count > 0) return refusal(duplicates, found, plan.conflictsMax);
-    plan.onPhase?.('applying');
+  /**
+   * One chunk, under the write lock: its rows checked again (an operator's command may have created,
+   * retired or revived one of its entries since the checks), then written. What it wrote, or the
+   * conflicts that stopped it, nothing of it written.
+   */
+  const applyChunk = db.transaction((plan: ImportPlan, chunk: Chunk): Written | { kept: ImportConflict[]; count: number } => {
+    const found = conflicts(plan, chunk);
+    if (found.count > 0) return found;
     const { at: when, ...who } = plan.change;
     const at = when.toISOString();
-    const staged = Number(stmt.staged.get());
-    const events = stmt.events.run({ at, upsert: plan.upsert ? 1 : 0 }).changes;
+    const staged = Number(stmt.staged.get(chunk));
+    const events = stmt.events.run({ at, upsert: plan.upsert ? 1 : 0, ...chunk }).changes;
     let updated = 0;
     if (plan.upsert) {
       const after = stmt.lastHistoryId.get() as bigint;
-      updated = stmt.history.run({ at, ...who }).changes;
+      updated = stmt.history.run({ at, ...who, ...chunk }).changes;
       if (updated > 0) stmt.update.run({ at, after });
     }
-    const created = stmt.revive.run({ at }).changes + stmt.create.run({ at }).changes;
+    const created = stmt.revive.run({ at, ...chunk }).changes + stmt.create.run({ at, ...chunk }).changes;
     const written = created + updated;
     if (written > BULK_WRITE) logWrite('bulk', events);
-    else if (written > 0) logWrite(stmt.written.all(at) as bigint[], events);
-    return { applied: true, created, updated, unchanged: staged - written };
+    else if (written > 0) logWrite(stmt.written.all({ at, ...chunk }) as bigint[], events);
+    return { created, updated, unchanged: staged - written };
   });
+
+  /** Every chunk in petId order; refused, with nothing written, if the checks or the first chunk find conflicts. */
+  const apply = (plan: ImportPlan, duplicates: Duplicates): ImportOutcome => {
+    // A read transaction: every row checked against one snapshot, without the write lock.
+    const found = db.transaction(() => conflicts(plan))();
+    if (found.count > 0) return refusal(duplicates, found, plan.conflictsMax);
+    plan.onPhase?.('applying');
+    const chunks = (stmt.chunks.all({ size: IMPORT_CHUNK }) as [bigint, bigint][]).map(([from, upto]) => ({ from, upto }));
+    const done: Written = { created: 0, updated: 0, unchanged: 0 };
+    for (const [n, chunk] of chunks.entries()) {
+      let result: ReturnType<typeof applyChunk>;
+      try {
+        result = applyChunk.immediate(plan, chunk);
+      } catch (err) {
+        if (n === 0) throw err;
+        throw new ImportStoppedError(done, err);
+      }
+      if ('count' in result) {
+        if (n === 0) return refusal(duplicates, result, plan.conflictsMax);
+        throw new ImportStoppedError(done, new Error(`${result.count} of its entries changed meanwhile (created, retired or revived by another command)`));
+      }
+      done.created += result.created;
+      done.updated += result.updated;
+      done.unchanged += result.unchanged;
+    }
+    return { applied: true, ...done };
+  };
 
   return async (source, plan) => {
     stmt.clear.run();
@@ -136,11 +199,17 @@ function importerOn(db: Database.Database): Importer {
       const refused = source.refused();
       // Refused already: the checks only add to the list, so they need no lock.
       if (refused > 0 || duplicates.count > 0) return db.transaction(() => refusal(duplicates, conflicts(plan), plan.conflictsMax))();
-      return apply.immediate(plan, duplicates);
+      return apply(plan, duplicates);
     } finally {
       stmt.clear.run();
     }
   };
+}
+
+interface Written {
+  created: number;
+  updated: number;
+  unchanged: number;
 }
 
 interface Duplicates {
