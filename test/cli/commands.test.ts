@@ -426,7 +426,7 @@ for (const backend of BACKENDS) {
         [['pets', '-h'], /^Usage: petstore-inventory pets <command>[\s\S]*add[\s\S]*list[\s\S]*import/],
         [['pets', 'add', '--help'], /^Usage: petstore-inventory pets add --pet-id ID --status STATUS/],
         [['pets', 'list', '--help'], /^Usage: petstore-inventory pets list/],
-        [['pets', 'import', '--help'], /^Usage: petstore-inventory pets import FILE[\s\S]*all or nothing/],
+        [['pets', 'import', '--help'], /^Usage: petstore-inventory pets import FILE[\s\S]*checked whole before anything is written/],
       ];
       for (const [argv, usage] of cases) {
         const r = await s.run(...argv);

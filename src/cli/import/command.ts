@@ -13,11 +13,14 @@ import { importProgress } from './progress.js';
 
 const IMPORT_HELP = `Usage: petstore-inventory pets import FILE [--format csv|json] [--upsert]
 
-Creates inventory entries from a file, all or nothing: the file is read in batches of
-${IMPORT_BATCH.toLocaleString('en-US')} entries, each staged in the store as it comes (so the size of the file does not
-matter), and only once all of it is checked is it applied, in one transaction. Any problem in
-the file (the first ${MAX_IMPORT_ERRORS} are listed, each with its line), a petId twice in the file, or a petId
-that already has an entry imports nothing. A retired petId ("pets remove") is created again.
+Creates inventory entries from a file, checked whole before anything is written: the file is
+read in batches of ${IMPORT_BATCH.toLocaleString('en-US')} entries, each staged in the store as it comes (so the size of the
+file does not matter), and only once all of it is checked is it applied. Any problem in the file
+(the first ${MAX_IMPORT_ERRORS} are listed, each with its line), a petId twice in the file, or a petId that
+already has an entry imports nothing. A retired petId ("pets remove") is created again.
+On SQLite the write goes in chunks, each a short transaction of its own, so a running server's
+PATCHes go on meanwhile; an import stopped part way keeps the chunks it wrote, and the same file
+again with --upsert writes the rest. On PostgreSQL it is one transaction.
 
   CSV   the header ${CSV_HEADER}, then one entry per line:
           ${CSV_HEADER}
@@ -46,7 +49,7 @@ Progress goes to stderr (a bar on a terminal, a line every few seconds elsewhere
 `;
 
 export const importCommand: Command = {
-  summary: 'create entries from a CSV or JSON file, all or nothing; --upsert for a stocktake',
+  summary: 'create entries from a CSV or JSON file, checked whole first; --upsert for a stocktake',
   async run(args, io) {
     const { values, positionals } = parseCommandArgs({
       args,
