@@ -79,6 +79,12 @@ const STAGE_EVENTS = `INSERT INTO import_events (ord, type, pet_id, status, prev
   FROM import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id, LATERAL (SELECT i.pet_id IS NULL OR i.retired_at IS NOT NULL AS created) c
   WHERE c.created OR ($1 AND i.quantity <> s.quantity)`;
 /**
+ * The creations' events and the others' were staged apart, creations first: one numbering in
+ * petId order, as every import's events are in the log, whatever mix of writes it made.
+ */
+const ORDER_EVENTS = `UPDATE import_events e SET ord = r.n
+  FROM (SELECT pet_id, row_number() OVER (ORDER BY pet_id) AS n FROM import_events) r WHERE e.pet_id = r.pet_id`;
+/**
  * With the bump of store_state, last as in every write: the staged events take the seqs after the
  * head, in the same update (see CHANGE_BATCH), and the NOTIFY ($3) goes with it. $1: how many, $2: when.
  */
@@ -257,6 +263,7 @@ async function write(query: Query, plan: ImportPlan, staged: number, channel: st
   const revived = Number(counts.created);
   const updated = Number(counts.updated);
   if (revived + updated > 0) await query(STAGE_EVENTS, [plan.upsert, fresh]);
+  if (fresh > 0 && revived + updated > 0) await query(ORDER_EVENTS);
   if (updated > 0) {
     const { keyId, keyName, requestId } = plan.change;
     await query(HISTORY, [at, keyId, keyName, requestId]);
