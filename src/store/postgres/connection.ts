@@ -179,10 +179,9 @@ export function queryOnPool<R extends QueryResultRow>(pool: StorePool, statement
   // Without values the driver uses the simple protocol, which carries several statements in one
   // message: BEGIN with its settings, the statement and COMMIT then cost one round trip, not three.
   // The server still runs them one by one (statement_timeout applies to each), a failure skipping the rest.
-  return onConnection(pool, deadline, async (_client, send) => {
-    const results = (await send(`${pool.begin};\n${statement.text};\nCOMMIT`, statement.name ?? statement.text)) as unknown as QueryResult<R>[];
-    return results.at(-2)!;
-  });
+  return onConnection(pool, deadline, async (_client, send) =>
+    statementResult<R>(await send(`${pool.begin};\n${statement.text};\nCOMMIT`, statement.name ?? statement.text)),
+  );
 }
 
 type Send = (text: string, name?: string) => Promise<QueryResult>;

@@ -54,7 +54,7 @@ function unnamed(connection: Connection, text: string): void {
   connection.execute({}, true);
 }
 
-/** The statement's result among the transaction's: the one before COMMIT's. */
+/** The statement's result among the transaction's (either protocol: BEGIN and its settings, the statement, COMMIT): the one before COMMIT's. */
 export function statementResult<R extends QueryResultRow>(results: unknown): QueryResult<R> {
   return (results as QueryResult<R>[]).at(-2)!;
 }
