@@ -9,7 +9,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { alternateRounds, bestRun, eachRun, ROUNDS, type Side } from './side-by-side.js';
+import { alternateRounds, bestRun, eachRun, roundsOf, type Side } from './side-by-side.js';
 import { startServer } from './servers.js';
 import { StreamReader, type Arrival } from './stream-reader.js';
 
@@ -47,7 +47,7 @@ export async function eventsSection(backend: Backend, title: string, options: Be
  */
 async function throughputRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
   const size = options.sizes[1];
-  const rounds = ROUNDS;
+  const rounds = roundsOf(options);
   const scenario = `PATCH random pet, ${size.toLocaleString('en-US')} entries`;
   const sides: Side[] = [];
   try {

@@ -27,8 +27,9 @@ against the textbook Express peer; prints the table and, in a full run, writes b
 
   --quick       1 s per measurement and smaller sizes (100, 1,000, 10,000; a catalogue of
                 20,000 instead of 1,000,000), fewer dashboard runs, 200 PATCHes for the event
-                lag and 2,000 idle streams instead of 500 and 10,000, for CI; targets are shown
-                for orientation only, and bench/results.md is not written
+                lag and 2,000 idle streams instead of 500 and 10,000, one counted round per
+                side-by-side comparison instead of 3 and 3 start-up runs instead of 11, for CI;
+                targets are shown for orientation only, and bench/results.md is not written
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
@@ -85,7 +86,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     sizes: quick ? [100, 1_000, 10_000] : [100, 10_000, 100_000],
     backends,
     load,
-    startupRounds: quick ? 5 : 11,
+    startupRounds: quick ? 3 : 11,
     catalogueSize: quick ? 20_000 : 1_000_000,
     only,
   };

@@ -7,7 +7,12 @@ import { PATCH_CONNECTIONS } from './scenarios.js';
 import type { RunningServer } from './servers.js';
 
 /** Counted rounds per server in a side-by-side comparison (after one uncounted warm-up round). */
-export const ROUNDS = 3;
+const ROUNDS = 3;
+
+/** The counted rounds of this run: one in a quick run, whose figures are for orientation only (CI runs it to keep the harness working). */
+export function roundsOf(options: Pick<BenchOptions, 'quick'>): number {
+  return options.quick ? 1 : ROUNDS;
+}
 
 /** One server of a side-by-side comparison, and what it has measured. */
 export interface Side {
@@ -33,7 +38,7 @@ export interface RoundShape {
 /**
  * Loads alternated between servers that are up at once (the order swapped each round, so none
  * always runs first): round 0 warms them up (the JIT, the database's caches) and is not counted,
- * then ROUNDS rounds, each recorded in its side's `runs`; a round with failures is noted.
+ * then roundsOf(options) rounds, each recorded in its side's `runs`; a round with failures is noted.
  */
 export async function alternateRounds(
   sides: Side[],
@@ -44,7 +49,7 @@ export async function alternateRounds(
   notes: string[],
   shape: RoundShape = { method: 'PATCH', petCount: options.sizes[1], connections: PATCH_CONNECTIONS },
 ): Promise<void> {
-  for (let round = 0; round <= ROUNDS; round++) {
+  for (let round = 0, rounds = roundsOf(options); round <= rounds; round++) {
     for (const side of roundOrder(sides, round)) {
       await shape.settle?.();
       let before: number | undefined;

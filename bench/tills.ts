@@ -6,7 +6,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { seedDatabase, seedDatabaseWith } from './seed.js';
 import { startServer, type RunningServer } from './servers.js';
-import { ROUNDS, roundOrder } from './side-by-side.js';
+import { roundsOf, roundOrder } from './side-by-side.js';
 import type { ChangesJob, ChangesResult, SaleMethod, SalesJob, SalesResult, TillsJob, TillsResult } from './tills-jobs.js';
 
 /** Tills selling at once (the issue: 50), and the pets they sell from (100). */
@@ -59,7 +59,7 @@ export async function tillsSection(backend: Backend, title: string, options: Ben
 
 async function salesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Required<Section>): Promise<void> {
   const scenario = `tills: ${TILLS} clients selling from ${TILL_PETS} pets`;
-  const rounds = options.quick ? 1 : ROUNDS;
+  const rounds = roundsOf(options);
   const tills: Till[] = [];
   const stocked: InventoryItem[] = Array.from({ length: TILL_PETS }, (_, i) => ({ petId: BigInt(i + 1), quantity: STOCK, status: 'available' }));
   try {
