@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
 import { linkedEntryReader } from './entries.js';
+import { isoTime } from './iso-time.js';
 
 /** What a change applies: the entry it found, and the count judgeChange set. */
 type Applicable = Extract<ReturnType<typeof judgeChange>, { kind: 'apply' }>;
@@ -70,7 +71,7 @@ function prepareStatements(db: Database.Database): ChangeStatements {
       return found.entry;
     },
     apply(change, { current, quantity }) {
-      const at = change.at.toISOString();
+      const at = isoTime(change.at);
       const prevId = links.get(current);
       if (prevId === undefined) throw new Error('a change applies only to an entry its statements read');
       stmt.insertHistory.run(change.petId, current.item.quantity, quantity, at, change.keyId, change.keyName, change.requestId, change.reason, prevId);
