@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency } from '../../domain/idempotency.js';
 import { updatedEvent, type NewEvent } from '../../domain/event.js';
-import { judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
+import { judgeChange, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { appendsEvent } from '../appended.js';
 import { changeLogWriter } from './change-log.js';
 import { changeStatements } from './change-statements.js';
@@ -59,15 +59,16 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     }
     // A delta moves the count read here, under the write lock: no other change can come between.
     const verdict = judgeChange(write.entry(change.petId), change);
-    let outcome: ChangeOutcome;
+    let result: ChangeResult;
     if (verdict.kind === 'apply') {
-      outcome = { kind: 'updated', entry: write.apply(change, verdict) };
+      // Built whole, not spread from the outcome: this runs for every PATCH.
+      result = { kind: 'updated', entry: write.apply(change, verdict), replayed: false };
       previous.set(change, verdict.current.item.quantity);
     } else {
-      outcome = verdict;
+      result = { ...verdict, replayed: false };
     }
-    if (idem) write.saveRecord(change.keyId, keyHash!, idem, encodeOutcome(outcome), change.at);
-    return { ...outcome, replayed: false };
+    if (idem) write.saveRecord(change.keyId, keyHash!, idem, encodeOutcome(result), change.at);
+    return result;
   };
 
   /** Applies each change, then, if any changed an entry, its events, the store version and the change log: last, as in every write. */

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { NewEvent } from '../../domain/event.js';
 import { BULK_WRITE } from '../store.js';
+import { isoTime } from './iso-time.js';
 
 /**
  * The SQLite store's change log (table inventory_changes): one row per committed write of entries,
@@ -47,7 +48,7 @@ function eventAppender(db: Database.Database): (seq: number, event: NewEvent) =>
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   return (seq, e) =>
-    void insert.run(seq, e.type, e.occurredAt.toISOString(), e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId);
+    void insert.run(seq, e.type, isoTime(e.occurredAt), e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId);
 }
 
 /**

@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
-import { entryReader } from './entries.js';
+import { linkedEntryReader } from './entries.js';
+import { isoTime } from './iso-time.js';
 
 /** What a change applies: the entry it found, and the count judgeChange set. */
 type Applicable = Extract<ReturnType<typeof judgeChange>, { kind: 'apply' }>;
@@ -40,10 +41,10 @@ export function changeStatements(db: Database.Database): ChangeStatements {
 
 function prepareStatements(db: Database.Database): ChangeStatements {
   const stmt = {
-    // Reads the previous quantity and the pet's newest history row itself.
+    // The previous quantity and the link to the pet's newest history row come from the entry read (under the write lock, so current).
     insertHistory: db.prepare(
       `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
-       SELECT pet_id, quantity, ?, ?, ?, ?, ?, ?, last_history_id FROM inventory WHERE pet_id = ?`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
     findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at <= ? AS expired FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
@@ -59,11 +60,21 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     ),
     oldestLive: db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck(),
   };
+  const read = linkedEntryReader(db);
+  // Each entry read here, to the newest history row it had: apply links the next row to it.
+  const links = new WeakMap<InventoryEntry, bigint | null>();
   return {
-    entry: entryReader(db),
+    entry(petId) {
+      const found = read(petId);
+      if (!found) return undefined;
+      links.set(found.entry, found.lastHistoryId);
+      return found.entry;
+    },
     apply(change, { current, quantity }) {
-      const at = change.at.toISOString();
-      stmt.insertHistory.run(quantity, at, change.keyId, change.keyName, change.requestId, change.reason, change.petId);
+      const at = isoTime(change.at);
+      const prevId = links.get(current);
+      if (prevId === undefined) throw new Error('a change applies only to an entry its statements read');
+      stmt.insertHistory.run(change.petId, current.item.quantity, quantity, at, change.keyId, change.keyName, change.requestId, change.reason, prevId);
       stmt.update.run(quantity, at, change.petId);
       // No RETURNING: the new version is the one read + 1, under the write lock.
       return { item: { ...current.item, quantity }, version: current.version + 1 };

@@ -8,7 +8,7 @@ import type { Run } from './connection.js';
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
 /** A row the change log names: retired is 1 for an entry retired since. */
 type ChangedRow = [...ItemRow, retired: number];
-type EntryRow = [...ItemRow, version: bigint];
+type EntryRow = [...ItemRow, version: bigint, lastHistoryId: bigint | null];
 
 /** The SQLite store's reads of entries, on the event loop's connection (WAL: they never wait for the writer). */
 export function entries(db: Database.Database, run: Run): Entries {
@@ -54,13 +54,28 @@ export function entries(db: Database.Database, run: Run): Entries {
   };
 }
 
-/** One entry with its version, by petId (none when retired): the read of the ports and of the batch applier alike. */
+/** One entry with its version, by petId (none when retired): the read of the ports. */
 export function entryReader(db: Database.Database): (petId: bigint) => InventoryEntry | undefined {
+  const read = linkedEntryReader(db);
+  return (petId) => read(petId)?.entry;
+}
+
+/** An entry and the id of its newest history row (null before its first change): what its next history row links to. */
+export interface LinkedEntry {
+  entry: InventoryEntry;
+  lastHistoryId: bigint | null;
+}
+
+/** entryReader with the entry's newest history row: the batch applier's read, so the history row it writes needs no second read of the entry. */
+export function linkedEntryReader(db: Database.Database): (petId: bigint) => LinkedEntry | undefined {
   // A retired entry is no entry: reads and changes of quantity pass it by.
-  const get = db.prepare('SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ? AND retired_at IS NULL').raw(true).safeIntegers(true);
+  const get = db
+    .prepare('SELECT pet_id, quantity, status, version, last_history_id FROM inventory WHERE pet_id = ? AND retired_at IS NULL')
+    .raw(true)
+    .safeIntegers(true);
   return (petId) => {
     const row = get.get(petId) as EntryRow | undefined;
-    return row && { item: toItem([row[0], row[1], row[2]]), version: Number(row[3]) };
+    return row && { entry: { item: toItem([row[0], row[1], row[2]]), version: Number(row[3]) }, lastHistoryId: row[4] };
   };
 }
 
