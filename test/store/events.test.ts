@@ -188,6 +188,25 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await appendedBy(store, () => store.changes.importItems(importSource([item(6n), item(1n)]), importPlan(false))), [], 'exists');
     });
 
+    it('importItems that creates entries and changes every entry it names that was there appends the events in petId order, the file in that order or not', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.changes.addItems([item(2n, 5), item(5n, 5), item(8n, 1, 'sold')]);
+      await store.changes.retireEntry(8n, { force: true, at: new Date() });
+      const head = (await store.events.readEvents(0, 1)).head;
+      const counted = (quantity: number) => [item(1n, 1), item(2n, quantity), item(3n, 3), item(5n, quantity), item(6n, 6), item(8n, 8), item(9n, 9)];
+      const sorted = await appendedBy(store, () => store.changes.importItems(importSource(counted(7)), importPlan(true)));
+      assert.deepEqual(sorted.map((e) => e.seq), [1, 2, 3, 4, 5, 6, 7].map((n) => head + n));
+      assert.deepEqual(sorted.map((e) => [e.petId, e.type]), [
+        [1n, 'inventory.created'], [2n, 'inventory.updated'], [3n, 'inventory.created'], [5n, 'inventory.updated'],
+        [6n, 'inventory.created'], [8n, 'inventory.created'], [9n, 'inventory.created'],
+      ]);
+      const shuffled = [...counted(4).slice(1).map((r) => ({ ...r, petId: r.petId + 10n })), item(2n, 4), item(5n, 4)].reverse();
+      const unsorted = await appendedBy(store, () => store.changes.importItems(importSource(shuffled), importPlan(true)));
+      assert.deepEqual(unsorted.map((e) => e.petId), [2n, 5n, 12n, 13n, 15n, 16n, 18n, 19n]);
+      assert.deepEqual(unsorted.map((e) => e.seq), [8, 9, 10, 11, 12, 13, 14, 15].map((n) => head + n));
+      assert.deepEqual(unsorted.slice(0, 2).map((e) => [e.previousQuantity, e.quantity]), [[7, 4], [7, 4]]);
+    });
+
     it('readEvents pages by seq, oldest first, with the head; purgeEvents drops the oldest and a reader behind them is told pruned', async (t) => {
       const store = await openTestStore(backend, t);
       const old = new Date(Date.now() - 10 * 86_400_000);
