@@ -39,7 +39,10 @@ export function stopSignalOf(io: Pick<CliIO, 'stopSignal'>): { signal: AbortSign
   const requestOf = stopRequests();
   const handle = (signal: NodeJS.Signals) => {
     const request = requestOf(signal);
-    if (request === 'stop') controller.abort();
+    if (request === 'stop') {
+      stopSignalled = true;
+      controller.abort();
+    }
     else if (request === 'stop-now') process.exit(128 + osConstants.signals[signal]);
   };
   process.on('SIGINT', handle).on('SIGTERM', handle);
@@ -49,6 +52,20 @@ export function stopSignalOf(io: Pick<CliIO, 'stopSignal'>): { signal: AbortSign
       if (!controller.signal.aborted) process.off('SIGINT', handle).off('SIGTERM', handle);
     },
   };
+}
+
+/** Whether a stop signal reached this process through stopSignalOf: it then ends by endProcess's exit. */
+let stopSignalled = false;
+
+/**
+ * Ends the process that ran the CLI with `code`: by itself as usual, but at once (stdout and
+ * stderr flushed) after a stop signal. Why: a process that ends by itself stops handling signals
+ * before it is gone, and a copy of the stop signal arriving then (timeout's, to its group) would
+ * kill it; process.exit keeps the handlers until the end.
+ */
+export function endProcess(code: number): void {
+  process.exitCode = code;
+  if (stopSignalled) process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
 }
 
 /** A failure the CLI reports as one line on stderr and exit code `exitCode`. */

@@ -3,6 +3,9 @@ import { commandGroup, type Command } from './command.js';
 import { CliError, EXIT_USAGE, processIO, PROGRAM, type CliIO } from './io.js';
 import { lazyCommand } from './lazy-command.js';
 
+// The bin ends the process through it (io.ts says why).
+export { endProcess } from './io.js';
+
 const VERSION_FLAGS = ['--version', '-V'];
 
 /** The top-level commands, each loaded when it runs (lazy-command.ts). */

@@ -1,4 +1,5 @@
-import proxyAddr from '@fastify/proxy-addr';
+import { createRequire } from 'node:module';
+import type proxyAddr from '@fastify/proxy-addr';
 import { ConfigError } from './error.js';
 import type { SettingValue } from './setting.js';
 import { integer } from './values.js';
@@ -27,11 +28,16 @@ export function trustProxy(): SettingValue<false | number | string> {
         );
       }
       try {
-        proxyAddr.compile(entries);
+        loadProxyAddr().compile(entries);
       } catch (err) {
         throw new ConfigError(`${name} must be ${accepts}: ${(err as Error).message}`);
       }
       return text;
     },
   };
+}
+
+/** proxy-addr, loaded only to check an address list: every command reads the settings, and most never need its three modules. */
+function loadProxyAddr(): typeof proxyAddr {
+  return createRequire(import.meta.url)('@fastify/proxy-addr') as typeof proxyAddr;
 }

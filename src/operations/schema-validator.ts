@@ -13,8 +13,10 @@ export type SchemaCheck = { value: unknown; error?: undefined } | { value?: unde
  * arrive as text, is converted to the schema's types first.
  */
 export function compileSchemaValidator({ schema, httpPart }: { schema: TSchema; httpPart?: string }): (value: unknown) => SchemaCheck {
-  const check = Compile(schema);
+  // Compiled at its first use, not at start: compiling every route's schemas took a good part of the server's start.
+  let check: ReturnType<typeof Compile<TSchema>> | undefined;
   return (value) => {
+    check ??= Compile(schema);
     const converted = httpPart === 'body' ? value : Value.Convert(schema, value);
     return check.Check(converted) ? { value: converted } : { error: [...check.Errors(converted)] as SchemaError[] };
   };

@@ -46,27 +46,34 @@ export function inThreadWriter(db: Database.Database, options: BatchOptions = {}
 
 /**
  * In a worker thread with its own connection (writer-thread.ts), so the fsync no longer stops the
- * event loop. The thread answers requests in the order it gets them.
+ * event loop. The thread answers requests in the order it gets them. It starts with the first
+ * request, so a command that only reads (`keys list`) neither waits for it to start nor to stop.
  */
 export function threadWriter(filename: string, options: BatchOptions = {}): ChangeWriter {
-  const worker = startThread(new URL(`./writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename, options } satisfies WriterData);
-  // Keeps the process alive only while a request or the close is under way.
-  worker.unref();
   const waiting: { resolve: (reply: WriterReply) => void; reject: (err: unknown) => void }[] = [];
   let stopped: Error | undefined;
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  let thread: { worker: Worker; exited: Promise<void> } | undefined;
   const stop = (err: Error) => {
     stopped ??= new StoreUnavailableError('the SQLite writer thread stopped', { cause: err });
     for (const w of waiting.splice(0)) w.reject(stopped);
   };
-  worker.on('error', stop);
-  worker.on('exit', (code) => stop(new Error(`exit code ${code}`)));
-  worker.on('message', (reply: WriterReply) => {
-    waiting.shift()?.resolve(reply);
-    if (waiting.length === 0) worker.unref();
-  });
+  const started = () => {
+    if (thread) return thread.worker;
+    const worker = startThread(new URL(`./writer-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url), { filename, options } satisfies WriterData);
+    // Keeps the process alive only while a request or the close is under way.
+    worker.unref();
+    thread = { worker, exited: new Promise<void>((resolve) => worker.once('exit', () => resolve())) };
+    worker.on('error', stop);
+    worker.on('exit', (code) => stop(new Error(`exit code ${code}`)));
+    worker.on('message', (reply: WriterReply) => {
+      waiting.shift()?.resolve(reply);
+      if (waiting.length === 0) worker.unref();
+    });
+    return worker;
+  };
   const ask = (request: WriterRequest): Promise<WriterReply> => {
     if (stopped) return Promise.reject(stopped);
+    const worker = started();
     return new Promise((resolve, reject) => {
       waiting.push({ resolve, reject });
       worker.ref();
@@ -102,9 +109,11 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
     },
     failure: () => stopped,
     async close() {
-      worker.ref();
-      if (!stopped) worker.postMessage({ close: true } satisfies WriterRequest);
-      await exited;
+      // Never started: nothing to stop, and every later request is refused as after a close.
+      if (!thread) return void stop(new Error('closed before its first request'));
+      thread.worker.ref();
+      if (!stopped) thread.worker.postMessage({ close: true } satisfies WriterRequest);
+      await thread.exited;
     },
   };
 }
