@@ -33,6 +33,7 @@ interface LaneOperation {
   spec: OperationSpec;
   /** The path's parameters (raw segments) when the path is the operation's, with no query; else undefined. */
   match: (url: string) => Record<string, string> | undefined;
+  /** May throw (a refused path or body) as well as reject. */
   answer: (ctx: RequestContext, params: Record<string, string>, body: string | undefined) => Promise<Answer>;
 }
 
@@ -93,12 +94,21 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
         res.destroy();
       }
     };
-    const answer = (text?: string) =>
-      operation.answer(ctx, params, text).then(respond, (err: unknown) => respond(pipeline.failure(ctx, err)));
+    const fail = (err: unknown) => respond(pipeline.failure(ctx, err));
+    const answer = (text?: string) => {
+      let answered: Promise<Answer>;
+      try {
+        answered = operation.answer(ctx, params, text);
+      } catch (err) {
+        return fail(err);
+      }
+      void answered.then(respond, fail);
+    };
     if (!operation.spec.body) return void answer();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const end = () => void answer(Buffer.concat(chunks).toString('utf8'));
+    // A small body comes in one chunk: read as it is, not copied into a new buffer first.
+    const end = () => void answer((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'));
     // A body that does not arrive in time is an ApiError (src/http/connections.ts), answered like any failure;
     // a client that goes away mid-body has nobody to answer: Node closes the socket, the pipeline logs it (info).
     req.on('error', (err) => {
@@ -119,7 +129,8 @@ function petChange<S extends TObject>(
   return {
     spec,
     match: pathMatcher(spec.path),
-    answer: async (ctx, params, text) => {
+    // Not async: the operation's promise is returned as it is (one promise less per request); a refused path or body throws.
+    answer: (ctx, params, text) => {
       const petId = parsePetId(params.petId!);
       const body = check(parseJsonBody(ctx.headers, text ?? ''));
       return answer({ petId, body, headers: ctx.headers, principal: ctx.principal!, requestId: ctx.requestId });
@@ -139,7 +150,10 @@ function pathMatcher(path: string): LaneOperation['match'] {
   const regex = new RegExp(`^${pattern}$`);
   return (url) => {
     const found = regex.exec(url);
-    return found ? Object.fromEntries(names.map((name, i) => [name, found[i + 1]!])) : undefined;
+    if (!found) return undefined;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < names.length; i++) params[names[i]!] = found[i + 1]!;
+    return params;
   };
 }
 

@@ -55,7 +55,8 @@ export interface AdjustRequest extends ChangeRequest {
  * Moves one pet's stock count by the body's delta, in the store (decisions 5.11): If-Match and
  * Idempotency-Key as on PATCH; REQUIRE_IF_MATCH does not apply, since a delta needs no read first.
  */
-export async function answerAdjustInventory(changes: Pick<Changes, 'applyChange'>, request: AdjustRequest, options: ChangeOptions): Promise<Answer> {
+// Not async: the promise of answerOneChange is returned as it is, without wrapping it in one more.
+export function answerAdjustInventory(changes: Pick<Changes, 'applyChange'>, request: AdjustRequest, options: ChangeOptions): Promise<Answer> {
   const { petId, body } = request;
   return answerOneChange(
     changes,

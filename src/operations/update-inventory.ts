@@ -60,7 +60,8 @@ export type UpdateOptions = ChangeOptions;
  * Sets one pet's stock count: the headers' rules (If-Match, REQUIRE_IF_MATCH, Idempotency-Key),
  * then the store. Every refusal is thrown as an ApiError carrying its response headers.
  */
-export async function answerUpdateInventory(
+// Not async: the promise of answerOneChange is returned as it is, without wrapping it in one more.
+export function answerUpdateInventory(
   changes: Pick<Changes, 'applyChange'>,
   request: UpdateRequest,
   options: UpdateOptions,

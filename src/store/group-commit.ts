@@ -157,11 +157,14 @@ export class GroupCommit<C, R> {
     const batch: Pending<C, R>[] = [];
     const rest: Pending<C, R>[] = [];
     for (const pending of this.#queue) {
-      const keys = this.#options.keysOf(pending.change).filter((k) => k !== undefined);
-      if (batch.length < this.#options.maxBatch && !keys.some((k) => taken.has(k))) batch.push(pending);
+      // Loops, not filter and some: this runs for every change.
+      const keys = this.#options.keysOf(pending.change);
+      let clashes = false;
+      for (const k of keys) if (k !== undefined && taken.has(k)) clashes = true;
+      if (batch.length < this.#options.maxBatch && !clashes) batch.push(pending);
       else rest.push(pending);
       // A change left for later holds its keys too: no later change that shares one may pass it.
-      for (const k of keys) taken.add(k);
+      for (const k of keys) if (k !== undefined) taken.add(k);
     }
     this.#queue = rest;
     return batch;

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
+import { urlToHttpOptions } from 'node:url';
 import type { AttemptOutcome } from '../domain/webhook.js';
 import { checkUrlBeforeConnect, guardedLookup, RefusedAddressError } from './address-guard.js';
 
@@ -27,6 +28,11 @@ const KEEP_LIMIT = 1024;
  * default is 5 s) can close it just as a delivery is written to it.
  */
 const IDLE_MS = 4000;
+/** Most URLs whose parse is kept; far more than the endpoints of any instance. */
+const TARGETS_MAX = 1000;
+
+/** A URL as every attempt to it uses it, parsed and checked once: why it cannot be sent to, or where and how to connect. */
+type Target = { problem: string } | { url: URL; options: http.RequestOptions };
 
 interface Answer {
   outcome: AttemptOutcome;
@@ -58,6 +64,8 @@ export class WebhookSender {
   /** Made once: every agent and every request resolves through it. */
   readonly #lookup: ReturnType<typeof guardedLookup>;
   readonly #agents = new Map<string, http.Agent>();
+  /** By URL text: each delivery would otherwise parse and check its endpoint's URL again. */
+  readonly #targets = new Map<string, Target>();
 
   constructor(options: { timeoutMs: number; allowPrivate: boolean }) {
     this.#timeoutMs = options.timeoutMs;
@@ -73,21 +81,30 @@ export class WebhookSender {
       durationMs: Math.round(performance.now() - started),
       responseBody: answer.responseBody,
     });
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      return done({ outcome: { error: 'not a URL' }, responseBody: null });
-    }
-    // An IP literal is connected to without a lookup, so guardedLookup never sees it: check it here.
-    const problem = checkUrlBeforeConnect(target, this.#allowPrivate);
-    if (problem !== undefined) return done({ outcome: { error: problem }, responseBody: null });
+    const target = this.#target(url);
+    if ('problem' in target) return done({ outcome: { error: target.problem }, responseBody: null });
     const deadline = started + this.#timeoutMs;
     let answer = await this.#attempt(target, message.body, message.headers, deadline);
     // Node's documented remedy for a receiver closing an idle connection as we write to it: once more
     // on a new connection. The same webhook-id goes, so a receiver that did get the first one dedupes it.
     if (answer.staleConnection) answer = await this.#attempt(target, message.body, message.headers, deadline);
     return done(answer);
+  }
+
+  #target(url: string): Target {
+    let target = this.#targets.get(url);
+    if (target !== undefined) return target;
+    try {
+      const parsed = new URL(url);
+      // An IP literal is connected to without a lookup, so guardedLookup never sees it: check it here.
+      const problem = checkUrlBeforeConnect(parsed, this.#allowPrivate);
+      target = problem === undefined ? { url: parsed, options: urlToHttpOptions(parsed) } : { problem };
+    } catch {
+      target = { problem: 'not a URL' };
+    }
+    if (this.#targets.size >= TARGETS_MAX) this.#targets.clear();
+    this.#targets.set(url, target);
+    return target;
   }
 
   /** Closes every kept-alive connection; the sender can still be used (it opens new ones). */
@@ -106,7 +123,7 @@ export class WebhookSender {
     return agent;
   }
 
-  #attempt(target: URL, body: string, headers: Record<string, string>, deadline: number): Promise<Answer> {
+  #attempt(target: { url: URL; options: http.RequestOptions }, body: string, headers: Record<string, string>, deadline: number): Promise<Answer> {
     return new Promise<Answer>((resolve) => {
       let settled = false;
       let answered = false;
@@ -116,9 +133,11 @@ export class WebhookSender {
         clearTimeout(timer);
         resolve(answer);
       };
-      const request = (target.protocol === 'https:' ? https : http).request(target, {
+      // One options object, as Node would make of the URL and these: the URL is not converted again for each attempt.
+      const request = (target.url.protocol === 'https:' ? https : http).request({
+        ...target.options,
         method: 'POST',
-        agent: this.#agent(target),
+        agent: this.#agent(target.url),
         // Here too, not only on the agent: the request's options are what reach the connection.
         lookup: this.#lookup,
         headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
