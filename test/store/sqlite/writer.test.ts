@@ -10,6 +10,22 @@ import { threadWriter } from '../../../src/store/sqlite/writer.js';
 import { tempDir } from '../../support/process.js';
 import { change } from '../../support/store.js';
 
+test('a writer closed before its first request starts no thread, and refuses every later request as unavailable (503)', async (t) => {
+  const filename = join(tempDir(t), 'w.db');
+  const store = openSqliteStore(filename);
+  await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
+  await store.close();
+
+  const writer = threadWriter(filename);
+  await writer.close();
+  assert.ok(writer.failure() instanceof StoreUnavailableError, 'readiness reads this');
+  await assert.rejects(writer.apply([change(1n, 4)]), (err) => err instanceof StoreUnavailableError);
+  await assert.rejects(writer.durability(), (err) => err instanceof StoreUnavailableError);
+  const reopened = openSqliteStore(filename);
+  t.after(() => reopened.close());
+  assert.equal((await reopened.entries.getEntry(1n))?.item.quantity, 0, 'nothing was written');
+});
+
 test('once the writer thread has stopped, it reports why, and every batch is refused as unavailable (503), not lost', async (t) => {
   const filename = join(tempDir(t), 'w.db');
   const store = openSqliteStore(filename);
