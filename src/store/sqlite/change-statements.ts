@@ -61,7 +61,8 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     oldestLive: db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck(),
   };
   const read = linkedEntryReader(db);
-  // Each entry read here, to the newest history row it had: apply links the next row to it.
+  // Each entry read here, to the newest history row it had: apply links the next row to it. Kept per entry, not as
+  // the last read, since a ChangeBatch reads all its entries before it applies any (apply-change-batch.ts).
   const links = new WeakMap<InventoryEntry, bigint | null>();
   return {
     entry(petId) {
