@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { urlToHttpOptions } from 'node:url';
 import type { AttemptOutcome } from '../domain/webhook.js';
 import { checkUrlBeforeConnect, guardedLookup, RefusedAddressError } from './address-guard.js';
+import { boundedMemo } from './bounded-memo.js';
 
 /** How one attempt went, as the delivery log keeps it. */
 export interface SentAttempt {
@@ -28,8 +29,6 @@ const KEEP_LIMIT = 1024;
  * default is 5 s) can close it just as a delivery is written to it.
  */
 const IDLE_MS = 4000;
-/** Most URLs whose parse is kept; far more than the endpoints of any instance. */
-const TARGETS_MAX = 1000;
 
 /** A URL as every attempt to it uses it, parsed and checked once: why it cannot be sent to, or where and how to connect. */
 type Target = { problem: string } | { url: URL; options: http.RequestOptions };
@@ -65,7 +64,7 @@ export class WebhookSender {
   readonly #lookup: ReturnType<typeof guardedLookup>;
   readonly #agents = new Map<string, http.Agent>();
   /** By URL text: each delivery would otherwise parse and check its endpoint's URL again. */
-  readonly #targets = new Map<string, Target>();
+  readonly #target = boundedMemo(1000, (url: string) => this.#parse(url));
 
   constructor(options: { timeoutMs: number; allowPrivate: boolean }) {
     this.#timeoutMs = options.timeoutMs;
@@ -91,20 +90,16 @@ export class WebhookSender {
     return done(answer);
   }
 
-  #target(url: string): Target {
-    let target = this.#targets.get(url);
-    if (target !== undefined) return target;
+  #parse(url: string): Target {
+    let parsed: URL;
     try {
-      const parsed = new URL(url);
-      // An IP literal is connected to without a lookup, so guardedLookup never sees it: check it here.
-      const problem = checkUrlBeforeConnect(parsed, this.#allowPrivate);
-      target = problem === undefined ? { url: parsed, options: urlToHttpOptions(parsed) } : { problem };
+      parsed = new URL(url);
     } catch {
-      target = { problem: 'not a URL' };
+      return { problem: 'not a URL' };
     }
-    if (this.#targets.size >= TARGETS_MAX) this.#targets.clear();
-    this.#targets.set(url, target);
-    return target;
+    // An IP literal is connected to without a lookup, so guardedLookup never sees it: check it here.
+    const problem = checkUrlBeforeConnect(parsed, this.#allowPrivate);
+    return problem === undefined ? { url: parsed, options: urlToHttpOptions(parsed) } : { problem };
   }
 
   /** Closes every kept-alive connection; the sender can still be used (it opens new ones). */

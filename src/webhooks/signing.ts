@@ -4,6 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { WebhookEndpoint } from '../domain/webhook.js';
+import { boundedMemo } from './bounded-memo.js';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -19,21 +20,10 @@ export function signingSecrets(
   return secrets;
 }
 
-/** Most secrets whose key bytes are kept: far more than the endpoints of any instance. */
-const KEYS_MAX = 1000;
-/** Decoded once per secret, not once per delivery. */
-const keys = new Map<string, Buffer>();
-
-/** The key bytes of a secret: the specification signs with the base64-decoded part after `whsec_`, not the text. */
-function keyBytes(secret: string): Buffer {
-  let key = keys.get(secret);
-  if (key === undefined) {
-    key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
-    if (keys.size >= KEYS_MAX) keys.clear();
-    keys.set(secret, key);
-  }
-  return key;
-}
+/** The key bytes of a secret, decoded once per secret, not per delivery: the specification signs with the base64-decoded part after `whsec_`, not the text. */
+const keyBytes = boundedMemo(1000, (secret: string): Buffer =>
+  Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'),
+);
 
 /** The headers of one attempt: content type, webhook-id, webhook-timestamp (Unix seconds of `now`) and one `v1,` signature per secret. */
 export function webhookHeaders(message: { id: string; body: string }, secrets: readonly string[], now: Date): Record<string, string> {
