@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import type { DeliveryAttempt, DeliveryProgress } from '../../../src/domain/webhook.js';
 import { StoreUnavailableError } from '../../../src/errors.js';
 import { Connection } from '../../../src/store/sqlite/connection.js';
@@ -10,11 +10,17 @@ import { threadWriter } from '../../../src/store/sqlite/writer.js';
 import { tempDir } from '../../support/process.js';
 import { change } from '../../support/store.js';
 
-test('a writer closed before its first request starts no thread, and refuses every later request as unavailable (503)', async (t) => {
+/** A SQLite database file with pet 1 at 0, its store closed, for a writer of its own. */
+async function storeWithPet1(t: TestContext): Promise<string> {
   const filename = join(tempDir(t), 'w.db');
   const store = openSqliteStore(filename);
   await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
   await store.close();
+  return filename;
+}
+
+test('a writer closed before its first request starts no thread, and refuses every later request as unavailable (503)', async (t) => {
+  const filename = await storeWithPet1(t);
 
   const writer = threadWriter(filename);
   await writer.close();
@@ -27,10 +33,7 @@ test('a writer closed before its first request starts no thread, and refuses eve
 });
 
 test('once the writer thread has stopped, it reports why, and every batch is refused as unavailable (503), not lost', async (t) => {
-  const filename = join(tempDir(t), 'w.db');
-  const store = openSqliteStore(filename);
-  await store.changes.addItems([{ petId: 1n, quantity: 0, status: 'available' }]);
-  await store.close();
+  const filename = await storeWithPet1(t);
 
   const writer = threadWriter(filename);
   assert.equal(writer.failure(), undefined);
