@@ -3,10 +3,12 @@
  * Builds dist/ from src/: the CLI (dist/cli.js, which serves too) and the SQLite writer thread
  * (dist/writer-thread.js), as ES modules for Node 20 and later, with source maps.
  *
- * Our code and TypeBox are bundled; every other package is loaded from node_modules as usual.
- * Why: TypeBox is some 700 small modules, and loading them one by one took a third of a second
- * of every start; bundled, it takes a few milliseconds. What a command does not use (the server,
- * for `keys list`) is split into chunks loaded on demand. The output is flat, so the writer
+ * Our code and the packages it loads at every start (TypeBox, Fastify and what Fastify needs) are
+ * bundled; the others are loaded from node_modules as usual (EXTERNAL_PACKAGES says which and why).
+ * Why: TypeBox is some 700 small modules and Fastify with its own some 180, and finding, reading
+ * and compiling them one by one took most of a start; bundled, that is a few files. What a command
+ * does not use (the server, for `keys list`) is split into chunks loaded on demand. Fastify's code
+ * is CommonJS: in an ES module `require` is not defined, so each output file makes its own. The output is flat, so the writer
  * thread sits next to the module that starts it, as writer-thread.ts does in the sources.
  * Types are checked by `npm run typecheck`, not here.
  *
@@ -24,7 +26,18 @@ import { stdout } from 'node:process';
 import { fileURLToPath, URL } from 'node:url';
 import { build } from 'esbuild';
 
-const BUNDLED_PACKAGES = /^(typebox|@fastify\/type-provider-typebox)(\/|$)/;
+/** The packages left out of the bundle; any other (a new dependency too) is bundled where it is imported. */
+const EXTERNAL_PACKAGES = new RegExp(
+  `^(${[
+    // A native addon, and packages that only some commands or settings load.
+    'better-sqlite3', 'pg', 'pg-copy-streams', 'ioredis', '@nats-io/[^/]+', 'prom-client', 'esbuild', '@scalar/[^/]+', 'csv-parse',
+    // The logger: its transports start worker threads from files of its own, found beside its modules.
+    'pino', 'thread-stream',
+    // What Fastify loads only for its own schema compilers and inject(), which the service replaces or does not use.
+    'ajv', 'ajv-formats', 'fast-uri', 'fast-json-stringify', '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler',
+    '@fastify/merge-json-schemas', 'json-schema-ref-resolver', 'light-my-request',
+  ].join('|')})(/|$)`,
+);
 
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 await build({
@@ -38,12 +51,13 @@ await build({
   target: 'node20.11',
   sourcemap: true,
   chunkNames: 'chunk-[hash]',
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   logLevel: 'warning',
   plugins: [
     {
-      name: 'external-packages-but-typebox',
+      name: 'external-packages',
       setup(b) {
-        b.onResolve({ filter: /^[^./]/ }, (args) => (BUNDLED_PACKAGES.test(args.path) ? undefined : { path: args.path, external: true }));
+        b.onResolve({ filter: /^[^./]/ }, (args) => (EXTERNAL_PACKAGES.test(args.path) || args.path.startsWith('node:') ? { path: args.path, external: true } : undefined));
       },
     },
   ],
