@@ -27,11 +27,16 @@ export async function startServer(config: Config, options: ServeOptions): Promis
   let firstKey: string | undefined;
   // Only with METRICS_PORT: without it nothing is measured, and prom-client (some ninety modules with its dependencies) is not loaded.
   const metrics = config.metricsPort === undefined ? undefined : new (await import('./metrics/service-metrics.js')).ServiceMetrics();
+  // What an acknowledged write rests on, for the operator to see, asked first: on SQLite the answer comes from the
+  // writer thread, which starts on the other core while this one builds the app. Awaited before listening, so a
+  // writer that cannot start fails the start. Its failure is caught below; `void` only keeps it from being unhandled
+  // meanwhile.
+  const durability = store.maintenance.durability();
+  void durability.catch(() => undefined);
   try {
     if (!options.worker) firstKey = await prepareStore(store, config, options.demo);
     app = await buildApp({ config, store, ...(metrics && { metrics }) });
-    // What an acknowledged write rests on, for the operator to see.
-    app.log.info({ backend: store.backend, durability: await store.maintenance.durability() }, 'store opened');
+    app.log.info({ backend: store.backend, durability: await durability }, 'store opened');
     if (omitChangeEvents) app.log.warn('changes of quantity append no events: a benchmark of the event log, never a service to use');
   } catch (err) {
     await store.close();
