@@ -16,11 +16,11 @@ export interface BenchOptions {
   startupRounds: number;
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
-  /** One scenario alone (no start-up, no loads), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'scaling' | 'tills' | 'webhooks' | undefined;
+  /** One scenario alone (the start-up only when it is the one), and bench/results.md left as it is. */
+  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|scaling|tills|webhooks]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|scaling|startup|tills|webhooks]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -39,6 +39,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
                     PATCH's 200 to its event on a stream, idle streams one process holds)
   --only scaling    only the scaling table (1, 2 and 3 instances on one PostgreSQL database, directly and
                     through PgBouncer in transaction mode: GET and PATCH per second, CPU, commits per second)
+  --only startup    only the start-up (--help, keys list, serve until /readyz and serve --workers 2, against
+                    node -e 0)
   --only tills      only the tills (50 clients selling by GET + PATCH with If-Match against POST
                     .../adjustments; 1,000 changes in one batch against 1,000 PATCHes)
   --only webhooks   only the webhooks (deliveries a second to one endpoint, the time from a PATCH's 200 to
@@ -52,7 +54,7 @@ BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'scaling', 'tills', 'webhooks'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'scaling', 'startup', 'tills', 'webhooks'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

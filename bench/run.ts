@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${renderSection(section)}\n\n`);
   };
   try {
-    if (!options.only) show(await startupSection(options.startupRounds));
+    if (options.only === undefined || options.only === 'startup') show(await startupSection(options.startupRounds));
     for (const backend of options.only === undefined || BACKEND_SCENARIOS.has(options.only) ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       if (!options.only) {
