@@ -10,7 +10,7 @@ import { CLOCK_TICKS, REPO_ROOT, spawnChild } from './processes.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { GET_CONNECTIONS } from './scenarios.js';
 import { benchItems, seedDatabaseWith } from './seed.js';
-import { alternateRounds, bestCpuUs, bestRun, eachCpu, eachRun, roundsOf, type RoundShape, type Side } from './side-by-side.js';
+import { alternateRounds, bestCpuUs, bestRun, eachCpu, eachRun, roundsOf, roundsText, type RoundShape, type Side } from './side-by-side.js';
 import { bareDurableFile, SERVICE_BIN, serviceEnvironment, startServer } from './servers.js';
 import { StreamReader } from './stream-reader.js';
 import { Receiver } from './webhooks.js';
@@ -131,7 +131,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
     notes.push(
       `${patchScenario} and ${adjustment}: ${sides.length === 1 ? 'the service alone' : `${sides.length} servers up at once, each`} on a database of its own seeded alike (${ENTRIES.toLocaleString('en-US')} pets, ` +
         `stock ${STOCK.toLocaleString('en-US')} each), wrk -t1 -c${WRITE_CONNECTIONS}, servers on the server core and wrk on the load core; ` +
-        `one uncounted warm-up round, then ${roundsOf(options)} rounds${sides.length === 1 ? '' : ' alternated (order swapped each round)'}, the best of each shown; the adjustments (+1 or -1 at random) ran first, then the PATCHes. ` +
+        `one uncounted warm-up round, then ${roundsText(roundsOf(options))}${sides.length === 1 ? '' : ' alternated (order swapped each round)'}, the best of each shown; the adjustments (+1 or -1 at random) ran first, then the PATCHes. ` +
         (bare
           ? 'Bare durable: node:http with a group commit (every change parsed while the last batch committed goes into the next transaction, each answered after its commit), ' +
             `${backend === 'sqlite' ? 'better-sqlite3 in WAL with synchronous=FULL' : 'pg, synchronous_commit=on'}, no keys table, idempotency, versions nor change log; ` +

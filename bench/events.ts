@@ -9,7 +9,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { alternateRounds, bestRun, eachRun, roundsOf, type Side } from './side-by-side.js';
+import { alternateRounds, bestRun, eachRun, roundsOf, roundsText, type Side } from './side-by-side.js';
 import { startServer } from './servers.js';
 import { StreamReader, type Arrival } from './stream-reader.js';
 
@@ -69,7 +69,7 @@ async function throughputRows(backend: Backend, options: BenchOptions, load: Loa
     const each = eachRun;
     notes.push(
       `${scenario}: both servers are the same build, up at once on two databases seeded alike, ${PATCH_CONNECTIONS} connections; ` +
-        `one uncounted warm-up round, then ${rounds} rounds alternated (order swapped each round), the best of each shown; req/s per round: log on ${each(on)}; log off ${each(off)}. ` +
+        `one uncounted warm-up round, then ${roundsText(rounds)} alternated (order swapped each round), the best of each shown; req/s per round: log on ${each(on)}; log off ${each(off)}. ` +
         `The log-off server runs with ${BENCH_WITHOUT_EVENT_LOG}=1 (its store appends no event for a PATCH); its events head stayed put, the other's grew by ${grown[0]!.toLocaleString('en-US')}`,
     );
     return [

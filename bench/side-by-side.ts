@@ -14,6 +14,11 @@ export function roundsOf(options: Pick<BenchOptions, 'quick'>): number {
   return options.quick ? 1 : ROUNDS;
 }
 
+/** "1 round", "3 rounds": how a report's notes count them. */
+export function roundsText(rounds: number): string {
+  return rounds === 1 ? '1 round' : `${rounds} rounds`;
+}
+
 /** One server of a side-by-side comparison, and what it has measured. */
 export interface Side {
   label: string;

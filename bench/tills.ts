@@ -6,7 +6,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { seedDatabase, seedDatabaseWith } from './seed.js';
 import { startServer, type RunningServer } from './servers.js';
-import { roundsOf, roundOrder } from './side-by-side.js';
+import { roundOrder, roundsOf, roundsText } from './side-by-side.js';
 import type { ChangesJob, ChangesResult, SaleMethod, SalesJob, SalesResult, TillsJob, TillsResult } from './tills-jobs.js';
 
 /** Tills selling at once (the issue: 50), and the pets they sell from (100). */
@@ -101,7 +101,7 @@ async function salesRows(backend: Backend, options: BenchOptions, runner: ChildR
       `${scenario}: two servers up at once, each on a fresh database of ${TILL_PETS} pets stocked ${STOCK.toLocaleString('en-US')} each; ` +
         `${TILLS} clients in one process on the load core, keep-alive, each selling a random pet, one sale at a time; a read-modify-write sale GETs the entry, ` +
         `PATCHes quantity - 1 with its ETag as If-Match and reason "sold", and on 412 starts over from the GET; an adjustment is one POST {"delta":-1,"reason":"sold"}. ` +
-        `One uncounted warm-up round, then ${rounds} round${rounds === 1 ? '' : 's'} alternated (${options.warmupSeconds} s warm-up, ${options.durationSeconds} s measured each), the best of each shown; ` +
+        `One uncounted warm-up round, then ${roundsText(rounds)} alternated (${options.warmupSeconds} s warm-up, ${options.durationSeconds} s measured each), the best of each shown; ` +
         `sales/s (retries/sale) per round: read-modify-write ${each(tills[0]!)}; adjustments ${each(tills[1]!)}. ` +
         `A sale's time runs from its first request to its 200, retries included. After the last round every pet's count must be its stock less the sales answered 200 (warm-ups and the sales in flight at each window's end included)`,
     );

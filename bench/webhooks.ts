@@ -13,7 +13,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
-import { alternateRounds, bestRun, eachRun, roundsOf, type Side } from './side-by-side.js';
+import { alternateRounds, bestRun, eachRun, roundsOf, roundsText, type Side } from './side-by-side.js';
 import { startServer } from './servers.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
@@ -221,7 +221,7 @@ async function throughputRows(backend: Backend, options: BenchOptions, load: Loa
     const best = bestRun;
     const each = eachRun;
     notes.push(
-      `${scenario}: both servers up at once, ${PATCH_CONNECTIONS} connections; one uncounted warm-up round, then ${roundsOf(options)} rounds alternated, the best of each shown; ` +
+      `${scenario}: both servers up at once, ${PATCH_CONNECTIONS} connections; one uncounted warm-up round, then ${roundsText(roundsOf(options))} alternated, the best of each shown; ` +
         `req/s per round: with ${ENDPOINTS} endpoints ${each(withEndpoints)}; with none ${each(without)}. ` +
         `The ${ENDPOINTS} endpoints' receiver (this process) got ${receiver.count.toLocaleString('en-US')} deliveries during the loads; the deliveries share the server's core with its requests`,
     );
