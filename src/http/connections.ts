@@ -258,6 +258,16 @@ export class ConnectionManager {
     for (const conn of [...this.#idle]) if (conn.socket.bytesRead === conn.bytesAtIdle) this.#forget(conn, true);
   }
 
+  /**
+   * When a connection became idle. The sweep's clock may be a whole sweep old (up to a second),
+   * which the idle timeout does not mind; a drain's end does: it closes what has been idle for
+   * DRAIN_IDLE_GRACE_MS, and a connection opened or answered just before would look idle that
+   * long already, and be closed as its request arrives. While draining the clock is read now.
+   */
+  #idleClock(): number {
+    return this.draining ? Date.now() : this.#clock;
+  }
+
   /** Stops the sweep (the app closes). */
   close(): void {
     this.#stopSweep();
@@ -277,7 +287,7 @@ export class ConnectionManager {
       res: undefined,
       startedAt: 0,
       queue: undefined,
-      idleSince: this.#clock,
+      idleSince: this.#idleClock(),
       bytesAtIdle: 0,
       closing: false,
       timedOutAt: 0,
@@ -342,7 +352,7 @@ export class ConnectionManager {
       return;
     }
     if (this.#closingIdle) return void this.#forget(conn, true);
-    conn.idleSince = this.#clock;
+    conn.idleSince = this.#idleClock();
     conn.bytesAtIdle = socket.bytesRead;
     this.#idle.add(conn);
   }

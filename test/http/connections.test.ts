@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { createServer, type ServerResponse } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConnectionManager } from '../../src/http/connections.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { buildTestApp, makeKey } from '../support/app.js';
@@ -225,6 +226,45 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('the end of a drain', () => {
+  // Each answer of a drain closes its connection, and its client reconnects at once: the listener may close just after
+  // such a connection was accepted and before its request has been read. It gets DRAIN_IDLE_GRACE_MS from its accept
+  // to send it, counted on the clock, not on the sweep's (a second old at worst).
+  test('a connection accepted just before the listener closes still has its grace to send, and is answered', { timeout: 20_000 }, async (t) => {
+    // requestTimeoutMs 5000: the sweep, and with it the manager's clock, moves once a second.
+    const manager = new ConnectionManager({ maxConnections: 10, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
+    const server = createServer();
+    manager.attach(server, (_req, res) => res.end('answered'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    const sockets: Socket[] = [];
+    const open = async () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      sockets.push(socket);
+      await once(socket, 'connect');
+      return socket;
+    };
+    t.after(() => {
+      for (const socket of sockets) socket.destroy();
+      manager.close();
+    });
+    // A connection that sends nothing keeps the drain from ending before its time.
+    await open();
+    const opened = sleep(450).then(open);
+    // The request goes just after the listener closed: the drain's end has begun, 170 ms into the accepted connection's grace.
+    const drained = manager.drain(600, () => setTimeout(() => void opened.then((socket) => socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')), 20));
+    const late = await opened;
+    const text: Buffer[] = [];
+    late.on('data', (chunk: Buffer) => text.push(chunk));
+    await once(late, 'close');
+    assert.match(Buffer.concat(text).toString(), /^HTTP\/1\.1 200 [^]*\r\nconnection: close\r\n[^]*answered$/i);
+    await drained;
+    assert.equal(manager.size, 0);
+  });
+});
 
 describe('closing the app closes the connections with no request in progress', () => {
   // Without it the close waits until each client gives up its spare connection (undici: 70 s after the last answer).
