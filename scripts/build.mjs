@@ -8,8 +8,9 @@
  * Why: TypeBox is some 700 small modules and Fastify with its own some 180, and finding, reading
  * and compiling them one by one took most of a start; bundled, that is a few files. What a command
  * does not use (the server, for `keys list`) is split into chunks loaded on demand. Fastify's code
- * is CommonJS: in an ES module `require` is not defined, so each output file makes its own. The output is flat, so the writer
- * thread sits next to the module that starts it, as writer-thread.ts does in the sources.
+ * is CommonJS: in an ES module `require` is not defined, so each output file makes its own (the
+ * banner). The output is flat, so the writer thread sits next to the module that starts it, as
+ * writer-thread.ts does in the sources.
  * Types are checked by `npm run typecheck`, not here.
  *
  * Then the staff dashboard (the workspace in dashboard/), built by its own build script (Vite) into
