@@ -7,10 +7,18 @@ import { Connection } from '../src/store/sqlite/connection.js';
 import { openStore, parseDatabaseUrl } from '../src/store/open.js';
 import type { Backend } from './databases.js';
 
-/** The table a bare load writes to: the service's own inventory table (its columns, checks and indexes), or the least that holds the rows. */
-export type BareTable = 'inventory' | 'minimal';
+/**
+ * What a bare load writes: the service's own inventory table (its columns, checks and indexes); that
+ * and each entry's creation event in the service's event table, the rows `pets import` writes for a
+ * new pet (a creation has no history row: history records changes of a count); or the least table
+ * that holds the rows.
+ */
+export type BareTable = 'inventory' | 'inventory+events' | 'minimal';
 
 type Row = [petId: bigint, quantity: number, status: string];
+
+/** The columns of a creation event, in the order both backends' bare loads give them. */
+const EVENT_COLUMNS = 'seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id';
 
 /** The rows of an exported CSV file, read plainly (not timed: the bare load is the database's work alone). */
 export async function readRows(file: string): Promise<Row[]> {
@@ -22,9 +30,9 @@ export async function readRows(file: string): Promise<Row[]> {
 }
 
 /**
- * Rows per second of the bare load of `rows` into a fresh database: on SQLite a prepared insert,
+ * Rows per second of the bare load of `rows` into a fresh database: on SQLite prepared inserts,
  * one transaction per IMPORT_BATCH rows (WAL, synchronous=FULL, as the service's connections); on
- * PostgreSQL one COPY per IMPORT_BATCH rows. Into the service's inventory table (the store opened
+ * PostgreSQL one COPY per table and IMPORT_BATCH rows. Into the service's tables (the store opened
  * once for its migrations), or a minimal table of the three columns and the primary key.
  */
 export async function bareLoadRate(backend: Backend, databaseUrl: string, rows: readonly Row[], table: BareTable): Promise<number> {
@@ -49,6 +57,17 @@ function bareSqlite(databaseUrl: string, rows: readonly Row[], table: BareTable)
     } else {
       const statement = db.prepare('INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?)');
       insert = (r) => statement.run(r[0], r[1], r[2], at, at);
+      if (table === 'inventory+events') {
+        const event = db.prepare(
+          `INSERT INTO inventory_events (${EVENT_COLUMNS})
+           VALUES (?, 'inventory.created', ?, ?, ?, NULL, ?, 1, NULL, 'cli', NULL, NULL)`,
+        );
+        let seq = 0;
+        insert = (r) => {
+          statement.run(r[0], r[1], r[2], at, at);
+          event.run(++seq, at, r[0], r[2], r[1]);
+        };
+      }
     }
     const batch = db.transaction((part: readonly Row[]) => part.forEach(insert));
     const started = performance.now();
@@ -67,16 +86,27 @@ async function barePostgres(databaseUrl: string, rows: readonly Row[], table: Ba
     const columns = table === 'minimal' ? 'bare (pet_id, quantity, status)' : 'inventory (pet_id, quantity, status, created_at, updated_at)';
     const at = new Date().toISOString();
     const tail = table === 'minimal' ? '' : `\t${at}\t${at}`;
-    // The text of each COPY made first: only the database's part is timed.
-    const texts: string[] = [];
+    // The text of each COPY made first: only the database's part is timed. One batch is one COPY per table.
+    const batches: { into: string; text: string }[][] = [];
     for (let i = 0; i < rows.length; i += IMPORT_BATCH) {
-      texts.push(rows.slice(i, i + IMPORT_BATCH).map((r) => `${r[0]}\t${r[1]}\t${r[2]}${tail}\n`).join(''));
+      const part = rows.slice(i, i + IMPORT_BATCH);
+      const batch = [{ into: columns, text: part.map((r) => `${r[0]}\t${r[1]}\t${r[2]}${tail}\n`).join('') }];
+      if (table === 'inventory+events') {
+        const eventRow = (r: Row, seq: number) => `${seq}\tinventory.created\t${at}\t${r[0]}\t${r[2]}\t\\N\t${r[1]}\t1\t\\N\tcli\t\\N\t\\N\n`;
+        batch.push({ into: `inventory_events (${EVENT_COLUMNS})`, text: part.map((r, k) => eventRow(r, i + k + 1)).join('') });
+      }
+      batches.push(batch);
     }
     const started = performance.now();
-    for (const text of texts) {
-      const copy = client.query(copyFrom(`COPY ${columns} FROM STDIN`));
-      copy.end(text);
-      await finished(copy);
+    for (const batch of batches) {
+      // An entry and its event commit together, as the import writes them.
+      if (batch.length > 1) await client.query('BEGIN');
+      for (const { into, text } of batch) {
+        const copy = client.query(copyFrom(`COPY ${into} FROM STDIN`));
+        copy.end(text);
+        await finished(copy);
+      }
+      if (batch.length > 1) await client.query('COMMIT');
     }
     return rows.length / ((performance.now() - started) / 1000);
   } finally {

@@ -34,9 +34,13 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
 
   const source = await readRows(file);
   const bare = await bareLoadRate(backend, await createDatabase(backend, `bare_${size}`), source, 'inventory');
+  const bareEvents = await bareLoadRate(backend, await createDatabase(backend, `bare_events_${size}`), source, 'inventory+events');
   const minimal = await bareLoadRate(backend, await createDatabase(backend, `bare_min_${size}`), source, 'minimal');
   source.length = 0;
-  rows.push({ scenario: `import ${entries} (CSV)`, server: 'bare load', checks: [perSecond(bare, 'rows')] });
+  rows.push(
+    { scenario: `import ${entries} (CSV)`, server: 'bare load: entries', checks: [perSecond(bare, 'rows')] },
+    { scenario: `import ${entries} (CSV)`, server: 'bare load: entries + events', checks: [perSecond(bareEvents, 'rows'), ratio(bareEvents / bare, 'bare entries')] },
+  );
 
   const databaseUrl = await createDatabase(backend, `catalogue_${size}`);
   const imported = await runCli(databaseUrl, ['pets', 'import', file]);
@@ -47,12 +51,19 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
   rows.push({
     scenario: `import ${entries} (CSV)`,
     server: 'service: pets import',
-    checks: [perSecond(importRate, 'rows'), ratio(importRate / bare, 'bare load', CATALOGUE_TARGETS.importVsBare), peakRss(imported.peakRssBytes, CATALOGUE_TARGETS.importRssMiB)],
+    checks: [
+      perSecond(importRate, 'rows'),
+      ratio(importRate / bareEvents, 'bare entries + events', CATALOGUE_TARGETS.importVsBare),
+      ratio(importRate / bare, 'bare entries'),
+      peakRss(imported.peakRssBytes, CATALOGUE_TARGETS.importRssMiB),
+    ],
   });
-  const how = backend === 'sqlite' ? 'a prepared insert, one transaction per 10,000 rows' : 'one COPY per 10,000 rows';
+  const how = backend === 'sqlite' ? 'prepared inserts, one transaction per 10,000 rows' : 'one COPY per table and 10,000 rows (with events, both in one transaction)';
   notes.push(
     `import: the wall time of the whole command, start-up included (${imported.seconds.toFixed(2)} s); its own summary: ${imported.stdout.trim()}`,
     `bare load: the same rows, parsed beforehand, by ${how}, into the service's inventory table of a fresh database (its columns, checks and indexes); ` +
+      '"+ events" also writes each entry\'s creation event into the service\'s event table, as the import does (a new entry has no history row: history records changes of a count), ' +
+      'and is the comparison the target is for: the import with its event log on against a bare load with the same rows written; ' +
       `into a table of the three columns and the primary key alone it runs at ${Math.round(minimal).toLocaleString('en-US')} rows/s, ` +
       `of which the import is ${(importRate / minimal).toFixed(2)}×`,
   );
