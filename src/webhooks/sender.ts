@@ -2,14 +2,15 @@
  * One HTTP attempt to deliver one webhook message: POST over a kept-alive connection, never a
  * redirect followed, bounded in time and in what is read, the SSRF guard on the address connected to.
  * What the outcome means for the endpoint is domain/webhook.ts's nextStep, not this file's.
+ * The request goes out over http1-connection.ts rather than node:http, whose general machinery
+ * cost a quarter of a delivery's CPU; what is sent and how answers are read are node:http's.
  */
-import http from 'node:http';
-import https from 'node:https';
+import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { urlToHttpOptions } from 'node:url';
 import type { AttemptOutcome } from '../domain/webhook.js';
-import { checkUrlBeforeConnect, guardedLookup, RefusedAddressError } from './address-guard.js';
+import { checkUrlBeforeConnect, guardedLookup, RefusedAddressError, urlHost } from './address-guard.js';
 import { boundedMemo } from './bounded-memo.js';
+import { Http1Pool, type Exchanged, type Origin } from './http1-connection.js';
 
 /** How one attempt went, as the delivery log keeps it. */
 export interface SentAttempt {
@@ -30,8 +31,15 @@ const KEEP_LIMIT = 1024;
  */
 const IDLE_MS = 4000;
 
-/** A URL as every attempt to it uses it, parsed and checked once: why it cannot be sent to, or where and how to connect. */
-type Target = { problem: string } | { url: URL; options: http.RequestOptions };
+/**
+ * A URL as every attempt to it uses it, parsed and checked once: why it cannot be sent to, or where
+ * to connect and the request's fixed parts (its line, and the Host and Connection headers node:http added).
+ */
+type Target = { problem: string } | { origin: Origin; requestLine: string; lastHeaders: string };
+
+/** What node:http accepts as a header name, and the characters it refuses in a value (header injection). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 interface Answer {
   outcome: AttemptOutcome;
@@ -56,20 +64,31 @@ function describe(error: Error): string {
   return typeof code === 'string' && code !== '' ? code : error.message;
 }
 
-/** Delivers webhook messages; one per process is enough: it keeps one kept-alive agent per receiver origin. */
+/** The request's head and body, as node:http wrote them (one string, so one write); or why a header cannot be sent, as node:http refused it. */
+function requestText(target: { requestLine: string; lastHeaders: string }, body: string, headers: Record<string, string>): string | { problem: string } {
+  let text = target.requestLine;
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (!HEADER_NAME.test(name)) return { problem: `Header name must be a valid HTTP token ["${name}"]` };
+    if (INVALID_HEADER_VALUE.test(value)) return { problem: `Invalid character in header content ["${name}"]` };
+    text += `${name}: ${value}\r\n`;
+  }
+  return `${text}content-length: ${Buffer.byteLength(body)}\r\n${target.lastHeaders}${body}`;
+}
+
+/** Delivers webhook messages; one per process is enough: it keeps the connections to each receiver origin alive. */
 export class WebhookSender {
   readonly #timeoutMs: number;
   readonly #allowPrivate: boolean;
-  /** Made once: every agent and every request resolves through it. */
-  readonly #lookup: ReturnType<typeof guardedLookup>;
-  readonly #agents = new Map<string, http.Agent>();
+  readonly #pool: Http1Pool;
   /** By URL text: each delivery would otherwise parse and check its endpoint's URL again. */
   readonly #target = boundedMemo(1000, (url: string) => this.#parse(url));
 
   constructor(options: { timeoutMs: number; allowPrivate: boolean }) {
     this.#timeoutMs = options.timeoutMs;
     this.#allowPrivate = options.allowPrivate;
-    this.#lookup = guardedLookup(options.allowPrivate);
+    // Every connection resolves through the guard: the check is on the address connected to.
+    this.#pool = new Http1Pool({ readLimit: READ_LIMIT, keepLimit: KEEP_LIMIT, idleMs: IDLE_MS }, guardedLookup(options.allowPrivate));
   }
 
   /** POSTs the message's body with its headers to url once (one silent resend if a reused connection turned out closed); never throws. */
@@ -82,11 +101,13 @@ export class WebhookSender {
     });
     const target = this.#target(url);
     if ('problem' in target) return done({ outcome: { error: target.problem }, responseBody: null });
+    const request = requestText(target, message.body, message.headers);
+    if (typeof request !== 'string') return done({ outcome: { error: request.problem }, responseBody: null });
     const deadline = started + this.#timeoutMs;
-    let answer = await this.#attempt(target, message.body, message.headers, deadline);
+    let answer = await this.#attempt(target.origin, request, false, deadline);
     // Node's documented remedy for a receiver closing an idle connection as we write to it: once more
     // on a new connection. The same webhook-id goes, so a receiver that did get the first one dedupes it.
-    if (answer.staleConnection) answer = await this.#attempt(target, message.body, message.headers, deadline);
+    if (answer.staleConnection) answer = await this.#attempt(target.origin, request, true, deadline);
     return done(answer);
   }
 
@@ -97,84 +118,49 @@ export class WebhookSender {
     } catch {
       return { problem: 'not a URL' };
     }
-    // An IP literal is connected to without a lookup, so guardedLookup never sees it: check it here.
+    // An IP literal is connected to without a lookup, so the guarded lookup never sees it: check it here.
     const problem = checkUrlBeforeConnect(parsed, this.#allowPrivate);
-    return problem === undefined ? { url: parsed, options: urlToHttpOptions(parsed) } : { problem };
+    if (problem !== undefined) return { problem };
+    const secure = parsed.protocol === 'https:';
+    const host = urlHost(parsed);
+    return {
+      origin: {
+        key: parsed.origin,
+        tls: secure,
+        host,
+        port: parsed.port === '' ? (secure ? 443 : 80) : Number(parsed.port),
+        servername: isIP(host) === 0 ? host : undefined,
+      },
+      requestLine: `POST ${parsed.pathname}${parsed.search} HTTP/1.1\r\n`,
+      // URL.host is Node's Host header: the port only when not the scheme's, an IPv6 literal in brackets.
+      lastHeaders: `Host: ${parsed.host}\r\nConnection: keep-alive\r\n\r\n`,
+    };
   }
 
-  /** Closes every kept-alive connection; the sender can still be used (it opens new ones). */
+  /** Closes every kept-alive connection, failing the sends under way on them (they are not resent); the sender can still be used (it opens new ones). */
   close(): void {
-    for (const agent of this.#agents.values()) agent.destroy();
-    this.#agents.clear();
+    this.#pool.close();
   }
 
-  #agent(target: URL): http.Agent {
-    let agent = this.#agents.get(target.origin);
-    if (agent === undefined) {
-      const options = { keepAlive: true, timeout: IDLE_MS, lookup: this.#lookup };
-      agent = target.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
-      this.#agents.set(target.origin, agent);
-    }
-    return agent;
-  }
-
-  #attempt(target: { url: URL; options: http.RequestOptions }, body: string, headers: Record<string, string>, deadline: number): Promise<Answer> {
+  #attempt(origin: Origin, request: string, fresh: boolean, deadline: number): Promise<Answer> {
     return new Promise<Answer>((resolve) => {
-      let settled = false;
-      let answered = false;
-      const finish = (answer: Answer): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(answer);
-      };
-      // One options object, as Node would make of the URL and these: the URL is not converted again for each attempt.
-      const request = (target.url.protocol === 'https:' ? https : http).request({
-        ...target.options,
-        method: 'POST',
-        agent: this.#agent(target.url),
-        // Here too, not only on the agent: the request's options are what reach the connection.
-        lookup: this.#lookup,
-        headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
-      });
       const timeoutMs = this.#timeoutMs;
       const timer = setTimeout(() => {
-        finish({ outcome: { error: `timed out after ${timeoutMs} ms` }, responseBody: null });
-        request.destroy();
+        exchange.abort();
+        resolve({ outcome: { error: `timed out after ${timeoutMs} ms` }, responseBody: null });
       }, Math.max(0, deadline - performance.now()));
-      request.on('error', (error: NodeJS.ErrnoException) => {
-        const stale = !answered && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
-        finish({ outcome: { error: describe(error) }, responseBody: null, staleConnection: stale });
+      const exchange = this.#pool.exchange(origin, request, fresh, (result: Exchanged) => {
+        clearTimeout(timer);
+        if ('error' in result) {
+          resolve({ outcome: { error: describe(result.error) }, responseBody: null, staleConnection: result.stale });
+          return;
+        }
+        const status = result.status;
+        const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(result.retryAfter, new Date()) : undefined;
+        // A cut multi-byte character at the 1 KiB edge decodes as U+FFFD: the log is for reading, not parsing.
+        const responseBody = result.body.toString('utf8');
+        resolve({ outcome: retryAfterMs === undefined ? { status } : { status, retryAfterMs }, responseBody });
       });
-      request.on('response', (response) => {
-        answered = true;
-        const status = response.statusCode ?? 0;
-        const kept: Buffer[] = [];
-        let keptBytes = 0;
-        let read = 0;
-        const answer = (): Answer => {
-          const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], new Date()) : undefined;
-          // A cut multi-byte character at the 1 KiB edge decodes as U+FFFD: the log is for reading, not parsing.
-          const responseBody = Buffer.concat(kept).toString('utf8');
-          return { outcome: retryAfterMs === undefined ? { status } : { status, retryAfterMs }, responseBody };
-        };
-        response.on('data', (chunk: Buffer) => {
-          read += chunk.length;
-          if (keptBytes < KEEP_LIMIT) {
-            const part = chunk.subarray(0, KEEP_LIMIT - keptBytes);
-            kept.push(part);
-            keptBytes += part.length;
-          }
-          if (read > READ_LIMIT) {
-            finish(answer());
-            request.destroy();
-          }
-        });
-        response.on('end', () => finish(answer()));
-        // The status came: a body cut short does not change what the receiver answered.
-        response.on('error', () => finish(answer()));
-      });
-      request.end(body);
     });
   }
 }

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import { after, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { newWebhookSecret } from '../../src/webhooks/secret.js';
@@ -223,4 +229,65 @@ test('a new connection dropped before an answer is a failure, not resent', async
   const attempt = await sender().send(target.url, message());
   assert.deepEqual(attempt.outcome, { error: 'ECONNRESET' });
   assert.equal(target.requests.length, 1);
+});
+
+test('close() fails a send under way at once, and does not resend it on a new connection', async () => {
+  const target = await receiver((_request, response) => {
+    // The first is answered, so that the second goes over a kept-alive connection; the second never is.
+    if (target.requests.length === 1) response.writeHead(204).end();
+  });
+  const webhooks = sender();
+  assert.deepEqual((await webhooks.send(target.url, message('evt_1'))).outcome, { status: 204 });
+  const pending = webhooks.send(target.url, message('evt_2'));
+  while (target.requests.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  webhooks.close();
+  const attempt = await pending;
+  assert.ok('error' in attempt.outcome, JSON.stringify(attempt.outcome));
+  assert.equal(target.requests.length, 2);
+  assert.equal(target.connections(), 1);
+});
+
+/** A self-signed certificate for localhost and 127.0.0.1, made with openssl; undefined where it is not installed. */
+function selfSigned(): { key: string; cert: string } | undefined {
+  const dir = mkdtempSync(join(tmpdir(), 'webhook-tls-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } catch {
+    return undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('https: the certificate is verified (a self-signed one is refused), with the URL\'s name as SNI and none for an IP literal', async (t) => {
+  const credentials = selfSigned();
+  if (credentials === undefined) return t.skip('openssl is not installed');
+  const names: string[] = [];
+  const context = createSecureContext(credentials);
+  const SNICallback = (name: string, callback: (error: Error | null, context: SecureContext) => void): void => {
+    names.push(name);
+    callback(null, context);
+  };
+  const server = https.createServer({ ...credentials, SNICallback }, (_request, response) => response.writeHead(200).end());
+  server.on('tlsClientError', () => undefined);
+  let handshakes = 0;
+  server.on('connection', () => handshakes++);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+  const { port } = server.address() as AddressInfo;
+  const webhooks = sender();
+  for (const url of [`https://localhost:${port}/hook`, `https://127.0.0.1:${port}/hook`]) {
+    const attempt = await webhooks.send(url, message());
+    assert.deepEqual(attempt.outcome, { error: 'DEPTH_ZERO_SELF_SIGNED_CERT' }, url);
+    assert.equal(attempt.responseBody, null);
+  }
+  assert.equal(handshakes, 2);
+  // Only the name went as SNI: a client sends none for an IP literal.
+  assert.deepEqual(names, ['localhost']);
 });
