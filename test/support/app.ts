@@ -99,6 +99,8 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     ...(options.eventHeartbeatMs !== undefined ? { eventHeartbeatMs: options.eventHeartbeatMs } : {}),
   });
   toClose.push(app);
+  // The claim at start runs on its own: on PostgreSQL it could come after a test's first endpoints were added, and deliver to them.
+  await app.webhookDispatcher.leaseNow();
 
   const send = options.transport === 'http' ? await httpTransport(app) : injectTransport(app);
   const address = app.server.address();
