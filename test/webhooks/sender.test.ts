@@ -82,6 +82,16 @@ test('a 2xx: a signed POST of the body that standardwebhooks verifies; its statu
   assert.deepEqual(new Webhook(secret).verify(received.body, headers), JSON.parse(sent.body));
 });
 
+test('a header node:http would refuse (a name that is no token, a line break in a value) fails the attempt as node:http words it, and nothing is sent', async () => {
+  const target = await receiver((_request, response) => response.writeHead(204).end());
+  const badName = await sender().send(target.url, { ...message(), headers: { 'bad name': 'x' } });
+  assert.deepEqual(badName.outcome, { error: 'Header name must be a valid HTTP token ["bad name"]' });
+  assert.equal(badName.responseBody, null);
+  const badValue = await sender().send(target.url, { ...message(), headers: { 'x-note': 'a\r\nx-injected: 1' } });
+  assert.deepEqual(badValue.outcome, { error: 'Invalid character in header content ["x-note"]' });
+  assert.equal(target.requests.length, 0);
+});
+
 test('a 500 is a status with its answer; no Retry-After is read on it', async () => {
   const target = await receiver((_request, response) => response.writeHead(500, { 'retry-after': '30' }).end('{"error":"boom"}'));
   const attempt = await sender().send(target.url, message());
