@@ -1,17 +1,19 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { promisify } from 'node:util';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { after, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { newWebhookSecret } from '../../src/webhooks/secret.js';
-import { WebhookSender } from '../../src/webhooks/sender.js';
+import { WebhookSender, type SentAttempt } from '../../src/webhooks/sender.js';
 import { webhookHeaders } from '../../src/webhooks/signing.js';
 
 interface Received {
@@ -300,4 +302,57 @@ test('https: the certificate is verified (a self-signed one is refused), with th
   assert.equal(handshakes, 2);
   // Only the name went as SNI: a client sends none for an IP literal.
   assert.deepEqual(names, ['localhost']);
+});
+
+const TLS_SENDER = new URL('../support/tls-sender.ts', import.meta.url);
+
+test('https to a receiver whose certificate the process trusts: delivered and signed, by name and by IP; a new connection resumes the TLS session', async (t) => {
+  const credentials = selfSigned();
+  if (credentials === undefined) return t.skip('openssl is not installed');
+  const dir = mkdtempSync(join(tmpdir(), 'webhook-ca-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const caFile = join(dir, 'ca.pem');
+  writeFileSync(caFile, credentials.cert);
+  const received: { body: string; headers: http.IncomingHttpHeaders; resumed: boolean }[] = [];
+  const server = https.createServer(credentials, (request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push({ body: Buffer.concat(chunks).toString('utf8'), headers: request.headers, resumed: (request.socket as TLSSocket).isSessionReused() });
+      // Closing after the first answer: the second delivery must open a connection, and resume the session.
+      response.writeHead(received.length === 1 ? 200 : 204, received.length === 1 ? { connection: 'close' } : {}).end(received.length === 1 ? 'ok' : undefined);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+  const { port } = server.address() as AddressInfo;
+  const urls = [`https://localhost:${port}/hook`, `https://localhost:${port}/hook`, `https://127.0.0.1:${port}/hook`];
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', TLS_SENDER.pathname, secret, ...urls], {
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
+    timeout: 60_000,
+  });
+  const attempts = JSON.parse(stdout) as SentAttempt[];
+  assert.deepEqual(
+    attempts.map((a) => [a.outcome, a.responseBody]),
+    [
+      [{ status: 200 }, 'ok'],
+      [{ status: 204 }, ''],
+      [{ status: 204 }, ''],
+    ],
+  );
+  assert.deepEqual(
+    received.map((r) => r.resumed),
+    [false, true, false],
+    'the second connection to localhost resumes its session; 127.0.0.1 is another origin, with a handshake of its own',
+  );
+  for (const [i, r] of received.entries()) {
+    assert.equal(r.headers['webhook-id'], `evt_tls_${i + 1}`);
+    const headers = Object.fromEntries(Object.entries(r.headers).map(([name, value]) => [name, String(value)]));
+    assert.deepEqual(new Webhook(secret).verify(r.body, headers), JSON.parse(r.body));
+  }
 });
