@@ -69,10 +69,13 @@ const LEASE_HOLDER = new URL('../support/lease-holder.ts', import.meta.url);
 
 /** The next message of a child process, or a failure if it exits first. */
 async function nextMessage<M>(child: ChildProcess): Promise<M> {
-  const exited = once(child, 'exit').then(([code]) => Promise.reject(new Error(`lease holder exited with ${String(code)}`)));
+  // Both waits end once either settles: a holder answers many orders, and a wait left behind keeps its listeners on the child.
+  const settled = new AbortController();
+  const exited = once(child, 'exit', { signal: settled.signal }).then(([code]) => Promise.reject(new Error(`lease holder exited with ${String(code)}`)));
   try {
-    return (await Promise.race([once(child, 'message'), exited]))[0] as M;
+    return (await Promise.race([once(child, 'message', { signal: settled.signal }), exited]))[0] as M;
   } finally {
+    settled.abort();
     exited.catch(() => {});
   }
 }
