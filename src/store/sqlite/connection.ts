@@ -56,7 +56,7 @@ export function openSqliteConnection(filename: string): Connection {
     db.exec('PRAGMA journal_mode = WAL');
     // FULL: a commit is fsynced before it returns, so an acknowledged change survives a power loss.
     db.exec('PRAGMA synchronous = FULL');
-    // Checkpoint every 4000 pages (16 MiB) rather than 1000: a page changed many times between checkpoints is copied once.
+    // Checkpoint every 4000 pages (4 MiB of PAGE_SIZE pages) rather than 1000: a page changed many times between checkpoints is copied once.
     db.exec('PRAGMA wal_autocheckpoint = 4000');
     db.exec('PRAGMA foreign_keys = ON');
   } catch (err) {
