@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { LINE_EVERY_MS, progressBar, progressLine } from '../../../src/cli/import/progress.js';
 import type { CliIO } from '../../../src/cli/io.js';
 import { openStore } from '../../../src/store/open.js';
+import { IMPORT_CHUNK } from '../../../src/store/sqlite/import.js';
 import { BACKENDS, backendSkip, createTestDatabase } from '../../support/backends.js';
 import { tempDir } from '../../support/process.js';
 import { change } from '../../support/store.js';
@@ -125,6 +127,34 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('pets import stopped part way on sqlite (decisions 5.8)', { skip: await backendSkip('sqlite') }, () => {
+  test('a chunk that fails after the first: the chunks before it stay, exit 1 says how to finish, and --upsert of the same file writes the rest', async (t) => {
+    const db = await createTestDatabase('sqlite', t);
+    await (await openStore(db.databaseUrl)).close();
+    const rows = IMPORT_CHUNK + 500;
+    const csv = file(t, 'stocktake.csv', `petId,quantity,status\n${Array.from({ length: rows }, (_, i) => `${i + 1},2,available`).join('\n')}\n`);
+    // The second chunk's transaction fails as a full disk would: SQLite aborts the statement, and the chunk rolls back whole.
+    const sqlite = new Database(db.location);
+    sqlite.exec(`CREATE TRIGGER stop_the_import BEFORE INSERT ON inventory WHEN NEW.pet_id = ${IMPORT_CHUNK + 3} BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
+    const stopped = await run(db.databaseUrl, ['pets', 'import', csv]);
+    assert.equal(stopped.code, 1, stopped.err);
+    assert.equal(stopped.out, '');
+    assert.equal(
+      withoutProgress(stopped.err),
+      `petstore-inventory: the import stopped part way (database or disk is full): ${IMPORT_CHUNK} entries created and 0 updated before it stay written; ` +
+        'import the same file again with --upsert to write the rest\n',
+    );
+    assert.equal((JSON.parse((await run(db.databaseUrl, ['pets', 'list', '--json'])).out) as unknown[]).length, IMPORT_CHUNK, 'the first chunk stays');
+
+    sqlite.exec('DROP TRIGGER stop_the_import');
+    sqlite.close();
+    const again = await run(db.databaseUrl, ['pets', 'import', '--upsert', csv]);
+    assert.equal(again.code, 0, again.err);
+    assert.match(again.out, new RegExp(`^read ${rows.toLocaleString('en-US')}, created 500, updated 0, unchanged ${IMPORT_CHUNK.toLocaleString('en-US')}, rejected 0 in `));
+    assert.equal((JSON.parse((await run(db.databaseUrl, ['pets', 'list', '--json'])).out) as unknown[]).length, rows);
+  });
+});
 
 test('the progress bar and line: share of the file read, rows, rows/s and the time left', () => {
   const sample = { bytes: 250, totalBytes: 1000, rows: 5000, seconds: 2, phase: 'reading' as const };
