@@ -10,7 +10,7 @@ import { CLOCK_TICKS, REPO_ROOT, spawnChild } from './processes.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { GET_CONNECTIONS } from './scenarios.js';
 import { benchItems, seedDatabaseWith } from './seed.js';
-import { alternateRounds, bestCpuUs, bestRun, eachCpu, eachRun, roundsOf, roundsText, type RoundShape, type Side } from './side-by-side.js';
+import { alternateRounds, bestCpuUs, bestMainCpuUs, bestRun, eachCpu, eachRun, roundsOf, roundsText, type RoundShape, type Side } from './side-by-side.js';
 import { bareDurableFile, SERVICE_BIN, serviceEnvironment, startServer } from './servers.js';
 import { StreamReader } from './stream-reader.js';
 import { Receiver } from './webhooks.js';
@@ -51,7 +51,8 @@ export async function durableSection(backend: Backend, title: string, options: B
   notes.push(
     `CPU/request: utime + stime of the server process, all its threads (/proc/PID/stat), read right before and after the measured wrk run (not its warm-up run), ` +
       `over the 2xx answers in that window, in µs; clock ticks of 1/${CLOCK_TICKS.perSecond} s (${CLOCK_TICKS.assumed ? 'getconf CLK_TCK failed: assumed' : 'getconf CLK_TCK'}), so a ` +
-      `window's reading is ±1 tick; requests still in flight when wrk stops are in the CPU but not in the count. The best round's figure is on the row`,
+      `window's reading is ±1 tick; requests still in flight when wrk stops are in the CPU but not in the count. The best round's figure is on the row, with the share of the ` +
+      `main thread (/proc/PID/task/PID/stat: the event loop, where HTTP is parsed and answered) and of the others (the service's SQLite writer thread, V8's GC helpers)`,
     `${describeLoadAverage()} at the end; the machine is shared with other work, which only ever slows a round down (hence the best of each)`,
   );
   return { title, rows, notes };
@@ -243,5 +244,7 @@ async function readRows(backend: Backend, options: BenchOptions, load: LoadGener
 /** The best round's CPU per request, as a value. */
 function cpu(side: Side): Check {
   const us = bestCpuUs(side);
-  return { text: us === undefined ? 'CPU/request unknown (no /proc)' : `${us.toFixed(0)} µs CPU/request` };
+  const main = bestMainCpuUs(side);
+  if (us === undefined) return { text: 'CPU/request unknown (no /proc)' };
+  return { text: main === undefined ? `${us.toFixed(0)} µs CPU/request` : `${us.toFixed(0)} µs CPU/request (main thread ${main.toFixed(0)}, others ${(us - main).toFixed(0)})` };
 }

@@ -129,9 +129,17 @@ export const CLOCK_TICKS: { perSecond: number; assumed: boolean } = (() => {
  * (utime and stime of /proc/PID/stat), or undefined where /proc is missing.
  */
 export function cpuTicks(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+  return pid === undefined ? undefined : statTicks(`/proc/${pid}/stat`);
+}
+
+/** The same, of the process's main thread alone (/proc/PID/task/PID/stat): in Node.js, its event loop. */
+export function mainThreadCpuTicks(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : statTicks(`/proc/${pid}/task/${pid}/stat`);
+}
+
+function statTicks(path: string): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     // The name in parentheses may hold spaces: the fields are counted after its closing one (state is field 3).
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[11]) + Number(fields[12]);

@@ -2,7 +2,7 @@ import type { Backend } from './databases.js';
 import type { LoadGenerator } from './load.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
 import type { BenchOptions } from './options.js';
-import { CLOCK_TICKS, cpuTicks } from './processes.js';
+import { CLOCK_TICKS, cpuTicks, mainThreadCpuTicks } from './processes.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import type { RunningServer } from './servers.js';
 
@@ -27,6 +27,8 @@ export interface Side {
   runs: LoadResult[];
   /** With `cpu`: per counted round, the server's CPU time over the measured window per 2xx answer, in µs (undefined without /proc). */
   cpuUs?: (number | undefined)[];
+  /** The same, of its main thread alone (the event loop); the rest is its other threads' (a writer thread, V8's GC helpers). */
+  mainCpuUs?: (number | undefined)[];
 }
 
 /** What each round sends: the requests, their pets and connections, and whether the servers' CPU is read. Default: the PATCH load of the main table. */
@@ -57,9 +59,14 @@ export async function alternateRounds(
   for (let round = 0, rounds = roundsOf(options); round <= rounds; round++) {
     for (const side of roundOrder(sides, round)) {
       await shape.settle?.();
-      let before: number | undefined;
-      let after: number | undefined;
-      const window = shape.cpu ? { start: () => (before = cpuTicks(side.server.pid)), end: () => (after = cpuTicks(side.server.pid)) } : undefined;
+      const ticks = { before: undefined as number | undefined, after: undefined as number | undefined, mainBefore: undefined as number | undefined, mainAfter: undefined as number | undefined };
+      const pid = side.server.pid;
+      const window = shape.cpu
+        ? {
+            start: () => ((ticks.before = cpuTicks(pid)), (ticks.mainBefore = mainThreadCpuTicks(pid))),
+            end: () => ((ticks.mainAfter = mainThreadCpuTicks(pid)), (ticks.after = cpuTicks(pid))),
+          }
+        : undefined;
       const spec: LoadSpec = {
         baseUrl: side.server.baseUrl,
         method: shape.method,
@@ -70,7 +77,7 @@ export async function alternateRounds(
         durationSeconds: options.durationSeconds,
       };
       const result = await load.run(spec, true, window);
-      const cpuUs = before === undefined || after === undefined || result.ok === 0 ? undefined : (((after - before) / CLOCK_TICKS.perSecond) * 1e6) / result.ok;
+      const cpuUs = perAnswerUs(ticks.before, ticks.after, result.ok);
       const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
       const cpu = cpuUs === undefined ? '' : `, ${cpuUs.toFixed(0)} µs CPU/request`;
       process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s${cpu} (${which})\n`);
@@ -78,9 +85,17 @@ export async function alternateRounds(
       if (round === 0) continue;
       if (result.failed > 0) notes.push(`${scenario}, ${side.label}, round ${round}: ${result.failed} non-2xx answers or socket errors, left out of req/s`);
       side.runs.push(result);
-      if (shape.cpu) (side.cpuUs ??= []).push(cpuUs);
+      if (shape.cpu) {
+        (side.cpuUs ??= []).push(cpuUs);
+        (side.mainCpuUs ??= []).push(perAnswerUs(ticks.mainBefore, ticks.mainAfter, result.ok));
+      }
     }
   }
+}
+
+/** CPU ticks over a window per answer, in µs; undefined without both readings or any answer. */
+function perAnswerUs(before: number | undefined, after: number | undefined, answers: number): number | undefined {
+  return before === undefined || after === undefined || answers === 0 ? undefined : (((after - before) / CLOCK_TICKS.perSecond) * 1e6) / answers;
 }
 
 /** The sides in the order they run in this round: swapped each round, so none always runs first. */
@@ -98,6 +113,11 @@ export function bestCpuUs(side: Side): number | undefined {
   return side.cpuUs?.[bestIndex(side)];
 }
 
+/** Its main thread's CPU per 2xx answer in the same round, in µs. */
+export function bestMainCpuUs(side: Side): number | undefined {
+  return side.mainCpuUs?.[bestIndex(side)];
+}
+
 function bestIndex(side: Side): number {
   return side.runs.reduce((best, r, i) => (r.requestsPerSecond > side.runs[best]!.requestsPerSecond ? i : best), 0);
 }
@@ -107,7 +127,12 @@ export function eachRun(side: Side): string {
   return side.runs.map((r) => Math.round(r.requestsPerSecond).toLocaleString('en-US')).join(', ');
 }
 
-/** Each counted round's CPU per request in µs, for the notes. */
+/** Each counted round's CPU per request in µs, with its main thread's share, for the notes. */
 export function eachCpu(side: Side): string {
-  return (side.cpuUs ?? []).map((us) => (us === undefined ? 'unknown' : us.toFixed(0))).join(', ');
+  return (side.cpuUs ?? [])
+    .map((us, i) => {
+      const main = side.mainCpuUs?.[i];
+      return us === undefined ? 'unknown' : main === undefined ? us.toFixed(0) : `${us.toFixed(0)} (main thread ${main.toFixed(0)})`;
+    })
+    .join(', ');
 }

@@ -4,7 +4,7 @@ import type { LoadGenerator } from '../../bench/load.js';
 import type { LoadResult, LoadSpec } from '../../bench/load-spec.js';
 import type { WindowHooks } from '../../bench/load-wrk.js';
 import { parseOptions } from '../../bench/options.js';
-import { alternateRounds, bestCpuUs, bestRun, eachCpu, eachRun, roundOrder, type Side } from '../../bench/side-by-side.js';
+import { alternateRounds, bestCpuUs, bestMainCpuUs, bestRun, eachCpu, eachRun, roundOrder, type Side } from '../../bench/side-by-side.js';
 import type { RunningServer } from '../../bench/servers.js';
 
 /** A server that is not there: only its base URL and pid are read. */
@@ -80,16 +80,20 @@ test('with cpu, the server\'s CPU is read around each measured window: per round
   assert.equal(withPid.cpuUs?.length, 1);
   const [cpu] = withPid.cpuUs ?? [];
   assert.ok(cpu !== undefined && Number.isFinite(cpu) && cpu >= 0, String(cpu));
-  assert.deepEqual(withoutPid.cpuUs, [undefined]);
+  const [main] = withPid.mainCpuUs ?? [];
+  assert.ok(main !== undefined && Number.isFinite(main) && main >= 0, String(main));
+  assert.deepEqual([withoutPid.cpuUs, withoutPid.mainCpuUs], [[undefined], [undefined]]);
   assert.equal(eachCpu(withoutPid), 'unknown');
 });
 
 test('the best round is the fastest, and its CPU is the one reported beside it', () => {
-  const s: Side = { ...side('s'), runs: [result(9_000), result(12_345.6), result(11_000)], cpuUs: [70, 55, 60] };
+  const s: Side = { ...side('s'), runs: [result(9_000), result(12_345.6), result(11_000)], cpuUs: [70, 55, 60], mainCpuUs: [50, 40, 45] };
   assert.equal(bestRun(s).requestsPerSecond, 12_345.6);
   assert.equal(bestCpuUs(s), 55);
+  assert.equal(bestMainCpuUs(s), 40);
   assert.equal(eachRun(s), '9,000, 12,346, 11,000');
-  assert.equal(eachCpu(s), '70, 55, 60');
+  assert.equal(eachCpu(s), '70 (main thread 50), 55 (main thread 40), 60 (main thread 45)');
+  assert.equal(eachCpu({ ...s, mainCpuUs: undefined }), '70, 55, 60');
 });
 
 test('roundOrder: as given in odd rounds, reversed in even ones (the warm-up is round 0)', () => {
