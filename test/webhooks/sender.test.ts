@@ -37,15 +37,7 @@ async function receiver(handler: Handler) {
     });
   });
   server.on('connection', () => connections++);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  const close = async (): Promise<void> => {
-    server.closeAllConnections();
-    server.close();
-    await once(server, 'close');
-  };
-  cleanups.push(close);
+  const port = await listening(server);
   return { port, url: `http://127.0.0.1:${port}/hook`, requests, connections: () => connections, server };
 }
 
@@ -55,6 +47,18 @@ after(async () => {
   for (const sender of senders) sender.close();
   await Promise.all(cleanups.map((close) => close()));
 });
+
+/** Listens on 127.0.0.1 at a free port until the tests end (then closed with its connections); its port. */
+async function listening(server: http.Server | https.Server): Promise<number> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+  return (server.address() as AddressInfo).port;
+}
 
 function sender(options: { timeoutMs?: number; allowPrivate?: boolean } = {}): WebhookSender {
   const made = new WebhookSender({ timeoutMs: options.timeoutMs ?? 10_000, allowPrivate: options.allowPrivate ?? true });
@@ -285,14 +289,7 @@ test('https: the certificate is verified (a self-signed one is refused), with th
   server.on('tlsClientError', () => undefined);
   let handshakes = 0;
   server.on('connection', () => handshakes++);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(async () => {
-    server.closeAllConnections();
-    server.close();
-    await once(server, 'close');
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listening(server);
   const webhooks = sender();
   for (const url of [`https://localhost:${port}/hook`, `https://127.0.0.1:${port}/hook`]) {
     const attempt = await webhooks.send(url, message());
@@ -323,14 +320,7 @@ test('https to a receiver whose certificate the process trusts: delivered and si
       response.writeHead(received.length === 1 ? 200 : 204, received.length === 1 ? { connection: 'close' } : {}).end(received.length === 1 ? 'ok' : undefined);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(async () => {
-    server.closeAllConnections();
-    server.close();
-    await once(server, 'close');
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listening(server);
   const urls = [`https://localhost:${port}/hook`, `https://localhost:${port}/hook`, `https://127.0.0.1:${port}/hook`];
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', TLS_SENDER.pathname, secret, ...urls], {
     env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
