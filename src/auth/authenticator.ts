@@ -36,6 +36,14 @@ export class Authenticator {
   readonly #touchedAt = new Map<string, number>();
   /** Lookups under way, by key hash: the requests of one new key share one, so a slow store gets one query, not one per request. */
   readonly #lookups = new Map<string, Promise<ApiKeyRecord | undefined>>();
+  /**
+   * The last Authorization header each connection sent with a key of this environment, and the key's
+   * hash: a client sends the same key with every request on a connection, and hashing it again was a
+   * few percent of a read's CPU. Only the hash is remembered, never the lookup: the key is still
+   * looked up (cached for KEY_CACHE_TTL_MS) on every request, so a revocation is honoured as before.
+   * Kept with the connection's socket, which carried the key anyway, and dropped with it.
+   */
+  readonly #hashByConnection = new WeakMap<object, { authorization: string; keyHash: string }>();
 
   constructor(keys: Deps, environment: Environment, onTouchError: (err: unknown) => void) {
     this.#keys = keys;
@@ -47,8 +55,8 @@ export class Authenticator {
    * The principal of a usable key, or the 401 to answer. Asks the store when the key's lookup is not
    * cached; a store failure rejects (503): it never lets a request through.
    */
-  async authenticate(authorization: string | undefined, now = new Date()): Promise<Principal | ApiError> {
-    const keyHash = this.#keyHash(authorization);
+  async authenticate(authorization: string | undefined, connection?: object, now = new Date()): Promise<Principal | ApiError> {
+    const keyHash = this.#keyHash(authorization, connection);
     if (keyHash instanceof ApiError) return keyHash;
     const cached = this.#fresh(keyHash, now);
     return this.#principal(cached ? cached.record : await this.#load(keyHash, now.getTime()), now);
@@ -58,8 +66,8 @@ export class Authenticator {
    * The same decision from the cache alone: the principal, or the 401 (no header, a malformed one,
    * a cached unknown or unusable key); undefined when only the store can tell.
    */
-  authenticateFromCache(authorization: string | undefined, now = new Date()): Principal | ApiError | undefined {
-    const keyHash = this.#keyHash(authorization);
+  authenticateFromCache(authorization: string | undefined, connection?: object, now = new Date()): Principal | ApiError | undefined {
+    const keyHash = this.#keyHash(authorization, connection);
     if (keyHash instanceof ApiError) return keyHash;
     const cached = this.#fresh(keyHash, now);
     return cached && this.#principal(cached.record, now);
@@ -71,15 +79,22 @@ export class Authenticator {
     return cached && cached.until > now.getTime() ? cached : undefined;
   }
 
-  /** The hash of the header's bearer key, or 401 for no key, another scheme, or a key of another environment or of no known shape. */
-  #keyHash(authorization: string | undefined): string | ApiError {
+  /**
+   * The hash of the header's bearer key, or 401 for no key, another scheme, or a key of another
+   * environment or of no known shape. `connection`: the socket the header came on (see #hashByConnection).
+   */
+  #keyHash(authorization: string | undefined, connection: object | undefined): string | ApiError {
+    const seen = connection ? this.#hashByConnection.get(connection) : undefined;
+    if (seen !== undefined && seen.authorization === authorization) return seen.keyHash;
     const token = bearerToken(authorization);
     if (token instanceof ApiError) return token;
     if (!token.startsWith(KEY_PREFIX[this.#environment])) {
       const otherEnv = Object.entries(KEY_PREFIX).find(([, p]) => token.startsWith(p));
       return invalidToken(otherEnv ? AUTH_MESSAGES.environment(this.#environment) : AUTH_MESSAGES.invalid);
     }
-    return hashKey(token);
+    const keyHash = hashKey(token);
+    if (connection) this.#hashByConnection.set(connection, { authorization: authorization!, keyHash });
+    return keyHash;
   }
 
   #principal(record: ApiKeyRecord | undefined, now: Date): Principal | ApiError {

@@ -11,6 +11,8 @@ export interface RequestContext {
   readonly method: string;
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
+  /** The connection (its socket) the request came on: what a rule may remember from one request to the next on it. */
+  readonly connection: object;
   /** The request's HTTP version, as in "1.1". */
   readonly httpVersion: string;
   /** The client's address, through the proxies TRUST_PROXY trusts. */

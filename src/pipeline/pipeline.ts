@@ -111,6 +111,7 @@ export class RequestPipeline {
       method: req.method ?? '',
       url: req.url ?? '',
       headers: req.headers,
+      connection: req.socket,
       httpVersion: req.httpVersion,
       clientAddress: this.#options.clientAddress(req),
       access,

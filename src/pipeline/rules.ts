@@ -76,12 +76,12 @@ function authentication(authenticator: Authenticator, throttle: FailureThrottle)
     name: 'authentication',
     now(ctx) {
       if (ctx.access === 'public') return undefined;
-      const result = authenticator.authenticateFromCache(ctx.headers.authorization);
+      const result = authenticator.authenticateFromCache(ctx.headers.authorization, ctx.connection);
       return result === undefined ? UNDECIDED : settle(ctx, result);
     },
     async check(ctx) {
       if (ctx.access === 'public') return undefined;
-      return settle(ctx, await authenticator.authenticate(ctx.headers.authorization));
+      return settle(ctx, await authenticator.authenticate(ctx.headers.authorization, ctx.connection));
     },
   };
 }
