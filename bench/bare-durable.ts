@@ -3,11 +3,13 @@
  * bare node:http server with the service's request shapes and JSON, and the group commit that
  * hands a backend every change gathered while it was busy (or, for a synchronous backend, parsed
  * in one turn of the event loop) as one batch, and answers each after that batch committed.
+ * With BASELINE_ANSWER_HEADERS, each 200 answer carries the service's answer headers (answer-headers.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
+import { answerHeadersFromEnv } from './answer-headers.js';
 import { requiredEnv } from './env.js';
 
 /** What each change writes besides the entry: nothing, its history row, or its history row and its event. */
@@ -123,8 +125,15 @@ export function serveBare(backend: BareBackend): void {
   );
 }
 
+/** BASELINE_ANSWER_HEADERS: a change's 200 answer carries the service's headers too (answer-headers.ts). */
+const answerHeaders = answerHeadersFromEnv();
+
 function answer(res: ServerResponse, result: BareResult): void {
-  if (typeof result === 'string') return send(res, 200, result);
+  if (typeof result === 'string') {
+    if (!answerHeaders) return send(res, 200, result);
+    res.writeHead(200, answerHeaders(JSON_TYPE, Buffer.byteLength(result)));
+    return void res.end(result);
+  }
   send(res, result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
 }
 

@@ -2,13 +2,12 @@
  * The baseline: a bare node:http server with the service's data in memory, the upper bound of
  * what Node itself can serve. Same request shapes and the same JSON bytes as the service.
  * Env: DATABASE_URL (read once at start), PORT, BENCH_KEY (the one key it accepts), and
- * BASELINE_ANSWER_HEADERS (optional): a JSON object of headers every list answer carries besides its
- * own, as the service's do, so that the bench can tell what those headers cost node:http from what
- * the service's own work costs; an `x-request-id` among them gets a new UUID per answer, as the service's.
+ * BASELINE_ANSWER_HEADERS (optional): the service's answer headers, which its list answers then
+ * carry too (answer-headers.ts).
  */
-import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type OutgoingHttpHeader, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { stringifyJson } from '../src/json.js';
+import { answerHeadersFromEnv } from './answer-headers.js';
 import { loadItems } from './bare-durable.js';
 import { requiredEnv } from './env.js';
 
@@ -22,13 +21,7 @@ const fragments = items.map((item) => stringifyJson(item));
 const positionById = new Map(items.map((item, i) => [item.petId.toString(), i]));
 /** The GET body, rebuilt on the first GET after a PATCH so that reads always see the latest write. */
 let listBody: Buffer | undefined;
-/** BASELINE_ANSWER_HEADERS as name, value pairs in one flat array (writeHead's raw form), the request id apart. */
-const answerHeaders = (() => {
-  const given = JSON.parse(process.env.BASELINE_ANSWER_HEADERS ?? '{}') as Record<string, string>;
-  const fixed: string[] = [];
-  for (const [name, value] of Object.entries(given)) if (name !== 'x-request-id' && name !== 'content-type') fixed.push(name, value);
-  return { fixed, requestId: 'x-request-id' in given };
-})();
+const answerHeaders = answerHeadersFromEnv();
 
 function send(res: ServerResponse, status: number, body: string | Buffer): void {
   res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) });
@@ -37,11 +30,8 @@ function send(res: ServerResponse, status: number, body: string | Buffer): void 
 
 function listInventory(res: ServerResponse): void {
   listBody ??= Buffer.from(`[${fragments.join(',')}]`);
-  if (answerHeaders.fixed.length === 0 && !answerHeaders.requestId) return send(res, 200, listBody);
-  const headers: OutgoingHttpHeader[] = answerHeaders.fixed.slice();
-  if (answerHeaders.requestId) headers.push('x-request-id', randomUUID());
-  headers.push('content-type', JSON_TYPE, 'content-length', String(listBody.length));
-  res.writeHead(200, headers);
+  if (!answerHeaders) return send(res, 200, listBody);
+  res.writeHead(200, answerHeaders(JSON_TYPE, listBody.length));
   res.end(listBody);
 }
 

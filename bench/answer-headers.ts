@@ -1,0 +1,36 @@
+import { randomUUID } from 'node:crypto';
+import type { OutgoingHttpHeader } from 'node:http';
+
+/** The variable that hands a baseline the service's answer headers, as a JSON object (see answerHeadersFromEnv). */
+export const ANSWER_HEADERS_VARIABLE = 'BASELINE_ANSWER_HEADERS';
+
+/**
+ * The headers of a 200 answer of a baseline that sends what the service's answer carries besides its
+ * body (BASELINE_ANSWER_HEADERS, read once): so the bench can tell what writing those headers costs
+ * node:http from what the service's own work costs. An `x-request-id` among them is a new UUID per
+ * answer, as the service's is. Undefined without the variable: the baseline sends its own two headers.
+ */
+export function answerHeadersFromEnv(): ((contentType: string, length: number) => OutgoingHttpHeader[]) | undefined {
+  const text = process.env[ANSWER_HEADERS_VARIABLE];
+  if (text === undefined) return undefined;
+  const given = JSON.parse(text) as Record<string, string>;
+  // writeHead's raw form, one flat array of names and values, made once: each answer copies it and adds its own.
+  const fixed: string[] = [];
+  for (const [name, value] of Object.entries(given)) if (name !== 'x-request-id' && name !== 'content-type') fixed.push(name, value);
+  const requestId = 'x-request-id' in given;
+  return (contentType, length) => {
+    const headers: OutgoingHttpHeader[] = fixed.slice();
+    if (requestId) headers.push('x-request-id', randomUUID());
+    headers.push('content-type', contentType, 'content-length', String(length));
+    return headers;
+  };
+}
+
+/**
+ * The headers of an answer of the service, but those node:http writes itself (Date, Connection,
+ * Keep-Alive) and the body's framing: what a baseline adds to its own with answerHeadersFromEnv.
+ */
+export function answerHeadersOf(res: Response): Record<string, string> {
+  const framing = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+  return Object.fromEntries([...res.headers].filter(([name]) => !framing.has(name)));
+}
