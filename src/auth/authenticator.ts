@@ -41,7 +41,8 @@ export class Authenticator {
    * hash: a client sends the same key with every request on a connection, and hashing it again was a
    * few percent of a read's CPU. Only the hash is remembered, never the lookup: the key is still
    * looked up (cached for KEY_CACHE_TTL_MS) on every request, so a revocation is honoured as before.
-   * Kept with the connection's socket, which carried the key anyway, and dropped with it.
+   * Kept with the connection's socket, which carried the key anyway, and dropped with it; compared in
+   * constant time (sameSecret).
    */
   readonly #hashByConnection = new WeakMap<object, { authorization: string; keyHash: string }>();
 
@@ -85,7 +86,7 @@ export class Authenticator {
    */
   #keyHash(authorization: string | undefined, connection: object | undefined): string | ApiError {
     const seen = connection ? this.#hashByConnection.get(connection) : undefined;
-    if (seen !== undefined && seen.authorization === authorization) return seen.keyHash;
+    if (seen !== undefined && authorization !== undefined && sameSecret(seen.authorization, authorization)) return seen.keyHash;
     const token = bearerToken(authorization);
     if (token instanceof ApiError) return token;
     if (!token.startsWith(KEY_PREFIX[this.#environment])) {
@@ -129,6 +130,20 @@ export class Authenticator {
     this.#touchedAt.set(keyId, now.getTime());
     this.#keys.touchApiKey(keyId, now).catch(this.#onTouchError);
   }
+}
+
+/**
+ * Whether two headers are the same, in a time that does not depend on where they differ: behind a
+ * proxy that keeps connections open to the service, one connection carries the requests of many
+ * clients, and a comparison that stopped at the first difference would tell one of them how much
+ * of another's key it had guessed.
+ */
+function sameSecret(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  // Every character is compared, whatever the first difference (timingSafeEqual needs two Buffers made per request: as slow as the hash).
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return difference === 0;
 }
 
 /** The token of a `Bearer` credential (scheme case-insensitive), or the 401. */
