@@ -59,14 +59,9 @@ export async function alternateRounds(
   for (let round = 0, rounds = roundsOf(options); round <= rounds; round++) {
     for (const side of roundOrder(sides, round)) {
       await shape.settle?.();
-      const ticks = { before: undefined as number | undefined, after: undefined as number | undefined, mainBefore: undefined as number | undefined, mainAfter: undefined as number | undefined };
-      const pid = side.server.pid;
-      const window = shape.cpu
-        ? {
-            start: () => ((ticks.before = cpuTicks(pid)), (ticks.mainBefore = mainThreadCpuTicks(pid))),
-            end: () => ((ticks.mainAfter = mainThreadCpuTicks(pid)), (ticks.after = cpuTicks(pid))),
-          }
-        : undefined;
+      let before: CpuReading | undefined;
+      let after: CpuReading | undefined;
+      const window = shape.cpu ? { start: () => (before = readCpu(side.server.pid)), end: () => (after = readCpu(side.server.pid)) } : undefined;
       const spec: LoadSpec = {
         baseUrl: side.server.baseUrl,
         method: shape.method,
@@ -77,7 +72,7 @@ export async function alternateRounds(
         durationSeconds: options.durationSeconds,
       };
       const result = await load.run(spec, true, window);
-      const cpuUs = perAnswerUs(ticks.before, ticks.after, result.ok);
+      const cpuUs = perAnswerUs(before?.all, after?.all, result.ok);
       const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
       const cpu = cpuUs === undefined ? '' : `, ${cpuUs.toFixed(0)} µs CPU/request`;
       process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s${cpu} (${which})\n`);
@@ -87,10 +82,20 @@ export async function alternateRounds(
       side.runs.push(result);
       if (shape.cpu) {
         (side.cpuUs ??= []).push(cpuUs);
-        (side.mainCpuUs ??= []).push(perAnswerUs(ticks.mainBefore, ticks.mainAfter, result.ok));
+        (side.mainCpuUs ??= []).push(perAnswerUs(before?.main, after?.main, result.ok));
       }
     }
   }
+}
+
+/** A process's CPU ticks so far: all its threads, and its main thread alone; each undefined without /proc. */
+interface CpuReading {
+  all: number | undefined;
+  main: number | undefined;
+}
+
+function readCpu(pid: number | undefined): CpuReading {
+  return { all: cpuTicks(pid), main: mainThreadCpuTicks(pid) };
 }
 
 /** CPU ticks over a window per answer, in µs; undefined without both readings or any answer. */
