@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { OutgoingHttpHeader } from 'node:http';
+import type { OutgoingHttpHeader, ServerResponse } from 'node:http';
 
 /** The variable that hands a baseline the service's answer headers, as a JSON object (see answerHeadersFromEnv). */
 export const ANSWER_HEADERS_VARIABLE = 'BASELINE_ANSWER_HEADERS';
@@ -34,3 +34,16 @@ export function answerHeadersOf(res: Response): Record<string, string> {
   const framing = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
   return Object.fromEntries([...res.headers].filter(([name]) => !framing.has(name)));
 }
+
+/**
+ * A baseline's 200 answer of JSON `body`: its own two headers, or with BASELINE_ANSWER_HEADERS the
+ * service's too (read once, when the baseline's module loads this one).
+ */
+export const sendOk: (res: ServerResponse, contentType: string, body: string | Buffer) => void = (() => {
+  const headers = answerHeadersFromEnv();
+  return (res, contentType, body) => {
+    const length = Buffer.byteLength(body);
+    res.writeHead(200, headers ? headers(contentType, length) : { 'content-type': contentType, 'content-length': length });
+    res.end(body);
+  };
+})();

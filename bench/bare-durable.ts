@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
-import { answerHeadersFromEnv } from './answer-headers.js';
+import { sendOk } from './answer-headers.js';
 import { requiredEnv } from './env.js';
 
 /** What each change writes besides the entry: nothing, its history row, or its history row and its event. */
@@ -125,15 +125,8 @@ export function serveBare(backend: BareBackend): void {
   );
 }
 
-/** BASELINE_ANSWER_HEADERS: a change's 200 answer carries the service's headers too (answer-headers.ts). */
-const answerHeaders = answerHeadersFromEnv();
-
 function answer(res: ServerResponse, result: BareResult): void {
-  if (typeof result === 'string') {
-    if (!answerHeaders) return send(res, 200, result);
-    res.writeHead(200, answerHeaders(JSON_TYPE, Buffer.byteLength(result)));
-    return void res.end(result);
-  }
+  if (typeof result === 'string') return sendOk(res, JSON_TYPE, result);
   send(res, result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
 }
 

@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { stringifyJson } from '../src/json.js';
-import { answerHeadersFromEnv } from './answer-headers.js';
+import { sendOk } from './answer-headers.js';
 import { loadItems } from './bare-durable.js';
 import { requiredEnv } from './env.js';
 
@@ -21,7 +21,6 @@ const fragments = items.map((item) => stringifyJson(item));
 const positionById = new Map(items.map((item, i) => [item.petId.toString(), i]));
 /** The GET body, rebuilt on the first GET after a PATCH so that reads always see the latest write. */
 let listBody: Buffer | undefined;
-const answerHeaders = answerHeadersFromEnv();
 
 function send(res: ServerResponse, status: number, body: string | Buffer): void {
   res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) });
@@ -30,9 +29,7 @@ function send(res: ServerResponse, status: number, body: string | Buffer): void 
 
 function listInventory(res: ServerResponse): void {
   listBody ??= Buffer.from(`[${fragments.join(',')}]`);
-  if (!answerHeaders) return send(res, 200, listBody);
-  res.writeHead(200, answerHeaders(JSON_TYPE, listBody.length));
-  res.end(listBody);
+  sendOk(res, JSON_TYPE, listBody);
 }
 
 function updateInventory(req: IncomingMessage, res: ServerResponse, petId: string): void {
