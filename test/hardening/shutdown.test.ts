@@ -10,8 +10,9 @@ import { byScale } from '../support/scale.js';
 /**
  * SIGTERM under keep-alive load (decisions 7.5): clients send continuously on keep-alive
  * connections, through both lanes, while the server drains. Every request written on an open
- * connection must be answered; a connection the server closed before a request was written on it
- * is counted apart, as is a connection refused once the listener closed.
+ * connection must be answered, in one process as with `--workers`; a connection the server closed
+ * before a request was written on it is counted apart, as are a connection refused once the
+ * listener closed and one the server never took (`unaccepted`).
  */
 
 const run = promisify(execFile);
@@ -34,10 +35,12 @@ interface Tally {
   /** New connections refused (the listener had closed). */
   refused: number;
   /**
-   * Connections reset on their first request, with nothing received, after the listener closed:
-   * accepted by the kernel (or, with --workers, by the primary) but never handed to the server.
+   * Connections closed or reset on their first request, with nothing received, after the listener
+   * closed: held by the kernel's accept queue (reset) or, with --workers, by the primary (closed, or
+   * reset if the request had arrived) when the listener closed, and never handed to the server.
+   * A client loses at most one so (its next connection is refused): at most CLIENTS in all.
    */
-  resetUnaccepted: number;
+  unaccepted: number;
   statuses: Record<number, number>;
 }
 
@@ -107,17 +110,21 @@ function keepAlive(socket: Socket, next: () => string, tally: Tally, signalled: 
       send();
     });
     let first = true;
+    // Closed or reset on its first request, nothing received, once the listener closed: a connection never taken.
+    const lost = (closedOrReset: boolean) => {
+      if (closedOrReset && first && buffer === '' && listenerClosed()) tally.unaccepted++;
+      else tally.unanswered++;
+      waiting = false;
+    };
     socket.on('end', () => {
       serverEnded = true;
-      if (waiting) tally.unanswered++;
+      if (waiting) lost(true);
       else if (!announced) tally.closedBeforeWrite++;
       done();
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
-      // Reset on its first request, nothing received, once the listener closed: a connection still queued for accept.
-      if (waiting && first && buffer === '' && err.code === 'ECONNRESET' && listenerClosed()) tally.resetUnaccepted++;
-      else if (waiting) tally.unanswered++;
-      waiting = false;
+      // EPIPE: the request was written after the close reached this side, before its end was read.
+      if (waiting) lost(err.code === 'ECONNRESET' || err.code === 'EPIPE');
       done();
     });
     send();
@@ -131,38 +138,43 @@ async function seed(env: Record<string, string>): Promise<string> {
   return key;
 }
 
-/**
- * With `serve --workers`, the primary relays the signal to its workers: a probe sent within this
- * long of the signal may still reach a worker that has not had it yet (a load balancer probes
- * every few seconds, so this is no gap a client could see).
- */
-const SIGNAL_RELAY_MS = 100;
+/** A /readyz probe: when it was sent (this process's clock) and its status (0: refused). */
+interface Probe {
+  sentAt: number;
+  status: number;
+}
 
-/** Polls /readyz on fresh connections until the process exits; the statuses of the probes sent after the signal (and its relay). */
-async function pollReady(port: number, signalledAt: () => number, exited: () => boolean): Promise<number[]> {
-  const seen: number[] = [];
+/** Polls /readyz on fresh connections until the process exits. */
+async function pollReady(port: number, exited: () => boolean): Promise<Probe[]> {
+  const probes: Probe[] = [];
   while (!exited()) {
-    const at = signalledAt();
-    const afterSignal = at > 0 && Date.now() - at >= SIGNAL_RELAY_MS;
+    const sentAt = Date.now();
     const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
       (res) => res.status,
       () => 0,
     );
-    if (afterSignal && status !== 0) seen.push(status);
+    probes.push({ sentAt, status });
     await sleep(50);
   }
-  return seen;
+  return probes;
 }
 
 /**
- * With `--workers`, a request may (rarely: 2 of about 3,000 in one run of many, on Node 24) go
- * unanswered at the end of a drain; the cause is not yet known. Until it is fixed the count is
- * reported and held to this bound there, so a regression still fails; one process must answer all.
+ * When the drain began in every serving process: the latest `time` of their "draining" log lines
+ * (one per process; with --workers the primary relays the signal, and a busy worker may take a
+ * while to handle it). From then on no process may answer /readyz with 200.
  */
-const WORKERS_UNANSWERED_BOUND = 3;
+function drainStartedAt(stdout: string, processes: number): number {
+  const times = stdout
+    .split('\n')
+    .filter((line) => line.includes('"msg":"shutting down: draining connections"'))
+    .map((line) => (JSON.parse(line) as { time: number }).time);
+  assert.equal(times.length, processes, `one "draining" line per serving process: ${times.length} of ${processes}`);
+  return Math.max(...times);
+}
 
-async function drainUnderLoad(t: TestContext, server: ServerProcess, key: string, unansweredBound = 0): Promise<void> {
-  const tally: Tally = { sent: 0, answered: 0, answeredAfterSignal: 0, unanswered: 0, closingAnswers: 0, closedBeforeWrite: 0, refused: 0, resetUnaccepted: 0, statuses: {} };
+async function drainUnderLoad(t: TestContext, server: ServerProcess, key: string, processes = 1): Promise<void> {
+  const tally: Tally = { sent: 0, answered: 0, answeredAfterSignal: 0, unanswered: 0, closingAnswers: 0, closedBeforeWrite: 0, refused: 0, unaccepted: 0, statuses: {} };
   let signalledAt = 0;
   let exitedAt = 0;
   void server.exited.then(() => (exitedAt = Date.now()));
@@ -170,22 +182,24 @@ async function drainUnderLoad(t: TestContext, server: ServerProcess, key: string
   const clients = Array.from({ length: CLIENTS }, (_, i) =>
     client(server.port, auth, tally, () => signalledAt > 0, () => exitedAt > 0, () => signalledAt > 0 && Date.now() >= signalledAt + DRAIN_MS, i),
   );
-  const ready = pollReady(server.port, () => signalledAt, () => exitedAt > 0);
+  const ready = pollReady(server.port, () => exitedAt > 0);
   await sleep(LOAD_BEFORE_MS);
   const sentBefore = tally.sent;
   signalledAt = Date.now();
   server.proc.kill('SIGTERM');
   const code = await server.exited;
   await Promise.all(clients);
-  const readyAfter = await ready;
-  const figures = { ...tally, sentBeforeSignal: sentBefore, exitMs: exitedAt - signalledAt, drainMs: DRAIN_MS, readyzAfterSignal: readyAfter };
+  const drainedFrom = drainStartedAt(server.stdout(), processes);
+  const readyAfter = (await ready).filter((probe) => probe.sentAt >= drainedFrom && probe.status !== 0).map((probe) => probe.status);
+  const figures = { ...tally, sentBeforeSignal: sentBefore, exitMs: exitedAt - signalledAt, drainMs: DRAIN_MS, readyzWhileDraining: readyAfter };
   t.diagnostic(`drain figures: ${JSON.stringify(figures)}`);
   assert.equal(code, 0, server.stdout().slice(-2000));
-  assert.ok(tally.unanswered <= unansweredBound, `requests written on an open connection and never answered: ${JSON.stringify(figures)}`);
+  assert.equal(tally.unanswered, 0, `requests written on an open connection and never answered: ${JSON.stringify(figures)}`);
+  assert.ok(tally.unaccepted <= CLIENTS, `a client loses at most its last connection's first request: ${JSON.stringify(figures)}`);
   assert.ok(sentBefore > 0 && tally.answeredAfterSignal > 0, 'answers kept coming during the drain');
   assert.ok(tally.closingAnswers > 0, 'answers during the drain close their connection');
   assert.deepEqual(Object.keys(tally.statuses), ['200'], 'every answer a 200, none a 503');
-  assert.ok(readyAfter.length > 0 && readyAfter.every((s) => s === 503), `/readyz after the signal: ${readyAfter.join(',')}`);
+  assert.ok(readyAfter.length > 0 && readyAfter.every((s) => s === 503), `/readyz once every process was draining: ${readyAfter.join(',')}`);
   assert.ok(exitedAt - signalledAt >= DRAIN_MS, 'it drained for SHUTDOWN_DRAIN_MS');
   assert.ok(exitedAt - signalledAt < DRAIN_MS + 10_000, 'and then exited well within SHUTDOWN_TIMEOUT_MS');
 }
@@ -212,7 +226,7 @@ for (const backend of BACKENDS) {
       const key = await seed(env);
       const server = await startServerProcess(t, env, ['--workers', '2']);
       await waitFor(() => server.stdout().split('Server listening at').length - 1 === 2, 30_000);
-      await drainUnderLoad(t, server, key, WORKERS_UNANSWERED_BOUND);
+      await drainUnderLoad(t, server, key, 2);
     });
   });
 }
