@@ -72,8 +72,9 @@ function thousands(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
+/** Two decimals below 10 ms, one from there: judged on the value as it rounds, so 9.999 is "10.0", not "10.00". */
 function ms(n: number): string {
-  return n < 10 ? n.toFixed(2) : n.toFixed(1);
+  return Number(n.toFixed(2)) < 10 ? n.toFixed(2) : n.toFixed(1);
 }
 
 /** "- note" lines under a table; nothing when there are none. */

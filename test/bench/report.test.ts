@@ -45,6 +45,13 @@ test('renderTable: a markdown table, figures right-aligned, one line per check u
   );
 });
 
+test('renderTable: milliseconds with two decimals below 10 and one from 10 on, judged as they round', () => {
+  const row = (p50Ms: number, p99Ms: number) => ({ scenario: 'GET', server: 'bare', result: { requestsPerSecond: 1, p50Ms, p99Ms, ok: 1, failed: 0 }, checks: [] });
+  const cells = (p50Ms: number, p99Ms: number) => renderTable({ title: 't', notes: [], rows: [row(p50Ms, p99Ms)] }).split('\n')[2]!.split('|').slice(4, 6).map((c) => c.trim());
+  assert.deepEqual(cells(9.994, 9.999), ['9.99', '10.0']);
+  assert.deepEqual(cells(0.004, 99.96), ['0.00', '100.0']);
+});
+
 test('renderNotes: a list item per note, nothing for none', () => {
   assert.equal(renderNotes(['one', 'two']), '- one\n- two');
   assert.equal(renderNotes([]), '');
