@@ -35,15 +35,24 @@ export function answerHeadersOf(res: Response): Record<string, string> {
   return Object.fromEntries([...res.headers].filter(([name]) => !framing.has(name)));
 }
 
+/** The type of every baseline's answers. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** A baseline's JSON answer with its own two headers, type and length. */
+export function sendJson(res: ServerResponse, status: number, body: string | Buffer): void {
+  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 /**
- * A baseline's 200 answer of JSON `body`: its own two headers, or with BASELINE_ANSWER_HEADERS the
- * service's too (read once, when the baseline's module loads this one).
+ * A baseline's 200 answer of `body`: as sendJson, or with BASELINE_ANSWER_HEADERS the service's
+ * headers too (read once, when the baseline's module loads this one).
  */
-export const sendOk: (res: ServerResponse, contentType: string, body: string | Buffer) => void = (() => {
+export const sendOk: (res: ServerResponse, body: string | Buffer) => void = (() => {
   const headers = answerHeadersFromEnv();
-  return (res, contentType, body) => {
-    const length = Buffer.byteLength(body);
-    res.writeHead(200, headers ? headers(contentType, length) : { 'content-type': contentType, 'content-length': length });
+  if (!headers) return (res, body) => sendJson(res, 200, body);
+  return (res, body) => {
+    res.writeHead(200, headers(JSON_TYPE, Buffer.byteLength(body)));
     res.end(body);
   };
 })();

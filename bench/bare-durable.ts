@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
-import { sendOk } from './answer-headers.js';
+import { sendJson as send, sendOk } from './answer-headers.js';
 import { requiredEnv } from './env.js';
 
 /** What each change writes besides the entry: nothing, its history row, or its history row and its event. */
@@ -35,7 +35,6 @@ export interface BareBackend {
 }
 
 const ITEM_PATH = /^\/v1\/inventory\/(\d+)(\/adjustments)?$/;
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** BARE_WRITES from the environment (default: the entry alone). */
 export function bareWrites(): BareWrites {
@@ -126,11 +125,6 @@ export function serveBare(backend: BareBackend): void {
 }
 
 function answer(res: ServerResponse, result: BareResult): void {
-  if (typeof result === 'string') return sendOk(res, JSON_TYPE, result);
+  if (typeof result === 'string') return sendOk(res, result);
   send(res, result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
-}
-
-function send(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
 }

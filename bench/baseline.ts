@@ -7,12 +7,11 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { stringifyJson } from '../src/json.js';
-import { sendOk } from './answer-headers.js';
+import { sendJson as send, sendOk } from './answer-headers.js';
 import { loadItems } from './bare-durable.js';
 import { requiredEnv } from './env.js';
 
 const ITEM_PATH = /^\/v1\/inventory\/(-?\d+)$/;
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 const expectedAuthorization = `Bearer ${requiredEnv('BENCH_KEY')}`;
 const items = await loadItems(requiredEnv('DATABASE_URL'));
@@ -22,14 +21,9 @@ const positionById = new Map(items.map((item, i) => [item.petId.toString(), i]))
 /** The GET body, rebuilt on the first GET after a PATCH so that reads always see the latest write. */
 let listBody: Buffer | undefined;
 
-function send(res: ServerResponse, status: number, body: string | Buffer): void {
-  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
 function listInventory(res: ServerResponse): void {
   listBody ??= Buffer.from(`[${fragments.join(',')}]`);
-  sendOk(res, JSON_TYPE, listBody);
+  sendOk(res, listBody);
 }
 
 function updateInventory(req: IncomingMessage, res: ServerResponse, petId: string): void {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ANSWER_HEADERS_VARIABLE, answerHeadersFromEnv, answerHeadersOf } from '../../bench/answer-headers.js';
+import type { ServerResponse } from 'node:http';
+import { ANSWER_HEADERS_VARIABLE, answerHeadersFromEnv, answerHeadersOf, JSON_TYPE, sendJson, sendOk } from '../../bench/answer-headers.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -42,4 +43,17 @@ test("answerHeadersOf: the service's answer headers without those node:http writ
     headers: { etag: '"inv-1"', date: 'Sat, 28 Nov 2026 19:00:00 GMT', connection: 'keep-alive', 'keep-alive': 'timeout=72', 'content-length': '2', 'x-request-id': 'r-1' },
   });
   assert.deepEqual(answerHeadersOf(res), { 'content-type': 'text/plain;charset=UTF-8', etag: '"inv-1"', 'x-request-id': 'r-1' });
+});
+
+test('sendJson and, without the variable (as in this process), sendOk: the status, the two headers and the body', () => {
+  const written: unknown[] = [];
+  const res = { writeHead: (...args: unknown[]) => written.push(args), end: (body: unknown) => written.push(body) } as unknown as ServerResponse;
+  sendJson(res, 404, '{"code":"not_found"}');
+  sendOk(res, Buffer.from('[1,2]'));
+  assert.deepEqual(written, [
+    [404, { 'content-type': JSON_TYPE, 'content-length': 20 }],
+    '{"code":"not_found"}',
+    [200, { 'content-type': JSON_TYPE, 'content-length': 5 }],
+    Buffer.from('[1,2]'),
+  ]);
 });
