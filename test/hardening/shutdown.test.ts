@@ -159,16 +159,29 @@ async function pollReady(port: number, exited: () => boolean): Promise<Probe[]> 
   return probes;
 }
 
+/** A line of the server's JSON log (the primary's lines, with --workers, have the same fields). */
+interface LogEntry {
+  msg?: string;
+  time?: number;
+  requestId?: string;
+  req?: { url?: string };
+}
+
+/** The server's output, its JSON lines parsed (anything else, such as a banner, left out). */
+function logEntries(stdout: string): LogEntry[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogEntry);
+}
+
 /**
  * When the drain began in every serving process: the latest `time` of their "draining" log lines
  * (one per process; with --workers the primary relays the signal, and a busy worker may take a
  * while to handle it). From then on no process may answer /readyz with 200.
  */
-function drainStartedAt(stdout: string, processes: number): number {
-  const times = stdout
-    .split('\n')
-    .filter((line) => line.includes('"msg":"shutting down: draining connections"'))
-    .map((line) => (JSON.parse(line) as { time: number }).time);
+function drainStartedAt(log: readonly LogEntry[], processes: number): number {
+  const times = log.filter((entry) => entry.msg === 'shutting down: draining connections').map((entry) => entry.time!);
   assert.equal(times.length, processes, `one "draining" line per serving process: ${times.length} of ${processes}`);
   return Math.max(...times);
 }
@@ -177,12 +190,10 @@ function drainStartedAt(stdout: string, processes: number): number {
  * The requests to the API the server's log shows begun, and of those how many have no completion
  * line: a request read and then dropped would be one (the log is at info, which logs both).
  */
-function servedRequests(stdout: string): { begun: number; notCompleted: number } {
+function servedRequests(log: readonly LogEntry[]): { begun: number; notCompleted: number } {
   const begun = new Set<string>();
   const completed = new Set<string>();
-  for (const line of stdout.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const entry = JSON.parse(line) as { msg?: string; requestId?: string; req?: { url?: string } };
+  for (const entry of log) {
     if (entry.requestId === undefined) continue;
     if (entry.msg === 'incoming request' && entry.req?.url?.startsWith('/v1/')) begun.add(entry.requestId);
     else if (entry.msg === 'request completed') completed.add(entry.requestId);
@@ -206,9 +217,10 @@ async function drainUnderLoad(t: TestContext, server: ServerProcess, key: string
   server.proc.kill('SIGTERM');
   const code = await server.exited;
   await Promise.all(clients);
-  const drainedFrom = drainStartedAt(server.stdout(), processes);
+  const log = logEntries(server.stdout());
+  const drainedFrom = drainStartedAt(log, processes);
   const readyAfter = (await ready).filter((probe) => probe.sentAt >= drainedFrom && probe.status !== 0).map((probe) => probe.status);
-  const served = servedRequests(server.stdout());
+  const served = servedRequests(log);
   const figures = { ...tally, served, sentBeforeSignal: sentBefore, exitMs: exitedAt - signalledAt, drainMs: DRAIN_MS, readyzWhileDraining: readyAfter };
   t.diagnostic(`drain figures: ${JSON.stringify(figures)}`);
   assert.equal(code, 0, server.stdout().slice(-2000));
