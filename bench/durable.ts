@@ -37,10 +37,10 @@ const QUIET_MS = 500;
 const DRAIN_MAX_MS = 180_000;
 
 /**
- * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint)
- * against the bare durable group-commit server writing the entry alone, plus its history row, plus
- * its history row and event, all up at once on databases seeded alike, PATCH and adjustment loads
- * alternated, with each server's CPU per request; then reads, the service against the in-memory
+ * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint), and
+ * with no endpoint, against the bare durable group-commit server writing the entry alone, plus its
+ * history row, plus its history row and event, all up at once on databases seeded alike, PATCH and
+ * adjustment loads alternated, with each server's CPU per request; then reads, the service against the in-memory
  * baseline, one service holding idle event streams.
  */
 export async function durableSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
@@ -87,6 +87,8 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
     );
     notes.push(await registerEndpoint(service, serviceUrl, hooksUrl));
     await firstDelivery(service, receiver);
+    // The service again with no endpoint: its ratio to the one above is what the deliveries made during a round cost.
+    const plain = (await start('service (event log, no webhook endpoint)', 'plain', (databaseUrl, key) => startServer('service', { databaseUrl, key }))).side;
     // The bare server again, its answers carrying what the service's PATCH answer carries: PATCH rounds only.
     const patchHeaders = bare ? await serviceAnswerHeaders(service, '/v1/inventory/1', { method: 'PATCH', body: JSON.stringify({ quantity: STOCK }) }) : undefined;
     const withHeaders =
@@ -99,7 +101,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
 
     // Adjustments first, while every stock is still far from 0; the PATCHes then set counts of 0 to 999.
     const adjustment = `POST adjustment ±1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
-    const adjusted = bare ? [bare.events, service] : [service];
+    const adjusted = bare ? [bare.events, service, plain] : [service, plain];
     // The service delivers its events after answering: a backlog left from one round would take the server core from the next round's server.
     const drain = { ms: 0, overdue: 0 };
     const settle = () => deliveriesDelivered(receiver, drain);
@@ -133,21 +135,40 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
             ratio(rps(service) / rps(bare.events), 'bare + history + event', DURABLE_TARGETS.patchVsBareEvents),
             ratio(rps(service) / rps(withHeaders), 'bare with its headers'),
             ratio(rps(service) / rps(bare.entry), 'bare entry only'),
+            ratio(rps(service) / rps(plain), 'service without an endpoint'),
             cpu(service),
           ],
         },
+        { scenario: patchScenario, server: plain.label, result: bestRun(plain), checks: [ratio(rps(plain) / rps(bare.events), 'bare + history + event'), cpu(plain)] },
         { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
         {
           scenario: adjustment,
           server: service.label,
           result: bestRun(byLabel(service)),
-          checks: [ratio(rps(byLabel(service)) / rps(byLabel(bare.events)), 'bare + history + event', DURABLE_TARGETS.adjustmentVsBareEvents), cpu(byLabel(service))],
+          checks: [
+            ratio(rps(byLabel(service)) / rps(byLabel(bare.events)), 'bare + history + event', DURABLE_TARGETS.adjustmentVsBareEvents),
+            ratio(rps(byLabel(service)) / rps(byLabel(plain)), 'service without an endpoint'),
+            cpu(byLabel(service)),
+          ],
+        },
+        {
+          scenario: adjustment,
+          server: plain.label,
+          result: bestRun(byLabel(plain)),
+          checks: [ratio(rps(byLabel(plain)) / rps(byLabel(bare.events)), 'bare + history + event'), cpu(byLabel(plain))],
         },
       );
     } else {
       rows.push(
-        { scenario: patchScenario, server: service.label, result: bestRun(service), checks: [cpu(service)] },
-        { scenario: adjustment, server: service.label, result: bestRun(byLabel(service)), checks: [cpu(byLabel(service))] },
+        { scenario: patchScenario, server: service.label, result: bestRun(service), checks: [ratio(rps(service) / rps(plain), 'service without an endpoint'), cpu(service)] },
+        { scenario: patchScenario, server: plain.label, result: bestRun(plain), checks: [cpu(plain)] },
+        {
+          scenario: adjustment,
+          server: service.label,
+          result: bestRun(byLabel(service)),
+          checks: [ratio(rps(byLabel(service)) / rps(byLabel(plain)), 'service without an endpoint'), cpu(byLabel(service))],
+        },
+        { scenario: adjustment, server: plain.label, result: bestRun(byLabel(plain)), checks: [cpu(byLabel(plain))] },
       );
     }
     notes.push(
@@ -161,8 +182,9 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
             `carrying the headers of the service's answer to a PATCH (${Object.keys(patchHeaders ?? {}).join(', ')}; the request id new for each), so that the service's ` +
             'ratio to it is what its own work costs, and its ratio to the other is what those headers cost node:http. '
           : '') +
-        'The service is as deployed, event log on, one webhook endpoint (a node:http receiver in the bench process answering 204 at once), ' +
-        `which received ${receiver.count.toLocaleString('en-US')} deliveries over the loads; before each load the bench waited until no delivery had come for ${QUIET_MS} ms ` +
+        'The service is as deployed, event log on, one webhook endpoint (a node:http receiver in the bench process answering 204 at once); ' +
+        '"no webhook endpoint" is the same service with none registered, so the ratio between the two is what delivering the events costs the server core; the first ' +
+        `received ${receiver.count.toLocaleString('en-US')} deliveries over the loads; before each load the bench waited until no delivery had come for ${QUIET_MS} ms ` +
         `(the backlog of the last round delivered, ${(drain.ms / 1000).toFixed(0)} s in all${drain.overdue > 0 ? `; ${drain.overdue} times not within ${DRAIN_MAX_MS / 1000} s, the round ran anyway` : ''}), ` +
         'so that no round shares the server core with the deliveries of another; the deliveries made during its own rounds are in the service\'s figures and its CPU',
       ...sides.map((s) => `${patchScenario}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}`),
