@@ -18,8 +18,8 @@ import { BIN, sleep, tempDir } from '../../support/process.js';
  * same file again with --upsert writes the rest, and each entry ends with exactly one creation event.
  */
 
-/** Enough chunks that the writing takes a while: the signal lands after the first and before the last. */
-const ROWS = 12 * IMPORT_CHUNK;
+/** Chunks enough that the writing takes a while (the signal lands after the first and before the last), few enough to keep the suite short. */
+const ROWS = 6 * IMPORT_CHUNK;
 /** How often the test looks at the store while the import runs. */
 const POLL_MS = 2;
 /** The longest the test waits for the import to reach the point where it is stopped. */
