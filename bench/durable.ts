@@ -40,8 +40,8 @@ const DRAIN_MAX_MS = 180_000;
  * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint), and
  * with no endpoint, against the bare durable group-commit server writing the entry alone, plus its
  * history row, plus its history row and event, all up at once on databases seeded alike, PATCH and
- * adjustment loads alternated, with each server's CPU per request; then reads, the service against the in-memory
- * baseline, one service holding idle event streams.
+ * adjustment loads alternated, with each server's CPU per request; then reads, the service against
+ * the in-memory baseline, one service holding idle event streams.
  */
 export async function durableSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
   if (load.tool !== 'wrk') {
@@ -115,6 +115,24 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
 
     const byLabel = (side: Side) => adjustmentSides.find((s) => s.label === side.label)!;
     const rps = (side: Side) => bestRun(side).requestsPerSecond;
+    /**
+     * The rows of the two services in one load's rounds (`of` finds their sides there): each against
+     * the bare server writing what they write, when there is one (the first to the target), `more`
+     * after that, and the first against the second, which is what its deliveries cost.
+     */
+    const serviceRows = (scenario: string, of: (side: Side) => Side, fair?: { bare: Side; target: number; more: Check[] }): Row[] => {
+      const [withEndpoint, without] = [of(service), of(plain)];
+      const toBare = (side: Side, target?: number) => (fair ? [ratio(rps(side) / rps(fair.bare), 'bare + history + event', target)] : []);
+      return [
+        {
+          scenario,
+          server: service.label,
+          result: bestRun(withEndpoint),
+          checks: [...toBare(withEndpoint, fair?.target), ...(fair?.more ?? []), ratio(rps(withEndpoint) / rps(without), 'service without an endpoint'), cpu(withEndpoint)],
+        },
+        { scenario, server: plain.label, result: bestRun(without), checks: [...toBare(without), cpu(without)] },
+      ];
+    };
     const rows: Row[] = [];
     if (bare && withHeaders) {
       rows.push(
@@ -127,49 +145,16 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           result: bestRun(withHeaders),
           checks: [ratio(rps(withHeaders) / rps(bare.events), 'bare + history + event'), cpu(withHeaders)],
         },
-        {
-          scenario: patchScenario,
-          server: service.label,
-          result: bestRun(service),
-          checks: [
-            ratio(rps(service) / rps(bare.events), 'bare + history + event', DURABLE_TARGETS.patchVsBareEvents),
-            ratio(rps(service) / rps(withHeaders), 'bare with its headers'),
-            ratio(rps(service) / rps(bare.entry), 'bare entry only'),
-            ratio(rps(service) / rps(plain), 'service without an endpoint'),
-            cpu(service),
-          ],
-        },
-        { scenario: patchScenario, server: plain.label, result: bestRun(plain), checks: [ratio(rps(plain) / rps(bare.events), 'bare + history + event'), cpu(plain)] },
+        ...serviceRows(patchScenario, (side) => side, {
+          bare: bare.events,
+          target: DURABLE_TARGETS.patchVsBareEvents,
+          more: [ratio(rps(service) / rps(withHeaders), 'bare with its headers'), ratio(rps(service) / rps(bare.entry), 'bare entry only')],
+        }),
         { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
-        {
-          scenario: adjustment,
-          server: service.label,
-          result: bestRun(byLabel(service)),
-          checks: [
-            ratio(rps(byLabel(service)) / rps(byLabel(bare.events)), 'bare + history + event', DURABLE_TARGETS.adjustmentVsBareEvents),
-            ratio(rps(byLabel(service)) / rps(byLabel(plain)), 'service without an endpoint'),
-            cpu(byLabel(service)),
-          ],
-        },
-        {
-          scenario: adjustment,
-          server: plain.label,
-          result: bestRun(byLabel(plain)),
-          checks: [ratio(rps(byLabel(plain)) / rps(byLabel(bare.events)), 'bare + history + event'), cpu(byLabel(plain))],
-        },
+        ...serviceRows(adjustment, byLabel, { bare: byLabel(bare.events), target: DURABLE_TARGETS.adjustmentVsBareEvents, more: [] }),
       );
     } else {
-      rows.push(
-        { scenario: patchScenario, server: service.label, result: bestRun(service), checks: [ratio(rps(service) / rps(plain), 'service without an endpoint'), cpu(service)] },
-        { scenario: patchScenario, server: plain.label, result: bestRun(plain), checks: [cpu(plain)] },
-        {
-          scenario: adjustment,
-          server: service.label,
-          result: bestRun(byLabel(service)),
-          checks: [ratio(rps(byLabel(service)) / rps(byLabel(plain)), 'service without an endpoint'), cpu(byLabel(service))],
-        },
-        { scenario: adjustment, server: plain.label, result: bestRun(byLabel(plain)), checks: [cpu(byLabel(plain))] },
-      );
+      rows.push(...serviceRows(patchScenario, (side) => side), ...serviceRows(adjustment, byLabel));
     }
     notes.push(
       `${patchScenario} and ${adjustment}: ${sides.length === 1 ? 'the service alone' : `${sides.length} servers up at once, each`} on a database of its own seeded alike (${ENTRIES.toLocaleString('en-US')} pets, ` +
