@@ -67,7 +67,10 @@ for (const backend of BACKENDS) {
         void exited.then(() => (ended = true));
         const deadline = Date.now() + REACH_MS;
         while (!ended && !(await writing(db))) {
-          if (Date.now() > deadline) child.kill('SIGKILL');
+          if (Date.now() > deadline) {
+            child.kill('SIGKILL');
+            assert.fail(`the import did not begin to write within ${REACH_MS / 1000} s:\n${output}`);
+          }
           await sleep(POLL_MS);
         }
         assert.equal(ended, false, `the import ended before the test could stop it:\n${output}`);
