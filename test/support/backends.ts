@@ -169,6 +169,9 @@ async function sqliteDatabase(): Promise<Location> {
 }
 
 let schemaCounter = 0;
+/** SQLSTATE 40P01, and how often a schema's DROP is tried when it is the side a deadlock cancels. */
+const DEADLOCK_DETECTED = '40P01';
+const DROP_ATTEMPTS = 5;
 
 async function postgresDatabase(): Promise<Location> {
   const problem = await postgresProblem();
@@ -201,7 +204,17 @@ async function postgresDatabase(): Promise<Location> {
       }
     },
     async remove() {
-      await adminQuery(`DROP SCHEMA IF EXISTS ${quoted} CASCADE`);
+      // A server process a test started may still be writing here when this runs (after hooks run in the order
+      // they were added, and the database comes first): the DROP can then be the side PostgreSQL's deadlock
+      // detector cancels, and the next try, with that server's transaction gone, drops it.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await adminQuery(`DROP SCHEMA IF EXISTS ${quoted} CASCADE`);
+          return;
+        } catch (err) {
+          if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED || attempt === DROP_ATTEMPTS) throw err;
+        }
+      }
     },
   };
 }
