@@ -11,6 +11,7 @@ import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath, URL } from 'node:url';
+import { nodeArguments } from './test-arguments.mjs';
 
 /** The folders whose tests `npm test` runs, in this order (a folder inside another runs where it is listed); a new one is one more line. */
 const TEST_FOLDERS = ['test', 'clients/typescript/test', 'dashboard/test', 'test/hardening', 'test/drill'];
@@ -41,7 +42,7 @@ const files = all.filter((file) => !excepted.has(file));
 if (args.includes('--list')) {
   process.stdout.write(`${files.join('\n')}\n`);
 } else {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...args, ...files], { cwd: root, stdio: 'inherit' });
+  const child = spawn(process.execPath, nodeArguments(args, files), { cwd: root, stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
   // Ended by a signal, the run failed.
   child.on('exit', (code) => process.exit(code ?? 1));

@@ -30,3 +30,9 @@ test('--except with a file that is not a test fails before running anything, nam
   assert.equal(stdout, '');
   assert.match(stderr, /--except test\/no-such\.test\.ts: no such test file/);
 });
+
+test('every run has a bound on a hung file, unless the caller sets its own', async () => {
+  const { FILE_TIMEOUT_MS, nodeArguments } = await import('../../scripts/test-arguments.mjs');
+  assert.deepEqual(nodeArguments([], ['a.test.ts']), ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-timeout=${FILE_TIMEOUT_MS}`, 'a.test.ts']);
+  assert.deepEqual(nodeArguments(['--test-timeout=5'], ['a.test.ts']), ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-timeout=5', 'a.test.ts']);
+});
