@@ -46,10 +46,14 @@ export class Authenticator {
    */
   readonly #hashByConnection = new WeakMap<object, { authorization: string; keyHash: string }>();
 
-  constructor(keys: Deps, environment: Environment, onTouchError: (err: unknown) => void) {
+  readonly #hash: (token: string) => string;
+
+  /** `hash`: how a key becomes the hash it is stored under (domain hashKey; a test counts the calls). */
+  constructor(keys: Deps, environment: Environment, onTouchError: (err: unknown) => void, hash: (token: string) => string = hashKey) {
     this.#keys = keys;
     this.#environment = environment;
     this.#onTouchError = onTouchError;
+    this.#hash = hash;
   }
 
   /**
@@ -93,7 +97,7 @@ export class Authenticator {
       const otherEnv = Object.entries(KEY_PREFIX).find(([, p]) => token.startsWith(p));
       return invalidToken(otherEnv ? AUTH_MESSAGES.environment(this.#environment) : AUTH_MESSAGES.invalid);
     }
-    const keyHash = hashKey(token);
+    const keyHash = this.#hash(token);
     if (connection) this.#hashByConnection.set(connection, { authorization: authorization!, keyHash });
     return keyHash;
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AUTH_MESSAGES, Authenticator, KEY_CACHE_TTL_MS } from '../../src/auth/authenticator.js';
-import { generateApiKey, type ApiKeyRecord, type Principal } from '../../src/domain/api-key.js';
+import { generateApiKey, hashKey, type ApiKeyRecord, type Principal } from '../../src/domain/api-key.js';
 import { ApiError } from '../../src/errors.js';
 
 /** An Authenticator over keys held in a map by hash, which a test may revoke; counts the store's lookups. */
@@ -13,6 +13,7 @@ function withKeys(...names: string[]) {
     return made;
   });
   const lookups: string[] = [];
+  const hashed: string[] = [];
   const authenticator = new Authenticator(
     {
       findApiKeyByHash: async (keyHash) => {
@@ -25,8 +26,12 @@ function withKeys(...names: string[]) {
     (err) => {
       throw err;
     },
+    (token) => {
+      hashed.push(token);
+      return hashKey(token);
+    },
   );
-  return { authenticator, keys, lookups };
+  return { authenticator, keys, lookups, hashed };
 }
 
 const nameOf = (result: Principal | ApiError | undefined) => (result instanceof ApiError ? `${result.status} ${result.message}` : result?.keyName);
@@ -76,4 +81,19 @@ test('two connections, each with its own key, never answer with the other\'s', a
   }
   assert.equal(nameOf(await authenticator.authenticate(`Bearer ${keys[1]!.key}`, a)), 'warehouse');
   assert.equal(nameOf(await authenticator.authenticate(`Bearer ${keys[0]!.key}`)), 'till', 'without a connection, as before');
+});
+
+test('a connection that sends the same header again is not hashed again; another header, or another connection, is', async () => {
+  const { authenticator, keys, hashed } = withKeys('till', 'warehouse');
+  const [till, warehouse] = keys.map((k) => `Bearer ${k.key}`) as [string, string];
+  const first = {};
+  const second = {};
+  for (let i = 0; i < 3; i++) assert.equal(nameOf(await authenticator.authenticate(till, first)), 'till');
+  assert.equal(nameOf(authenticator.authenticateFromCache(till, first)), 'till');
+  assert.equal(hashed.length, 1, 'one hash for four requests with one header on one connection');
+  assert.equal(nameOf(await authenticator.authenticate(warehouse, first)), 'warehouse');
+  assert.equal(nameOf(await authenticator.authenticate(till, second)), 'till');
+  assert.equal(nameOf(await authenticator.authenticate(till)), 'till');
+  assert.equal(nameOf(await authenticator.authenticate(till)), 'till');
+  assert.deepEqual(hashed, [keys[0]!.key, keys[1]!.key, keys[0]!.key, keys[0]!.key, keys[0]!.key], 'a new header, a new connection, and no connection at all are each hashed');
 });
