@@ -1,6 +1,6 @@
 /**
  * How long one test file may run before the runner fails it, unless the caller sets --test-timeout:
- * Node 20 puts the bound on each file as a whole (22 and 24 on each test). Far above the longest file
+ * Node 20 and 22 put the bound on each file as a whole, 24 on each test. Far above the longest file
  * on a slow, shared machine, it is no measure of speed: a file that hangs (a socket no one closes, a
  * wait on an event that never comes) fails after this instead of holding the whole run until CI stops
  * it and nothing says which file it was.
