@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import { LIMIT } from './connection.js';
 import { linkedEntryReader } from './entries.js';
 import { isoTime } from './iso-time.js';
 
@@ -56,7 +57,7 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     count: db.prepare('SELECT records FROM idempotency_counts WHERE api_key_id = ?').pluck(),
     reclaim: db.prepare(
       `DELETE FROM idempotency_records WHERE rowid IN
-         (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+         (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ${LIMIT})`,
     ),
     oldestLive: db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck(),
   };

@@ -16,6 +16,17 @@ export const MAINTENANCE_BUSY_TIMEOUT_MS = 100;
  */
 export const PAGE_SIZE = 1024;
 
+/**
+ * How a statement of this store takes a bound LIMIT: `LIMIT ${LIMIT}`, never a bare `LIMIT ?`.
+ *
+ * Why: SQLite's planner reads the value bound to a bare `LIMIT ?`, so it marks the statement to be
+ * compiled again whenever another value is bound, which better-sqlite3 does at every call: a page
+ * of events then cost about 15 µs more than its rows (SQLite 3.53; the event log is read after
+ * every commit by each event stream's hub and each webhook endpoint). An expression it cannot read
+ * while compiling keeps the compiled statement; the plans stay the same (EXPLAIN QUERY PLAN).
+ */
+export const LIMIT = '(? + 0)';
+
 /** Every connection and statement this thread made, kept reachable until the thread exits (see Connection). */
 const keptUntilExit: object[] = [];
 

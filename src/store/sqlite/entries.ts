@@ -3,7 +3,7 @@ import type { InventoryEntry } from '../../domain/inventory.js';
 import type { InventoryItem, PetStatus } from '../../schemas/inventory.js';
 import type { Entries, EntryChanges } from '../store.js';
 import { changeLogReader } from './change-log.js';
-import type { Run } from './connection.js';
+import { LIMIT, type Run } from './connection.js';
 
 type ItemRow = [petId: bigint, quantity: bigint, status: string];
 /** A row the change log names: retired is 1 for an entry retired since. */
@@ -16,8 +16,8 @@ export function entries(db: Database.Database, run: Run): Entries {
   const stmt = {
     list: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id'),
     // Keyset pages: a range of the primary key, however deep into the list.
-    firstPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT ?'),
-    nextPage: safe('SELECT pet_id, quantity, status FROM inventory WHERE pet_id > ? AND retired_at IS NULL ORDER BY pet_id LIMIT ?'),
+    firstPage: safe(`SELECT pet_id, quantity, status FROM inventory WHERE retired_at IS NULL ORDER BY pet_id LIMIT ${LIMIT}`),
+    nextPage: safe(`SELECT pet_id, quantity, status FROM inventory WHERE pet_id > ? AND retired_at IS NULL ORDER BY pet_id LIMIT ${LIMIT}`),
     readVersion: db.prepare('SELECT version FROM store_state WHERE id = 1').pluck(),
     // The events head moves with the version, in the same row: read together, the list at `version` holds every event up to it.
     readState: db.prepare('SELECT version, events_head FROM store_state WHERE id = 1').raw(true),

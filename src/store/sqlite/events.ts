@@ -4,7 +4,7 @@ import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
 import type { EventPage, Events } from '../store.js';
-import { briefly, type Run } from './connection.js';
+import { briefly, LIMIT, type Run } from './connection.js';
 
 type EventRow = [
   seq: bigint,
@@ -33,12 +33,12 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
     page: db
       .prepare(
         `SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id
-         FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ?`,
+         FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ${LIMIT}`,
       )
       .raw(true)
       .safeIntegers(true),
     // The oldest events, by seq, which is commit order.
-    oldest: db.prepare('SELECT seq, occurred_at FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ?').raw(true),
+    oldest: db.prepare(`SELECT seq, occurred_at FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ${LIMIT}`).raw(true),
     prune: db.prepare('DELETE FROM inventory_events WHERE seq <= ?'),
     setPruned: db.prepare('UPDATE store_state SET events_pruned = max(events_pruned, ?) WHERE id = 1'),
   };

@@ -64,9 +64,10 @@ function importerOn(db: Database.Database): Importer {
       .raw(true)
       .safeIntegers(true),
     // Rows whose entry exists; with upsert only those whose status differs. The first ones in file order, and how many.
+    // (:limit + 0), not a bare :limit, as LIMIT in connection.ts says why.
     conflicts: safe(
       `SELECT s.line, s.item, s.pet_id, i.status, s.status FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
-       WHERE s.pet_id BETWEEN :from AND :upto AND i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status) ORDER BY s.line, s.item LIMIT :limit`,
+       WHERE s.pet_id BETWEEN :from AND :upto AND i.retired_at IS NULL AND (:upsert = 0 OR i.status <> s.status) ORDER BY s.line, s.item LIMIT (:limit + 0)`,
     ),
     conflictCount: db
       .prepare(

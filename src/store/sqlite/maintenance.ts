@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
 import type { Maintenance } from '../store.js';
-import { briefly, durabilityOf, type Run } from './connection.js';
+import { briefly, durabilityOf, LIMIT, type Run } from './connection.js';
 import type { ChangeWriter } from './writer.js';
 
 /** The SQLite store's durability, readiness and pruning; pruning gives way to the writer thread (briefly) rather than block the loop. */
@@ -10,10 +10,10 @@ export function maintenance(db: Database.Database, run: Run, writer: ChangeWrite
     ping: db.prepare('SELECT 1').pluck(),
     idempotencyHolders: db.prepare('SELECT api_key_id FROM idempotency_counts WHERE records > 0 ORDER BY api_key_id').pluck(),
     purgeIdempotency: db.prepare(
-      'DELETE FROM idempotency_records WHERE rowid IN (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? LIMIT ?)',
+      `DELETE FROM idempotency_records WHERE rowid IN (SELECT rowid FROM idempotency_records WHERE api_key_id = ? AND expires_at <= ? LIMIT ${LIMIT})`,
     ),
     // Rows in id order, which is commit order: the oldest first.
-    historyHead: db.prepare('SELECT id, at FROM inventory_history WHERE id > ? ORDER BY id LIMIT ?').raw(true).safeIntegers(true),
+    historyHead: db.prepare(`SELECT id, at FROM inventory_history WHERE id > ? ORDER BY id LIMIT ${LIMIT}`).raw(true).safeIntegers(true),
     // Each entry's newest row stays: it links the entry's next change (last_history_id), and as the
     // table's newest row is always one, a new row never takes the id of a deleted one.
     pruneHistory: db.prepare(

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { DeliveryAttempt, WebhookEndpoint } from '../../domain/webhook.js';
 import { inBatches, PRUNE_BATCH } from '../pruning.js';
 import type { Webhooks } from '../store.js';
-import { asUnavailable, briefly, type Run } from './connection.js';
+import { asUnavailable, briefly, LIMIT, type Run } from './connection.js';
 import { DELIVERY_COLUMNS, deliveryRow, progressWrite, type DeliveryRow } from './record-progress.js';
 import type { ChangeWriter } from './writer.js';
 
@@ -79,10 +79,10 @@ export function webhooks(db: Database.Database, run: Run, writer: Pick<ChangeWri
     ),
     release: db.prepare<[string]>('UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = ?'),
     deliveries: db.prepare<[string, number], DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ?`,
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ${LIMIT}`,
     ),
     purge: db.prepare<[string, number]>(
-      'DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE attempted_at < ? LIMIT ?)',
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE attempted_at < ? LIMIT ${LIMIT})`,
     ),
   };
   const remove = db.transaction((id: string) => {
