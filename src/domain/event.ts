@@ -1,7 +1,7 @@
 // From values.ts, not the event's schema: the SQLite writer thread imports this file, and should not load TypeBox.
 import { EVENT_TYPES } from '../schemas/values.js';
 import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
-import type { InventoryEntry, QuantityChange } from './inventory.js';
+import type { InventoryEntry } from './inventory.js';
 
 // Declared with the wire schema (a layer below), kept importable from here.
 export { EVENT_TYPES };
@@ -64,26 +64,11 @@ export function eventJson(e: InventoryEvent): string {
 export type NewEvent = Omit<InventoryEvent, 'seq'>;
 
 /**
- * Which event each write appends (the store's Changes rule): SQLite builds them with these;
- * PostgreSQL writes the same columns in SQL, and the store contract suite holds both to them.
+ * Which event each write appends (the store's Changes rule). A change of quantity through the API
+ * appends inventory.updated with its key and request and the entry as the change left it: both
+ * stores write that one in SQL, from the change's history row and entry. SQLite builds the CLI's
+ * with these; PostgreSQL writes the same columns in SQL, and the store contract suite holds both to them.
  */
-
-/** A change of quantity through the API: its key and request, the entry as the change left it. */
-export function updatedEvent(change: QuantityChange, previousQuantity: number, after: InventoryEntry): NewEvent {
-  return {
-    type: 'inventory.updated',
-    occurredAt: change.at,
-    petId: change.petId,
-    status: after.item.status,
-    previousQuantity,
-    quantity: after.item.quantity,
-    version: after.version,
-    reason: change.reason,
-    source: 'api',
-    keyId: change.keyId,
-    requestId: change.requestId,
-  };
-}
 
 /** An entry the CLI created, or revived (a revival is a creation: no previous quantity). */
 export function createdEvent(item: InventoryItem, version: number, at: Date): NewEvent {

@@ -1,6 +1,5 @@
 import type Database from 'better-sqlite3';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency } from '../../domain/idempotency.js';
-import { updatedEvent, type NewEvent } from '../../domain/event.js';
 import { judgeChange, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { appendsEvent } from '../appended.js';
 import { changeLogWriter } from './change-log.js';
@@ -17,10 +16,11 @@ export type BatchResult = ChangeResult | ChangeFailure;
 /**
  * The write side of the SQLite store's group commit: one IMMEDIATE transaction per batch. Per
  * change it reads the entry, writes the history row (chained to the pet's previous one) and the
- * entry; per batch it appends one event per applied change, bumps the store version and the events
- * head once and logs the pets it changed (what changesSince reads). Each statement is chosen for the pages and work it costs, since this runs
- * for every PATCH: no RETURNING (the new version is the one read + 1, under the write lock), no
- * index on history (rows are chained per pet), no savepoints unless a change fails.
+ * entry; per batch it appends one event per applied change (one statement, from their rows), bumps
+ * the store version and the events head once and logs the pets it changed (what changesSince
+ * reads). Each statement is chosen for the pages and work it costs, since this runs for every
+ * PATCH: no RETURNING (the new version is the one read + 1, under the write lock), no index on
+ * history (rows are chained per pet), no savepoints unless a change fails.
  */
 export function applyBatch(db: Database.Database, changes: readonly QuantityChange[], options: BatchOptions = {}): BatchResult[] {
   const omitEvents = options.omitEvents ?? false;
@@ -45,8 +45,6 @@ const appliers = { withEvents: new WeakMap<Database.Database, Applier>(), withou
 function applierOn(db: Database.Database, omitEvents: boolean): Applier {
   const write = changeStatements(db);
   const logWrite = changeLogWriter(db);
-  // The quantity each applied change found, for its event; set only once the change's statements ran.
-  let previous = new Map<QuantityChange, number>();
 
   const applyOne = (change: QuantityChange): ChangeResult => {
     const idem = change.idempotency;
@@ -63,7 +61,6 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     if (verdict.kind === 'apply') {
       // Built whole, not spread from the outcome: this runs for every PATCH.
       result = { kind: 'updated', entry: write.apply(change, verdict), replayed: false };
-      previous.set(change, verdict.current.item.quantity);
     } else {
       result = { ...verdict, replayed: false };
     }
@@ -71,18 +68,16 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     return result;
   };
 
-  /** Applies each change, then, if any changed an entry, its events, the store version and the change log: last, as in every write. */
+  /** Applies each change, then, if any changed an entry, their events, the store version and the change log: last, as in every write. */
   const applyAll = (changes: readonly QuantityChange[], each: (change: QuantityChange) => BatchResult): BatchResult[] => {
-    previous = new Map();
     const results = changes.map(each);
-    const events: NewEvent[] = [];
     const petIds: bigint[] = [];
     results.forEach((r, i) => {
-      if (!appendsEvent(r)) return;
-      petIds.push(changes[i]!.petId);
-      if (!omitEvents) events.push(updatedEvent(changes[i]!, previous.get(changes[i]!)!, r.entry));
+      if (appendsEvent(r)) petIds.push(changes[i]!.petId);
     });
-    if (petIds.length > 0) logWrite(petIds, omitEvents ? 0 : events);
+    if (petIds.length === 0) return results;
+    if (!omitEvents) write.appendUpdatedEvents(petIds.length);
+    logWrite(petIds, omitEvents ? 0 : petIds.length);
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.

@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
-import { updatedEvent, type NewEvent } from '../../domain/event.js';
 import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
-import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
+import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult } from '../../domain/inventory.js';
 import type { BatchOptions } from './apply-batch.js';
 import { changeLogWriter } from './change-log.js';
 import { changeStatements } from './change-statements.js';
@@ -46,22 +45,17 @@ function applierOn(db: Database.Database): Applier {
 
     function judgeAndApply(): BatchOutcome {
       // Every change judged before any is written: a refusal leaves nothing to roll back.
-      const verdicts = [];
+      const verdicts: Extract<ReturnType<typeof judgeChange>, { kind: 'apply' }>[] = [];
       for (const [index, change] of changes.entries()) {
         const verdict = judgeChange(write.entry(change.petId), change);
         if (verdict.kind !== 'apply') return { kind: 'refused', index, outcome: verdict };
         verdicts.push(verdict);
       }
-      const entries: InventoryEntry[] = [];
-      const events: NewEvent[] = [];
-      for (const [i, change] of changes.entries()) {
-        const verdict = verdicts[i]!;
-        const full = { ...origin, ...change };
-        const entry = write.apply(full, verdict);
-        entries.push(entry);
-        if (!omitEvents) events.push(updatedEvent(full, verdict.current.item.quantity, entry));
+      const entries = changes.map((change, i) => write.apply({ ...origin, ...change }, verdicts[i]!));
+      if (entries.length > 0) {
+        if (!omitEvents) write.appendUpdatedEvents(entries.length);
+        logWrite(changes.map((c) => c.petId), omitEvents ? 0 : entries.length);
       }
-      if (entries.length > 0) logWrite(changes.map((c) => c.petId), omitEvents ? 0 : events);
       return { kind: 'applied', entries };
     }
   });

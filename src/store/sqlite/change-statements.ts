@@ -18,6 +18,13 @@ export interface ChangeStatements {
   entry(petId: bigint): InventoryEntry | undefined;
   /** Writes an applied change's history row and entry; the entry as the change leaves it. */
   apply(change: QuantityChange, verdict: Applicable): InventoryEntry;
+  /**
+   * Appends the events of the last `count` changes applied in this transaction, in their order,
+   * with the seqs after the events head: an inventory.updated event (domain/event.ts) made of each
+   * one's history row and entry. One statement for them all rather than one per change; call it
+   * once, after the last change, as the change log's writer then counts them (change-log.ts).
+   */
+  appendUpdatedEvents(count: number): void;
   /** The record of an API key's idempotency key (by its hash), expired ones too (reusing one takes no new row, so never counts against the cap). */
   findRecord(keyId: string, keyHash: string, now: Date): IdempotencyRecord | undefined;
   /** Stores an outcome under the key's hash (an expired or outcome-less record is written over). */
@@ -30,6 +37,19 @@ export interface ChangeStatements {
    */
   overCap(keyId: string, cap: number, now: Date): RecordsFull | undefined;
 }
+
+/**
+ * ChangeStatements.appendUpdatedEvents: the transaction's changes wrote the newest history rows, one
+ * each, with consecutive ids, so the last :count are theirs; a pet changes at most once a transaction
+ * (group-commit.ts, domain repeatedPet), so its entry holds the status and version its change left.
+ * The bound is written out in the WHERE, so SQLite reads a range of rowids, not the whole history.
+ */
+export const UPDATED_EVENTS = `INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
+  SELECT (SELECT events_head FROM store_state WHERE id = 1) + h.id - ((SELECT max(id) FROM inventory_history) - :count), 'inventory.updated', h.at,
+         h.pet_id, i.status, h.previous_quantity, h.quantity, i.version, h.reason, 'api', h.key_id, h.request_id
+  FROM inventory_history h JOIN inventory i ON i.pet_id = h.pet_id
+  WHERE h.id > (SELECT max(id) FROM inventory_history) - :count
+  ORDER BY h.id`;
 
 const statementsOf = new WeakMap<Database.Database, ChangeStatements>();
 
@@ -48,6 +68,7 @@ function prepareStatements(db: Database.Database): ChangeStatements {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
+    updatedEvents: db.prepare(UPDATED_EVENTS),
     findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at <= ? AS expired FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
     saveIdempotency: db.prepare(
       `INSERT INTO idempotency_records (api_key_id, key_hash, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -80,6 +101,9 @@ function prepareStatements(db: Database.Database): ChangeStatements {
       stmt.update.run(quantity, at, change.petId);
       // No RETURNING: the new version is the one read + 1, under the write lock.
       return { item: { ...current.item, quantity }, version: current.version + 1 };
+    },
+    appendUpdatedEvents(count) {
+      stmt.updatedEvents.run({ count });
     },
     findRecord(keyId, keyHash, now) {
       const found = stmt.findIdempotency.get(now.toISOString(), keyId, keyHash) as
