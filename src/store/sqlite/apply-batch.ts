@@ -2,7 +2,6 @@ import type Database from 'better-sqlite3';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency } from '../../domain/idempotency.js';
 import { judgeChange, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { appendsEvent } from '../appended.js';
-import { changeLogWriter } from './change-log.js';
 import { changeStatements } from './change-statements.js';
 import { isTransient } from './connection.js';
 
@@ -44,7 +43,6 @@ const appliers = { withEvents: new WeakMap<Database.Database, Applier>(), withou
 
 function applierOn(db: Database.Database, omitEvents: boolean): Applier {
   const write = changeStatements(db);
-  const logWrite = changeLogWriter(db);
 
   const applyOne = (change: QuantityChange): ChangeResult => {
     const idem = change.idempotency;
@@ -75,9 +73,7 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     results.forEach((r, i) => {
       if (appendsEvent(r)) petIds.push(changes[i]!.petId);
     });
-    if (petIds.length === 0) return results;
-    if (!omitEvents) write.appendUpdatedEvents(petIds.length);
-    logWrite(petIds, omitEvents ? 0 : petIds.length);
+    write.recordApplied(petIds, omitEvents);
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.

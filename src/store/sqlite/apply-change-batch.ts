@@ -2,7 +2,6 @@ import type Database from 'better-sqlite3';
 import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
 import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult } from '../../domain/inventory.js';
 import type { BatchOptions } from './apply-batch.js';
-import { changeLogWriter } from './change-log.js';
 import { changeStatements } from './change-statements.js';
 
 /**
@@ -28,7 +27,6 @@ const appliers = new WeakMap<Database.Database, Applier>();
 
 function applierOn(db: Database.Database): Applier {
   const write = changeStatements(db);
-  const logWrite = changeLogWriter(db);
   return db.transaction((batch: ChangeBatch, omitEvents: boolean): ChangeBatchResult => {
     const { changes, ...origin } = batch;
     const idem = origin.idempotency;
@@ -52,10 +50,7 @@ function applierOn(db: Database.Database): Applier {
         verdicts.push(verdict);
       }
       const entries = changes.map((change, i) => write.apply({ ...origin, ...change }, verdicts[i]!));
-      if (entries.length > 0) {
-        if (!omitEvents) write.appendUpdatedEvents(entries.length);
-        logWrite(changes.map((c) => c.petId), omitEvents ? 0 : entries.length);
-      }
+      write.recordApplied(changes.map((c) => c.petId), omitEvents);
       return { kind: 'applied', entries };
     }
   });

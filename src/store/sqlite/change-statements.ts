@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
+import { changeLogWriter } from './change-log.js';
 import { LIMIT } from './connection.js';
 import { linkedEntryReader } from './entries.js';
 import { isoTime } from './iso-time.js';
@@ -19,12 +20,12 @@ export interface ChangeStatements {
   /** Writes an applied change's history row and entry; the entry as the change leaves it. */
   apply(change: QuantityChange, verdict: Applicable): InventoryEntry;
   /**
-   * Appends the events of the last `count` changes applied in this transaction, in their order,
-   * with the seqs after the events head: an inventory.updated event (domain/event.ts) made of each
-   * one's history row and entry. One statement for them all rather than one per change; call it
-   * once, after the last change, as the change log's writer then counts them (change-log.ts).
+   * Records the changes applied in this transaction, once, after the last of them (their pets, in
+   * order; none: nothing to record): an inventory.updated event (domain/event.ts) for each, made of
+   * its history row and entry by one statement rather than one per change, unless `omitEvents`;
+   * then the store version, the events head and the change log (change-log.ts), last as in every write.
    */
-  appendUpdatedEvents(count: number): void;
+  recordApplied(petIds: readonly bigint[], omitEvents: boolean): void;
   /** The record of an API key's idempotency key (by its hash), expired ones too (reusing one takes no new row, so never counts against the cap). */
   findRecord(keyId: string, keyHash: string, now: Date): IdempotencyRecord | undefined;
   /** Stores an outcome under the key's hash (an expired or outcome-less record is written over). */
@@ -39,7 +40,7 @@ export interface ChangeStatements {
 }
 
 /**
- * ChangeStatements.appendUpdatedEvents: the transaction's changes wrote the newest history rows, one
+ * ChangeStatements.recordApplied's events: the transaction's changes wrote the newest history rows, one
  * each, with consecutive ids, so the last :count are theirs; a pet changes at most once a transaction
  * (group-commit.ts, domain repeatedPet), so its entry holds the status and version its change left.
  * The bound is written out in the WHERE, so SQLite reads a range of rowids, not the whole history.
@@ -83,6 +84,7 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     oldestLive: db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck(),
   };
   const read = linkedEntryReader(db);
+  const logWrite = changeLogWriter(db);
   // Each entry read here, to the newest history row it had: apply links the next row to it. Kept per entry, not as
   // the last read, since a ChangeBatch reads all its entries before it applies any (apply-change-batch.ts).
   const links = new WeakMap<InventoryEntry, bigint | null>();
@@ -102,8 +104,10 @@ function prepareStatements(db: Database.Database): ChangeStatements {
       // No RETURNING: the new version is the one read + 1, under the write lock.
       return { item: { ...current.item, quantity }, version: current.version + 1 };
     },
-    appendUpdatedEvents(count) {
-      stmt.updatedEvents.run({ count });
+    recordApplied(petIds, omitEvents) {
+      if (petIds.length === 0) return;
+      if (!omitEvents) stmt.updatedEvents.run({ count: petIds.length });
+      logWrite(petIds, omitEvents ? 0 : petIds.length);
     },
     findRecord(keyId, keyHash, now) {
       const found = stmt.findIdempotency.get(now.toISOString(), keyId, keyHash) as
