@@ -20,11 +20,14 @@ export function hasCommand(name: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
 }
 
+/** How long a child's output may go on arriving after it exited before `exited` resolves anyway. */
+const CLOSE_AFTER_EXIT_MS = 1000;
+
 export interface Spawned {
   child: ChildProcess;
   /** The last few KiB of its stdout and stderr, for error messages. */
   output: () => string;
-  /** Resolves once it has exited (code or signal name). */
+  /** Resolves once it has exited (code or signal name) and its output has been read to the end. */
   exited: Promise<string>;
 }
 
@@ -50,7 +53,15 @@ export function spawnChild(
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   const exited = new Promise<string>((done) => {
-    child.once('exit', (code, signal) => done(signal ?? String(code)));
+    // 'exit' may come before the child's pipes are read to their end (Node's documented order), and a caller reads
+    // output() once this resolves (wrk's summary): so 'close', when every pipe has ended. A descendant that inherited
+    // the pipes may hold them open long after the child itself is gone, so 'exit' settles it a second later at most.
+    let how: string | undefined;
+    child.once('exit', (code, signal) => {
+      how = signal ?? String(code);
+      setTimeout(() => done(how!), CLOSE_AFTER_EXIT_MS).unref();
+    });
+    child.once('close', (code, signal) => done(how ?? signal ?? String(code)));
     child.once('error', (err) => done(`spawn error: ${err.message}`));
   });
   return { child, output: () => output, exited };
