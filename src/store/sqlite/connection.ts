@@ -27,12 +27,15 @@ export const PAGE_SIZE = 1024;
  */
 export const LIMIT = '(? + 0)';
 
+/** A bound LIMIT (or OFFSET) written bare, in any of SQLite's forms of parameter: what Connection.prepare refuses. */
+const BARE_BOUND_LIMIT = /\b(?:LIMIT|OFFSET)\s+(?:\?\d*|[:@$][\w]+)/i;
+
 /** Every connection and statement this thread made, kept reachable until the thread exits (see Connection). */
 const keptUntilExit: object[] = [];
 
 /**
  * A better-sqlite3 connection whose objects (the connection and each statement it prepares) are
- * never garbage collected while the thread runs.
+ * never garbage collected while the thread runs, and which refuses to prepare a bare bound LIMIT.
  *
  * Why: better-sqlite3 12 builds them on node::ObjectWrap, whose destructor, since Node 24.19,
  * removes an environment cleanup hook and aborts the process ("Assertion failed: (env) !=
@@ -50,6 +53,9 @@ export class Connection extends Database {
 
   // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- better-sqlite3's own signature, kept so that every caller types as before
   override prepare<BindParameters extends unknown[] | {} = unknown[], Result = unknown>(source: string): Database.Statement<BindParameters, Result> {
+    // Here, where every statement of the store is made, so SQL split over lines or built at run time is caught too,
+    // by any test that prepares it; once per statement, never per request.
+    if (BARE_BOUND_LIMIT.test(source)) throw new Error(`a bound LIMIT is written LIMIT ${LIMIT} in this store (connection.ts, LIMIT): ${source}`);
     const statement = super.prepare<BindParameters, Result>(source);
     keptUntilExit.push(statement);
     return statement;
