@@ -29,6 +29,14 @@ export interface Side {
   cpuUs?: (number | undefined)[];
   /** The same, of its main thread alone (the event loop); the rest is its other threads' (a writer thread, V8's GC helpers). */
   mainCpuUs?: (number | undefined)[];
+  /**
+   * Work the server does beside answering the load, counted so far (the deliveries its webhook
+   * endpoint has received): read with its CPU at both ends of each measured window, so a row can
+   * say how much of that work its figures carry.
+   */
+  counter?: () => number;
+  /** With a counter: per counted round, how much it counted during the measured window. */
+  counted?: number[];
 }
 
 /** What each round sends: the requests, their pets and connections, and whether the servers' CPU is read. Default: the PATCH load of the main table. */
@@ -61,7 +69,13 @@ export async function alternateRounds(
       await shape.settle?.();
       let before: CpuReading | undefined;
       let after: CpuReading | undefined;
-      const window = shape.cpu ? { start: () => (before = readCpu(side.server.pid)), end: () => (after = readCpu(side.server.pid)) } : undefined;
+      const counter = side.counter;
+      const window = shape.cpu
+        ? {
+            start: () => void (before = readCpu(side.server.pid, counter)),
+            end: () => void (after = readCpu(side.server.pid, counter)),
+          }
+        : undefined;
       const spec: LoadSpec = {
         baseUrl: side.server.baseUrl,
         method: shape.method,
@@ -83,19 +97,21 @@ export async function alternateRounds(
       if (shape.cpu) {
         (side.cpuUs ??= []).push(cpuUs);
         (side.mainCpuUs ??= []).push(perAnswerUs(before?.main, after?.main, result.ok));
+        if (counter) (side.counted ??= []).push((after?.count ?? 0) - (before?.count ?? 0));
       }
     }
   }
 }
 
-/** A process's CPU ticks so far: all its threads, and its main thread alone; each undefined without /proc. */
+/** A process's CPU ticks so far: all its threads, and its main thread alone, each undefined without /proc; and its side's counter, if it has one. */
 interface CpuReading {
   all: number | undefined;
   main: number | undefined;
+  count: number | undefined;
 }
 
-function readCpu(pid: number | undefined): CpuReading {
-  return { all: cpuTicks(pid), main: mainThreadCpuTicks(pid) };
+function readCpu(pid: number | undefined, counter: (() => number) | undefined): CpuReading {
+  return { all: cpuTicks(pid), main: mainThreadCpuTicks(pid), count: counter?.() };
 }
 
 /** CPU ticks over a window per answer, in µs; undefined without both readings or any answer. */
@@ -123,6 +139,11 @@ export function bestMainCpuUs(side: Side): number | undefined {
   return side.mainCpuUs?.[bestIndex(side)];
 }
 
+/** What its counter counted during the same round's window; undefined without a counter. */
+export function bestCounted(side: Side): number | undefined {
+  return side.counted?.[bestIndex(side)];
+}
+
 function bestIndex(side: Side): number {
   return side.runs.reduce((best, r, i) => (r.requestsPerSecond > side.runs[best]!.requestsPerSecond ? i : best), 0);
 }
@@ -140,4 +161,9 @@ export function eachCpu(side: Side): string {
       return us === undefined ? 'unknown' : main === undefined ? us.toFixed(0) : `${us.toFixed(0)} (main thread ${main.toFixed(0)})`;
     })
     .join(', ');
+}
+
+/** Each counted round's count, for the notes ('' without a counter). */
+export function eachCounted(side: Side): string {
+  return (side.counted ?? []).map((n) => n.toLocaleString('en-US')).join(', ');
 }

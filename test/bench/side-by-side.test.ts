@@ -4,7 +4,7 @@ import type { LoadGenerator } from '../../bench/load.js';
 import type { LoadResult, LoadSpec } from '../../bench/load-spec.js';
 import type { WindowHooks } from '../../bench/load-wrk.js';
 import { parseOptions } from '../../bench/options.js';
-import { alternateRounds, bestCpuUs, bestMainCpuUs, bestRun, eachCpu, eachRun, roundOrder, type Side } from '../../bench/side-by-side.js';
+import { alternateRounds, bestCounted, bestCpuUs, bestMainCpuUs, bestRun, eachCounted, eachCpu, eachRun, roundOrder, type Side } from '../../bench/side-by-side.js';
 import type { RunningServer } from '../../bench/servers.js';
 
 /** A server that is not there: only its base URL and pid are read. */
@@ -86,11 +86,37 @@ test('with cpu, the server\'s CPU is read around each measured window: per round
   assert.equal(eachCpu(withoutPid), 'unknown');
 });
 
+test('a side\'s counter is read at both ends of each counted window: what grew meanwhile, the warm-up left out', async () => {
+  // Each reading adds to it: 103 at a window's end (what grew within the window), 3 at a window's start (what grew between windows).
+  let count = 0;
+  let reads = 0;
+  const counted: Side = { ...side('service', process.pid), counter: () => (count += reads++ % 2 === 0 ? 3 : 103) };
+  const plain = side('bare', process.pid);
+  const { load } = scripted([result(1), result(1), result(10, 500), result(20), result(11, 400), result(21), result(12, 300), result(22)]);
+  await alternateRounds([counted, plain], 'PATCH', 'sqlite', full, load, [], { method: 'PATCH', petCount: 10, connections: 4, cpu: true });
+  // The warm-up's reading and three counted rounds: each window saw its end reading's growth alone.
+  assert.equal(reads, 8);
+  assert.deepEqual(counted.counted, [103, 103, 103]);
+  assert.equal(plain.counted, undefined, 'no counter, nothing counted');
+  assert.equal(eachCounted(counted), '103, 103, 103');
+  assert.equal(eachCounted(plain), '');
+  assert.equal(bestCounted(plain), undefined);
+});
+
+test('without a CPU window nothing is counted', async () => {
+  let reads = 0;
+  const counted: Side = { ...side('service'), counter: () => ++reads };
+  await alternateRounds([counted], 'PATCH', 'sqlite', quick, scripted([result(1), result(5)]).load, []);
+  assert.equal(reads, 0);
+  assert.equal(counted.counted, undefined);
+});
+
 test('the best round is the fastest, and its CPU is the one reported beside it', () => {
   const s: Side = { ...side('s'), runs: [result(9_000), result(12_345.6), result(11_000)], cpuUs: [70, 55, 60], mainCpuUs: [50, 40, 45] };
   assert.equal(bestRun(s).requestsPerSecond, 12_345.6);
   assert.equal(bestCpuUs(s), 55);
   assert.equal(bestMainCpuUs(s), 40);
+  assert.equal(bestCounted({ ...s, counted: [700, 1_234, 900] }), 1_234);
   assert.equal(eachRun(s), '9,000, 12,346, 11,000');
   assert.equal(eachCpu(s), '70 (main thread 50), 55 (main thread 40), 60 (main thread 45)');
   assert.equal(eachCpu({ ...s, mainCpuUs: undefined }), '70, 55, 60');
