@@ -35,8 +35,8 @@ export interface Side {
    * say how much of that work its figures carry.
    */
   counter?: () => number;
-  /** With a counter: per counted round, how much it counted during the measured window. */
-  counted?: number[];
+  /** With a counter: per counted round, how much it counted during the measured window (undefined where the load ran no window). */
+  counted?: (number | undefined)[];
 }
 
 /** What each round sends: the requests, their pets and connections, and whether the servers' CPU is read. Default: the PATCH load of the main table. */
@@ -67,13 +67,13 @@ export async function alternateRounds(
   for (let round = 0, rounds = roundsOf(options); round <= rounds; round++) {
     for (const side of roundOrder(sides, round)) {
       await shape.settle?.();
-      let before: CpuReading | undefined;
-      let after: CpuReading | undefined;
+      let before: WindowReading | undefined;
+      let after: WindowReading | undefined;
       const counter = side.counter;
       const window = shape.cpu
         ? {
-            start: () => void (before = readCpu(side.server.pid, counter)),
-            end: () => void (after = readCpu(side.server.pid, counter)),
+            start: () => void (before = readWindow(side.server.pid, counter)),
+            end: () => void (after = readWindow(side.server.pid, counter)),
           }
         : undefined;
       const spec: LoadSpec = {
@@ -97,20 +97,20 @@ export async function alternateRounds(
       if (shape.cpu) {
         (side.cpuUs ??= []).push(cpuUs);
         (side.mainCpuUs ??= []).push(perAnswerUs(before?.main, after?.main, result.ok));
-        if (counter) (side.counted ??= []).push((after?.count ?? 0) - (before?.count ?? 0));
+        if (counter) (side.counted ??= []).push(before?.count === undefined || after?.count === undefined ? undefined : after.count - before.count);
       }
     }
   }
 }
 
-/** A process's CPU ticks so far: all its threads, and its main thread alone, each undefined without /proc; and its side's counter, if it has one. */
-interface CpuReading {
+/** What is read at each end of a measured window: the process's CPU ticks so far (all its threads, and its main thread alone, each undefined without /proc), and its side's counter, if it has one. */
+interface WindowReading {
   all: number | undefined;
   main: number | undefined;
   count: number | undefined;
 }
 
-function readCpu(pid: number | undefined, counter: (() => number) | undefined): CpuReading {
+function readWindow(pid: number | undefined, counter: (() => number) | undefined): WindowReading {
   return { all: cpuTicks(pid), main: mainThreadCpuTicks(pid), count: counter?.() };
 }
 
@@ -165,5 +165,5 @@ export function eachCpu(side: Side): string {
 
 /** Each counted round's count, for the notes ('' without a counter). */
 export function eachCounted(side: Side): string {
-  return (side.counted ?? []).map((n) => n.toLocaleString('en-US')).join(', ');
+  return (side.counted ?? []).map((n) => (n === undefined ? 'unknown' : n.toLocaleString('en-US'))).join(', ');
 }

@@ -103,6 +103,18 @@ test('a side\'s counter is read at both ends of each counted window: what grew m
   assert.equal(bestCounted(plain), undefined);
 });
 
+test('a round whose load ran no window counts nothing for it: unknown, not zero', async () => {
+  let reads = 0;
+  const counted: Side = { ...side('service', process.pid), counter: () => ++reads };
+  // A load generator that never calls the window's hooks (one that cannot tell its warm-up from its measured run).
+  const results = [result(1), result(5)];
+  const load = { tool: 'autocannon', run: async () => results.shift()! } as unknown as LoadGenerator;
+  await alternateRounds([counted], 'PATCH', 'sqlite', quick, load, [], { method: 'PATCH', petCount: 10, connections: 4, cpu: true });
+  assert.equal(reads, 0);
+  assert.deepEqual(counted.counted, [undefined]);
+  assert.equal(eachCounted(counted), 'unknown');
+});
+
 test('without a CPU window nothing is counted', async () => {
   let reads = 0;
   const counted: Side = { ...side('service'), counter: () => ++reads };
