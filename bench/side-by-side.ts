@@ -97,7 +97,7 @@ export async function alternateRounds(
       if (shape.cpu) {
         (side.cpuUs ??= []).push(cpuUs);
         (side.mainCpuUs ??= []).push(perAnswerUs(before?.main, after?.main, result.ok));
-        if (counter) (side.counted ??= []).push(before?.count === undefined || after?.count === undefined ? undefined : after.count - before.count);
+        if (counter) (side.counted ??= []).push(grown(before?.count, after?.count));
       }
     }
   }
@@ -114,9 +114,15 @@ function readWindow(pid: number | undefined, counter: (() => number) | undefined
   return { all: cpuTicks(pid), main: mainThreadCpuTicks(pid), count: counter?.() };
 }
 
+/** How much a reading grew over a window; undefined without both ends. */
+function grown(before: number | undefined, after: number | undefined): number | undefined {
+  return before === undefined || after === undefined ? undefined : after - before;
+}
+
 /** CPU ticks over a window per answer, in µs; undefined without both readings or any answer. */
 function perAnswerUs(before: number | undefined, after: number | undefined, answers: number): number | undefined {
-  return before === undefined || after === undefined || answers === 0 ? undefined : (((after - before) / CLOCK_TICKS.perSecond) * 1e6) / answers;
+  const ticks = grown(before, after);
+  return ticks === undefined || answers === 0 ? undefined : ((ticks / CLOCK_TICKS.perSecond) * 1e6) / answers;
 }
 
 /** The sides in the order they run in this round: swapped each round, so none always runs first. */
