@@ -11,19 +11,36 @@ export const ANSWER_HEADERS_VARIABLE = 'BASELINE_ANSWER_HEADERS';
  * answer, as the service's is. Undefined without the variable: the baseline sends its own two headers.
  */
 export function answerHeadersFromEnv(): ((contentType: string, length: number) => OutgoingHttpHeader[]) | undefined {
-  const text = process.env[ANSWER_HEADERS_VARIABLE];
-  if (text === undefined) return undefined;
-  const given = JSON.parse(text) as Record<string, string>;
+  const given = givenAnswerHeaders();
+  if (!given) return undefined;
   // writeHead's raw form, one flat array of names and values, made once: each answer copies it and adds its own.
-  const fixed: string[] = [];
-  for (const [name, value] of Object.entries(given)) if (name !== 'x-request-id' && name !== 'content-type') fixed.push(name, value);
-  const requestId = 'x-request-id' in given;
+  const fixed = given.fixed.flat();
   return (contentType, length) => {
     const headers: OutgoingHttpHeader[] = fixed.slice();
-    if (requestId) headers.push('x-request-id', randomUUID());
+    if (given.requestId) headers.push('x-request-id', randomUUID());
     headers.push('content-type', contentType, 'content-length', String(length));
     return headers;
   };
+}
+
+/**
+ * The same headers for a baseline that frames its own answers (bare-http1.ts): the header lines of
+ * a 200 answer but its length, the fixed ones rendered once. Undefined without the variable.
+ */
+export function answerHeaderLinesFromEnv(): ((contentType: string) => string) | undefined {
+  const given = givenAnswerHeaders();
+  if (!given) return undefined;
+  const fixed = given.fixed.map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return (contentType) => `${fixed}${given.requestId ? `x-request-id: ${randomUUID()}\r\n` : ''}content-type: ${contentType}\r\n`;
+}
+
+/** BASELINE_ANSWER_HEADERS read: the headers every answer carries as they are, and whether each has a new request id. */
+function givenAnswerHeaders(): { fixed: [string, string][]; requestId: boolean } | undefined {
+  const text = process.env[ANSWER_HEADERS_VARIABLE];
+  if (text === undefined) return undefined;
+  const given = JSON.parse(text) as Record<string, string>;
+  const fixed = Object.entries(given).filter(([name]) => name !== 'x-request-id' && name !== 'content-type');
+  return { fixed, requestId: 'x-request-id' in given };
 }
 
 /**

@@ -4,12 +4,15 @@
  * hands a backend every change gathered while it was busy (or, for a synchronous backend, parsed
  * in one turn of the event loop) as one batch, and answers each after that batch committed.
  * With BASELINE_ANSWER_HEADERS, each 200 answer carries the service's answer headers (answer-headers.ts).
+ * With BARE_HTTP=net, the same server frames its requests and answers itself on node:net
+ * (bare-http1.ts) rather than on node:http: what that framing would save a server.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
-import { sendJson as send, sendOk } from './answer-headers.js';
+import { answerHeaderLinesFromEnv, JSON_TYPE, sendJson, sendOk } from './answer-headers.js';
+import { http1Server, type Http1Respond } from './bare-http1.js';
 import { requiredEnv } from './env.js';
 
 /** What each change writes besides the entry: nothing, its history row, or its history row and its event. */
@@ -36,6 +39,16 @@ export interface BareBackend {
 
 const ITEM_PATH = /^\/v1\/inventory\/(\d+)(\/adjustments)?$/;
 
+/** How a bare server frames HTTP: with node:http (the default), or itself on node:net (bare-http1.ts). */
+export type BareHttp = 'node' | 'net';
+
+/** BARE_HTTP from the environment (default: node:http). */
+export function bareHttp(): BareHttp {
+  const value = process.env.BARE_HTTP ?? 'node';
+  if (value !== 'node' && value !== 'net') throw new Error('BARE_HTTP must be node or net');
+  return value;
+}
+
 /** BARE_WRITES from the environment (default: the entry alone). */
 export function bareWrites(): BareWrites {
   const value = process.env.BARE_WRITES ?? 'entry';
@@ -53,9 +66,15 @@ export async function loadItems(databaseUrl: string): Promise<InventoryItem[]> {
   }
 }
 
+/** Sends one answer: a 200 with the item's JSON (and BASELINE_ANSWER_HEADERS), or any JSON with the two headers of its own. */
+interface Reply {
+  ok(body: string): void;
+  send(status: number, body: string): void;
+}
+
 interface Waiting {
   change: BareChange;
-  res: ServerResponse;
+  reply: Reply;
 }
 
 /** Serves PATCH and adjustments on PORT with the group commit over `backend`, until SIGTERM. */
@@ -84,38 +103,33 @@ export function serveBare(backend: BareBackend): void {
       results = batch.map(() => 503);
     }
     committing = false;
-    batch.forEach((w, i) => answer(w.res, results[i]!));
+    batch.forEach((w, i) => answer(w.reply, results[i]!));
     schedule();
   };
 
-  const receive = (req: IncomingMessage, res: ServerResponse, petId: number, adjustment: boolean) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      let body: { quantity?: unknown; delta?: unknown };
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString()) as typeof body;
-      } catch {
-        return send(res, 400, '{"code":"malformed_json"}');
-      }
-      const value = adjustment ? body.delta : body.quantity;
-      if (!Number.isInteger(value) || (!adjustment && (value as number) < 0)) return send(res, 400, '{"code":"invalid_quantity"}');
-      const change: BareChange = { petId, requestId: randomUUID(), ...(adjustment ? { delta: value as number } : { quantity: value as number }) };
-      queued.push({ change, res });
-      schedule();
-    });
-  };
-
-  const server = createServer((req, res) => {
-    const url = req.url ?? '/';
-    if (url === '/healthz') return send(res, 200, '{"status":"ok"}');
-    if (req.headers.authorization !== expectedAuthorization) return send(res, 401, '{"code":"unauthorized"}');
+  const route: Route = (method, url, authorization, reply) => {
+    if (url === '/healthz') return void reply.send(200, '{"status":"ok"}');
+    if (authorization !== expectedAuthorization) return void reply.send(401, '{"code":"unauthorized"}');
     const match = ITEM_PATH.exec(url);
     const adjustment = match?.[2] !== undefined;
-    if (match && req.method === (adjustment ? 'POST' : 'PATCH')) return receive(req, res, Number(match[1]), adjustment);
-    send(res, 404, '{"code":"not_found"}');
-  });
-  server.keepAliveTimeout = 65_000;
+    if (match && method === (adjustment ? 'POST' : 'PATCH')) return { petId: Number(match[1]), adjustment };
+    reply.send(404, '{"code":"not_found"}');
+  };
+  const receive: Receive = (text, petId, adjustment, reply) => {
+    let body: { quantity?: unknown; delta?: unknown };
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      return reply.send(400, '{"code":"malformed_json"}');
+    }
+    const value = adjustment ? body.delta : body.quantity;
+    if (!Number.isInteger(value) || (!adjustment && (value as number) < 0)) return reply.send(400, '{"code":"invalid_quantity"}');
+    const change: BareChange = { petId, requestId: randomUUID(), ...(adjustment ? { delta: value as number } : { quantity: value as number }) };
+    queued.push({ change, reply });
+    schedule();
+  };
+
+  const server = bareHttp() === 'net' ? netServer(route, receive) : nodeServer(route, receive);
   server.listen(Number(requiredEnv('PORT')), '127.0.0.1');
   process.once('SIGTERM', () =>
     server.close(() => {
@@ -124,7 +138,41 @@ export function serveBare(backend: BareBackend): void {
   );
 }
 
-function answer(res: ServerResponse, result: BareResult): void {
-  if (typeof result === 'string') return sendOk(res, result);
-  send(res, result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
+/** From a request's method, path and Authorization (as either framing reads them): the pet it changes and whether by a delta, or undefined once it was answered (health, 401, 404). */
+type Route = (method: string | undefined, url: string, authorization: string | undefined, reply: Reply) => { petId: number; adjustment: boolean } | undefined;
+/** A change's body, once it has all arrived: parsed, checked and queued for the next batch, or refused. */
+type Receive = (text: string, petId: number, adjustment: boolean, reply: Reply) => void;
+
+function nodeServer(route: Route, receive: Receive) {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const reply: Reply = {
+      ok: (body) => sendOk(res, body),
+      send: (status, body) => sendJson(res, status, body),
+    };
+    const target = route(req.method, req.url ?? '/', req.headers.authorization, reply);
+    if (!target) return;
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => receive(Buffer.concat(chunks).toString(), target.petId, target.adjustment, reply));
+  });
+  server.keepAliveTimeout = 65_000;
+  return server;
+}
+
+function netServer(route: Route, receive: Receive) {
+  const plainLines = `content-type: ${JSON_TYPE}\r\n`;
+  const okLines = answerHeaderLinesFromEnv() ?? (() => plainLines);
+  return http1Server((request, respond: Http1Respond) => {
+    const reply: Reply = {
+      ok: (body) => respond(200, okLines(JSON_TYPE), body),
+      send: (status, body) => respond(status, plainLines, body),
+    };
+    const target = route(request.method, request.url, request.headers.authorization, reply);
+    if (target) receive(request.body.toString(), target.petId, target.adjustment, reply);
+  });
+}
+
+function answer(reply: Reply, result: BareResult): void {
+  if (typeof result === 'string') return reply.ok(result);
+  reply.send(result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
 }

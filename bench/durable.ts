@@ -113,6 +113,14 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'events', [ANSWER_HEADERS_VARIABLE]: JSON.stringify(patchHeaders) } }),
         )
       ).side;
+    // The same again, framed by the bench's own HTTP/1.1 on node:net: what answering on raw sockets would save.
+    const ownFraming =
+      bare &&
+      (
+        await start("bare durable: + history row + event + the service's answer headers, own HTTP/1.1 framing on node:net", 'net', (databaseUrl, key) =>
+          startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'events', BARE_HTTP: 'net', [ANSWER_HEADERS_VARIABLE]: JSON.stringify(patchHeaders) } }),
+        )
+      ).side;
 
     // Adjustments first, while every stock is still far from 0; the PATCHes then set counts of 0 to 999.
     const adjustment = `POST adjustment ±1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
@@ -155,7 +163,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
       ];
     };
     const rows: Row[] = [];
-    if (bare && withHeaders) {
+    if (bare && withHeaders && ownFraming) {
       rows.push(
         { scenario: patchScenario, server: bare.entry.label, result: bestRun(bare.entry), checks: [cpu(bare.entry)] },
         { scenario: patchScenario, server: bare.history.label, result: bestRun(bare.history), checks: [ratio(rps(bare.history) / rps(bare.entry), 'bare entry only'), cpu(bare.history)] },
@@ -165,6 +173,12 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           server: withHeaders.label,
           result: bestRun(withHeaders),
           checks: [ratio(rps(withHeaders) / rps(bare.events), 'bare + history + event'), cpu(withHeaders)],
+        },
+        {
+          scenario: patchScenario,
+          server: ownFraming.label,
+          result: bestRun(ownFraming),
+          checks: [ratio(rps(ownFraming) / rps(withHeaders), 'the same on node:http'), cpu(ownFraming)],
         },
         ...serviceRows(patchScenario, (side) => side, {
           bare: bare.events,
@@ -186,7 +200,9 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
             `${backend === 'sqlite' ? 'better-sqlite3 in WAL with synchronous=FULL' : 'pg, synchronous_commit=on'}, no keys table, idempotency, versions nor change log; ` +
             '"+ history row + event" writes the rows a service change writes; "+ the service\'s answer headers" (PATCH rounds only) is that server again, each answer ' +
             `carrying the headers of the service's answer to a PATCH (${Object.keys(patchHeaders ?? {}).join(', ')}; the request id new for each), so that the service's ` +
-            'ratio to it is what its own work costs, and its ratio to the other is what those headers cost node:http. '
+            'ratio to it is what its own work costs, and its ratio to the other is what those headers cost node:http; ' +
+            '"own HTTP/1.1 framing on node:net" is that server once more, reading requests and writing answers itself (bench/bare-http1.ts: Content-Length bodies, ' +
+            'keep-alive, the fixed headers rendered once) instead of through node:http, so its ratio to the one before is the most a fast lane on raw sockets could save. '
           : '') +
         'The service is as deployed, event log on, one webhook endpoint (a node:http receiver in the bench process answering 204 at once); ' +
         '"no webhook endpoint" is the same service with none registered, so the ratio between the two is what delivering the events costs the server core; the first ' +

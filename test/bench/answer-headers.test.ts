@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ServerResponse } from 'node:http';
-import { ANSWER_HEADERS_VARIABLE, answerHeadersFromEnv, answerHeadersOf, JSON_TYPE, sendJson, sendOk } from '../../bench/answer-headers.js';
+import { ANSWER_HEADERS_VARIABLE, answerHeaderLinesFromEnv, answerHeadersFromEnv, answerHeadersOf, JSON_TYPE, sendJson, sendOk } from '../../bench/answer-headers.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -36,6 +36,22 @@ test("with it, every answer carries the service's headers, a new request id each
   assert.deepEqual(second.slice(6), ['content-type', 'application/json; charset=utf-8', 'content-length', '7']);
   const fixedOnly = withVariable(JSON.stringify({ vary: 'Accept-Encoding' }), () => answerHeadersFromEnv())!;
   assert.deepEqual(fixedOnly('application/json', 2), ['vary', 'Accept-Encoding', 'content-type', 'application/json', 'content-length', '2']);
+});
+
+test('the same headers as lines for a baseline that frames its own answers: the fixed ones as given, a new request id each, then the type', () => {
+  assert.equal(
+    withVariable(undefined, () => answerHeaderLinesFromEnv()),
+    undefined,
+  );
+  const given = { etag: '"v2"', 'x-request-id': 'from-the-service', 'content-type': 'text/plain', 'x-frame-options': 'DENY' };
+  const lines = withVariable(JSON.stringify(given), () => answerHeaderLinesFromEnv())!;
+  const [first, second] = [lines(JSON_TYPE), lines(JSON_TYPE)];
+  const requestId = /^etag: "v2"\r\nx-frame-options: DENY\r\nx-request-id: ([0-9a-f-]{36})\r\ncontent-type: application\/json; charset=utf-8\r\n$/;
+  assert.match(first, requestId);
+  assert.match(requestId.exec(first)![1]!, UUID);
+  assert.notEqual(requestId.exec(first)![1], requestId.exec(second)![1], 'a new request id per answer');
+  const fixedOnly = withVariable(JSON.stringify({ vary: 'Accept-Encoding' }), () => answerHeaderLinesFromEnv())!;
+  assert.equal(fixedOnly('application/json'), 'vary: Accept-Encoding\r\ncontent-type: application/json\r\n');
 });
 
 test("answerHeadersOf: the service's answer headers without those node:http writes itself or the body's framing", () => {

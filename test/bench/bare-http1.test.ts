@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { test } from 'node:test';
+import { HEAD_LIMIT, http1Server, type Http1Handler } from '../../bench/bare-http1.js';
+
+/** A server on a free port with `handle`, a raw socket to it, and what that socket has received so far. */
+async function connected(handle: Http1Handler): Promise<{ socket: Socket; received: () => string; closed: Promise<unknown>; stop: () => Promise<void> }> {
+  const server = http1Server(handle);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await once(socket, 'connect');
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => (text += chunk));
+  const closed = once(socket, 'close');
+  return {
+    socket,
+    received: () => text,
+    closed,
+    stop: async () => {
+      socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const until = async (check: () => boolean) => {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 5));
+};
+
+/** Echoes method, url, the authorization header and the body, as JSON. */
+const echo: Http1Handler = (request, respond) =>
+  respond(200, 'content-type: application/json\r\n', JSON.stringify({ method: request.method, url: request.url, auth: request.headers.authorization, body: request.body.toString() }));
+
+/** The answers in `text`, each as its status, its headers by lower-case name, and its body (read by content-length). */
+function answers(text: string): { status: number; headers: Record<string, string>; body: string }[] {
+  const found = [];
+  let rest = text;
+  while (rest.length > 0) {
+    const end = rest.indexOf('\r\n\r\n');
+    assert.ok(end > 0, `an incomplete head in ${JSON.stringify(rest)}`);
+    const [statusLine, ...lines] = rest.slice(0, end).split('\r\n');
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    const length = Number(headers['content-length']);
+    found.push({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)![1]), headers, body: rest.slice(end + 4, end + 4 + length) });
+    rest = rest.slice(end + 4 + length);
+  }
+  return found;
+}
+
+test('bare-http1: requests on one connection, a body split across writes, are answered in order and the connection stays open', async () => {
+  const c = await connected(echo);
+  try {
+    c.socket.write('PATCH /v1/inventory/7 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Length: 14\r\n\r\n{"quan');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    c.socket.write('tity":3}');
+    await until(() => answers(c.received()).length === 1);
+    c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(() => answers(c.received()).length === 2);
+    const [first, second] = answers(c.received());
+    assert.equal(first!.status, 200);
+    assert.deepEqual(JSON.parse(first!.body), { method: 'PATCH', url: '/v1/inventory/7', auth: 'Bearer k', body: '{"quantity":3}' });
+    assert.equal(first!.headers.connection, 'keep-alive');
+    assert.equal(first!.headers['content-type'], 'application/json');
+    assert.match(first!.headers.date!, /GMT$/);
+    assert.deepEqual(JSON.parse(second!.body), { method: 'GET', url: '/healthz', body: '' });
+  } finally {
+    await c.stop();
+  }
+});
+
+test('bare-http1: pipelined requests answered out of order are written in request order', async () => {
+  const later: (() => void)[] = [];
+  const c = await connected((request, respond) => {
+    // The first request's answer waits until the second has been answered (as a commit can finish a later batch's answer first).
+    const send = () => respond(200, '', request.url);
+    if (request.url === '/first') later.push(send);
+    else {
+      send();
+      for (const s of later.splice(0)) s();
+    }
+  });
+  try {
+    c.socket.write('GET /first HTTP/1.1\r\n\r\nGET /second HTTP/1.1\r\n\r\n');
+    await until(() => answers(c.received()).length === 2);
+    assert.deepEqual(
+      answers(c.received()).map((a) => a.body),
+      ['/first', '/second'],
+    );
+  } finally {
+    await c.stop();
+  }
+});
+
+for (const [what, request] of [
+  ['a chunked body', 'POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n'],
+  ['a Content-Length that is not a number', 'POST /x HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n'],
+  ['a request line that is not HTTP/1.1', 'GET /x HTTP/1.0\r\n\r\n'],
+  ['a header line without a colon', 'GET /x HTTP/1.1\r\nnonsense\r\n\r\n'],
+  ['a head past the limit', `GET /x HTTP/1.1\r\nX: ${'a'.repeat(HEAD_LIMIT)}`],
+] as const) {
+  test(`bare-http1: ${what} is answered 400 and the connection closed`, async () => {
+    let handled = 0;
+    const c = await connected((req, respond) => {
+      handled++;
+      echo(req, respond);
+    });
+    try {
+      c.socket.write(request);
+      await c.closed;
+      const [answer, ...more] = answers(c.received());
+      assert.equal(answer!.status, 400);
+      assert.equal(answer!.headers.connection, 'close');
+      assert.deepEqual(JSON.parse(answer!.body), { code: 'bad_request' });
+      assert.equal(more.length, 0);
+      assert.equal(handled, 0);
+    } finally {
+      await c.stop();
+    }
+  });
+}
