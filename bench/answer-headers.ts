@@ -15,9 +15,10 @@ export function answerHeadersFromEnv(): ((contentType: string, length: number) =
   if (!given) return undefined;
   // writeHead's raw form, one flat array of names and values, made once: each answer copies it and adds its own.
   const fixed = given.fixed.flat();
+  const { requestId } = given;
   return (contentType, length) => {
     const headers: OutgoingHttpHeader[] = fixed.slice();
-    if (given.requestId) headers.push('x-request-id', randomUUID());
+    if (requestId) headers.push('x-request-id', randomUUID());
     headers.push('content-type', contentType, 'content-length', String(length));
     return headers;
   };

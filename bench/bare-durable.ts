@@ -66,21 +66,36 @@ export async function loadItems(databaseUrl: string): Promise<InventoryItem[]> {
   }
 }
 
-/** Sends one answer: a 200 with the item's JSON (and BASELINE_ANSWER_HEADERS), or any JSON with the two headers of its own. */
-interface Reply {
-  ok(body: string): void;
-  send(status: number, body: string): void;
+/**
+ * How a framing sends an answer on its own handle for a request (node:http's ServerResponse, or the
+ * net framing's respond): a 200 with the item's JSON (and BASELINE_ANSWER_HEADERS), or any JSON with
+ * the two headers of its own. Module-level functions, so that a request allocates nothing for them.
+ */
+interface Framing<H> {
+  ok(handle: H, body: string): void;
+  send(handle: H, status: number, body: string): void;
 }
 
-interface Waiting {
+interface Waiting<H> {
   change: BareChange;
-  reply: Reply;
+  handle: H;
 }
 
 /** Serves PATCH and adjustments on PORT with the group commit over `backend`, until SIGTERM. */
 export function serveBare(backend: BareBackend): void {
+  const server = bareHttp() === 'net' ? netServer(backend) : nodeServer(backend);
+  server.listen(Number(requiredEnv('PORT')), '127.0.0.1');
+  process.once('SIGTERM', () =>
+    server.close(() => {
+      void Promise.resolve(backend.close()).finally(() => process.exit(0));
+    }),
+  );
+}
+
+/** What both framings do with a request: route it, and queue each change for the group commit over `backend`. */
+function changes<H>(backend: BareBackend, framing: Framing<H>) {
   const expectedAuthorization = `Bearer ${requiredEnv('BENCH_KEY')}`;
-  let queued: Waiting[] = [];
+  let queued: Waiting<H>[] = [];
   let committing = false;
   let scheduled = false;
 
@@ -103,76 +118,67 @@ export function serveBare(backend: BareBackend): void {
       results = batch.map(() => 503);
     }
     committing = false;
-    batch.forEach((w, i) => answer(w.reply, results[i]!));
+    batch.forEach((w, i) => answer(framing, w.handle, results[i]!));
     schedule();
   };
 
-  const route: Route = (method, url, authorization, reply) => {
-    if (url === '/healthz') return void reply.send(200, '{"status":"ok"}');
-    if (authorization !== expectedAuthorization) return void reply.send(401, '{"code":"unauthorized"}');
+  /** The path's match when the request is a change (its pet, and [2] set for an adjustment); else undefined, once it was answered (health, 401, 404). */
+  const route = (method: string | undefined, url: string, authorization: string | undefined, handle: H): RegExpExecArray | undefined => {
+    if (url === '/healthz') return void framing.send(handle, 200, '{"status":"ok"}');
+    if (authorization !== expectedAuthorization) return void framing.send(handle, 401, '{"code":"unauthorized"}');
     const match = ITEM_PATH.exec(url);
-    const adjustment = match?.[2] !== undefined;
-    if (match && method === (adjustment ? 'POST' : 'PATCH')) return { petId: Number(match[1]), adjustment };
-    reply.send(404, '{"code":"not_found"}');
+    if (match && method === (match[2] === undefined ? 'PATCH' : 'POST')) return match;
+    framing.send(handle, 404, '{"code":"not_found"}');
   };
-  const receive: Receive = (text, petId, adjustment, reply) => {
+  /** A change's body, once it has all arrived: parsed, checked and queued for the next batch, or refused. */
+  const receive = (text: string, match: RegExpExecArray, handle: H): void => {
+    const adjustment = match[2] !== undefined;
     let body: { quantity?: unknown; delta?: unknown };
     try {
       body = JSON.parse(text) as typeof body;
     } catch {
-      return reply.send(400, '{"code":"malformed_json"}');
+      return framing.send(handle, 400, '{"code":"malformed_json"}');
     }
     const value = adjustment ? body.delta : body.quantity;
-    if (!Number.isInteger(value) || (!adjustment && (value as number) < 0)) return reply.send(400, '{"code":"invalid_quantity"}');
+    if (!Number.isInteger(value) || (!adjustment && (value as number) < 0)) return framing.send(handle, 400, '{"code":"invalid_quantity"}');
+    const petId = Number(match[1]);
     const change: BareChange = { petId, requestId: randomUUID(), ...(adjustment ? { delta: value as number } : { quantity: value as number }) };
-    queued.push({ change, reply });
+    queued.push({ change, handle });
     schedule();
   };
-
-  const server = bareHttp() === 'net' ? netServer(route, receive) : nodeServer(route, receive);
-  server.listen(Number(requiredEnv('PORT')), '127.0.0.1');
-  process.once('SIGTERM', () =>
-    server.close(() => {
-      void Promise.resolve(backend.close()).finally(() => process.exit(0));
-    }),
-  );
+  return { route, receive };
 }
 
-/** From a request's method, path and Authorization (as either framing reads them): the pet it changes and whether by a delta, or undefined once it was answered (health, 401, 404). */
-type Route = (method: string | undefined, url: string, authorization: string | undefined, reply: Reply) => { petId: number; adjustment: boolean } | undefined;
-/** A change's body, once it has all arrived: parsed, checked and queued for the next batch, or refused. */
-type Receive = (text: string, petId: number, adjustment: boolean, reply: Reply) => void;
+const NODE_FRAMING: Framing<ServerResponse> = { ok: sendOk, send: sendJson };
 
-function nodeServer(route: Route, receive: Receive) {
+function nodeServer(backend: BareBackend) {
+  const { route, receive } = changes(backend, NODE_FRAMING);
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const reply: Reply = {
-      ok: (body) => sendOk(res, body),
-      send: (status, body) => sendJson(res, status, body),
-    };
-    const target = route(req.method, req.url ?? '/', req.headers.authorization, reply);
-    if (!target) return;
+    const match = route(req.method, req.url ?? '/', req.headers.authorization, res);
+    if (!match) return;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => receive(Buffer.concat(chunks).toString(), target.petId, target.adjustment, reply));
+    req.on('end', () => receive(Buffer.concat(chunks).toString(), match, res));
   });
   server.keepAliveTimeout = 65_000;
   return server;
 }
 
-function netServer(route: Route, receive: Receive) {
+function netServer(backend: BareBackend) {
   const plainLines = `content-type: ${JSON_TYPE}\r\n`;
   const okLines = answerHeaderLinesFromEnv() ?? (() => plainLines);
-  return http1Server((request, respond: Http1Respond) => {
-    const reply: Reply = {
-      ok: (body) => respond(200, okLines(JSON_TYPE), body),
-      send: (status, body) => respond(status, plainLines, body),
-    };
-    const target = route(request.method, request.url, request.headers.authorization, reply);
-    if (target) receive(request.body.toString(), target.petId, target.adjustment, reply);
+  const framing: Framing<Http1Respond> = {
+    ok: (respond, body) => respond(200, okLines(JSON_TYPE), body),
+    send: (respond, status, body) => respond(status, plainLines, body),
+  };
+  const { route, receive } = changes(backend, framing);
+  return http1Server((request, respond) => {
+    const match = route(request.method, request.url, request.headers.authorization, respond);
+    if (match) receive(request.body.toString(), match, respond);
   });
 }
 
-function answer(reply: Reply, result: BareResult): void {
-  if (typeof result === 'string') return reply.ok(result);
-  reply.send(result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
+function answer<H>(framing: Framing<H>, handle: H, result: BareResult): void {
+  if (typeof result === 'string') return framing.ok(handle, result);
+  framing.send(handle, result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
 }

@@ -9,6 +9,7 @@
  * and the connection is closed. So it is the floor of such a lane, not a server to deploy.
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import { JSON_TYPE } from './answer-headers.js';
 
 /** The longest request head read; past it, 400. */
 export const HEAD_LIMIT = 16 * 1024;
@@ -29,6 +30,9 @@ export type Http1Respond = (status: number, headerLines: string, body: string) =
 
 export type Http1Handler = (request: Http1Request, respond: Http1Respond) => void;
 
+/** What node:http writes on a kept-alive answer with the bare servers' keepAliveTimeout of 65 s (this framing closes no idle connection: a load keeps each busy). */
+const KEEP_ALIVE = 'Connection: keep-alive\r\nKeep-Alive: timeout=65\r\n';
+
 const REASONS: Record<number, string> = { 200: 'OK', 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
 
 /** A net server that frames requests for `handle`; listen on it as on any net.Server. */
@@ -44,7 +48,7 @@ export function http1Server(handle: Http1Handler): Server {
 
 /** One slot per request read, in order: its answer's bytes once made; the slots at the front are written as they fill. */
 interface Slot {
-  text: string | undefined;
+  answerText: string | undefined;
   close: boolean;
 }
 
@@ -56,32 +60,30 @@ function serveConnection(socket: Socket, handle: Http1Handler, date: () => strin
   const writeReady = () => {
     let out = '';
     let close = false;
-    while (slots.length > 0 && slots[0]!.text !== undefined) {
+    // A refusal's slot is the last one: nothing is read after it.
+    while (slots.length > 0 && slots[0]!.answerText !== undefined) {
       const slot = slots.shift()!;
-      out += slot.text;
-      if (slot.close) {
-        close = true;
-        slots.length = 0;
-      }
+      out += slot.answerText;
+      close ||= slot.close;
     }
     if (out === '' || socket.destroyed) return;
     if (close) socket.end(out);
     else socket.write(out);
   };
-  const answer = (slot: Slot, status: number, headerLines: string, body: string, close = false) => {
-    if (slot.text !== undefined) throw new Error('a request was answered twice');
-    slot.text =
+  const fill = (slot: Slot, status: number, headerLines: string, body: string, close = false) => {
+    if (slot.answerText !== undefined) throw new Error('a request was answered twice');
+    slot.answerText =
       `HTTP/1.1 ${status} ${REASONS[status] ?? 'Status'}\r\n${headerLines}content-length: ${Buffer.byteLength(body)}\r\n` +
-      `Date: ${date()}\r\nConnection: ${close ? 'close' : 'keep-alive'}\r\n\r\n${body}`;
+      `Date: ${date()}\r\n${close ? 'Connection: close\r\n' : KEEP_ALIVE}\r\n${body}`;
     slot.close = close;
     writeReady();
   };
   const refuse = () => {
     closing = true;
     buffered = undefined;
-    const slot: Slot = { text: undefined, close: true };
+    const slot: Slot = { answerText: undefined, close: true };
     slots.push(slot);
-    answer(slot, 400, 'content-type: application/json; charset=utf-8\r\n', '{"code":"bad_request"}', true);
+    fill(slot, 400, `content-type: ${JSON_TYPE}\r\n`, '{"code":"bad_request"}', true);
   };
 
   socket.on('data', (chunk: Buffer) => {
@@ -103,9 +105,9 @@ function serveConnection(socket: Socket, handle: Http1Handler, date: () => strin
       if (buffered.length < start + length) return;
       const body = buffered.subarray(start, start + length);
       buffered = buffered.length === start + length ? undefined : buffered.subarray(start + length);
-      const slot: Slot = { text: undefined, close: false };
+      const slot: Slot = { answerText: undefined, close: false };
       slots.push(slot);
-      handle({ method: head.method, url: head.url, headers, body }, (status, lines, text) => answer(slot, status, lines, text));
+      handle({ method: head.method, url: head.url, headers, body }, (status, lines, text) => fill(slot, status, lines, text));
     }
   });
   // A client that goes away has nobody to answer; its slots are dropped with the socket.
