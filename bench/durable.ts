@@ -106,11 +106,12 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
     const plain = (await start('service (event log, no webhook endpoint)', 'plain', (databaseUrl, key) => startServer('service', { databaseUrl, key }))).side;
     // The bare server again, its answers carrying what the service's PATCH answer carries: PATCH rounds only.
     const patchHeaders = bare ? await serviceAnswerHeaders(service, '/v1/inventory/1', { method: 'PATCH', body: JSON.stringify({ quantity: STOCK }) }) : undefined;
+    const withHeadersEnv = { BARE_WRITES: 'events', [ANSWER_HEADERS_VARIABLE]: JSON.stringify(patchHeaders) };
     const withHeaders =
       bare &&
       (
         await start("bare durable: + history row + event + the service's answer headers", 'headers', (databaseUrl, key) =>
-          startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'events', [ANSWER_HEADERS_VARIABLE]: JSON.stringify(patchHeaders) } }),
+          startServer('durable', { databaseUrl, key, env: withHeadersEnv }),
         )
       ).side;
     // The same again, framed by the bench's own HTTP/1.1 on node:net: what answering on raw sockets would save.
@@ -118,7 +119,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
       bare &&
       (
         await start("bare durable: + history row + event + the service's answer headers, own HTTP/1.1 framing on node:net", 'net', (databaseUrl, key) =>
-          startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'events', BARE_HTTP: 'net', [ANSWER_HEADERS_VARIABLE]: JSON.stringify(patchHeaders) } }),
+          startServer('durable', { databaseUrl, key, env: { ...withHeadersEnv, BARE_HTTP: 'net' } }),
         )
       ).side;
 

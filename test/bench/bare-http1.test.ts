@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { HEAD_LIMIT, http1Server, type Http1Handler } from '../../bench/bare-http1.js';
+import { parseAnswers, type RawAnswer } from '../support/raw-http.js';
 
 /** A server on a free port with `handle`, a raw socket to it, and what that socket has received so far. */
 async function connected(handle: Http1Handler): Promise<{ socket: Socket; received: () => string; closed: Promise<unknown>; stop: () => Promise<void> }> {
@@ -40,21 +41,21 @@ const until = async (check: () => boolean) => {
 const echo: Http1Handler = (request, respond) =>
   respond(200, 'content-type: application/json\r\n', JSON.stringify({ method: request.method, url: request.url, auth: request.headers.authorization, body: request.body.toString() }));
 
-/** The whole answers in `text` (one still arriving is left out), each as its status, its headers by lower-case name, and its body (read by content-length). */
-function answers(text: string): { status: number; headers: Record<string, string>; body: string }[] {
-  const found = [];
-  let rest = text;
-  for (;;) {
-    const end = rest.indexOf('\r\n\r\n');
-    if (end < 0) return found;
-    const [statusLine, ...lines] = rest.slice(0, end).split('\r\n');
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-    const length = Number(headers['content-length']);
-    if (rest.length < end + 4 + length) return found;
-    found.push({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)![1]), headers, body: rest.slice(end + 4, end + 4 + length) });
-    rest = rest.slice(end + 4 + length);
-  }
-}
+/** The answers received so far, once there are `count` of them (parseAnswers throws while the last is still arriving). */
+const answered = async (received: () => string, count: number) => {
+  const complete = () => {
+    try {
+      return parseAnswers(received());
+    } catch {
+      return [];
+    }
+  };
+  await until(() => complete().length >= count);
+  return complete();
+};
+
+/** An answer's body as text. */
+const text = (answer: RawAnswer | undefined) => answer!.body.toString();
 
 test('bare-http1: requests on one connection, a body split across writes, are answered in order and the connection stays open', TEST, async () => {
   const c = await connected(echo);
@@ -63,17 +64,16 @@ test('bare-http1: requests on one connection, a body split across writes, are an
     await sleep(50);
     assert.equal(c.received(), '', 'nothing is answered before the body has all arrived');
     c.socket.write('tity":3}');
-    await until(() => answers(c.received()).length === 1);
+    await answered(c.received, 1);
     c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    await until(() => answers(c.received()).length === 2);
-    const [first, second] = answers(c.received());
+    const [first, second] = await answered(c.received, 2);
     assert.equal(first!.status, 200);
-    assert.deepEqual(JSON.parse(first!.body), { method: 'PATCH', url: '/v1/inventory/7', auth: 'Bearer k', body: '{"quantity":3}' });
+    assert.deepEqual(JSON.parse(text(first)), { method: 'PATCH', url: '/v1/inventory/7', auth: 'Bearer k', body: '{"quantity":3}' });
     assert.equal(first!.headers.connection, 'keep-alive');
     assert.equal(first!.headers['keep-alive'], 'timeout=65');
     assert.equal(first!.headers['content-type'], 'application/json');
     assert.match(first!.headers.date!, /GMT$/);
-    assert.deepEqual(JSON.parse(second!.body), { method: 'GET', url: '/healthz', body: '' });
+    assert.deepEqual(JSON.parse(text(second)), { method: 'GET', url: '/healthz', body: '' });
   } finally {
     await c.stop();
   }
@@ -92,9 +92,8 @@ test('bare-http1: pipelined requests answered out of order are written in reques
   });
   try {
     c.socket.write('GET /first HTTP/1.1\r\n\r\nGET /second HTTP/1.1\r\n\r\n');
-    await until(() => answers(c.received()).length === 2);
     assert.deepEqual(
-      answers(c.received()).map((a) => a.body),
+      (await answered(c.received, 2)).map(text),
       ['/first', '/second'],
     );
   } finally {
@@ -118,10 +117,10 @@ for (const [what, request] of [
     try {
       c.socket.write(request);
       await c.closed;
-      const [answer, ...more] = answers(c.received());
+      const [answer, ...more] = parseAnswers(c.received());
       assert.equal(answer!.status, 400);
       assert.equal(answer!.headers.connection, 'close');
-      assert.deepEqual(JSON.parse(answer!.body), { code: 'bad_request' });
+      assert.deepEqual(JSON.parse(text(answer)), { code: 'bad_request' });
       assert.equal(more.length, 0);
       assert.equal(handled, 0);
     } finally {
@@ -143,7 +142,7 @@ test('bare-http1: a refused request behind one still unanswered waits for its an
     release!();
     await c.closed;
     assert.deepEqual(
-      answers(c.received()).map((a) => [a.status, a.headers.connection, a.body]),
+      parseAnswers(c.received()).map((a) => [a.status, a.headers.connection, text(a)]),
       [
         [200, 'keep-alive', '/pending'],
         [400, 'close', '{"code":"bad_request"}'],
