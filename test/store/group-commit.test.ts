@@ -181,6 +181,21 @@ describe('GroupCommit: the one write path of the stores', () => {
     assert.equal(await inTime, '3');
   });
 
+  it('timeoutMs: one timer for every change waiting, gone with the last answer, so an idle group commit keeps no process up', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const store = scriptedCommit();
+    const group = new GroupCommit(store.commit, { ...options, timeoutMs: 10_000 });
+    const idle = timers();
+    const first = [group.submit({ key: 'a', value: '1' }), group.submit({ key: 'b', value: '1' })];
+    assert.equal(timers(), idle + 1);
+    await turn();
+    const queued = group.submit({ key: 'a', value: '2' });
+    assert.equal(timers(), idle + 1, 'a change queued behind the batch in flight shares the timer');
+    await store.settle();
+    assert.deepEqual(await Promise.all([...first, queued]), ['a:1', 'b:1', 'a:2']);
+    assert.equal(timers(), idle, 'every change answered: no timer left');
+  });
+
   it('without timeoutMs a batch gets no deadline and a change waits as long as the store takes', async () => {
     const deadlines: (number | undefined)[] = [];
     const group = new GroupCommit<Change, string>(async (batch, deadline) => {
