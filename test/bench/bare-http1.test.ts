@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { HEAD_LIMIT, http1Server, type Http1Handler } from '../../bench/bare-http1.js';
+import { sleep, waitFor } from '../support/process.js';
 import { parseAnswers, type RawAnswer } from '../support/raw-http.js';
 
 /** A server on a free port with `handle`, a raw socket to it, and what that socket has received so far. */
@@ -32,10 +33,6 @@ async function connected(handle: Http1Handler): Promise<{ socket: Socket; receiv
 /** Each test's bound: a framing that never answers fails the test rather than hanging the run. */
 const TEST = { timeout: 10_000 };
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const until = async (check: () => boolean) => {
-  while (!check()) await sleep(5);
-};
 
 /** Echoes method, url, the authorization header and the body, as JSON. */
 const echo: Http1Handler = (request, respond) =>
@@ -50,7 +47,7 @@ const answered = async (received: () => string, count: number) => {
       return [];
     }
   };
-  await until(() => complete().length >= count);
+  await waitFor(() => complete().length >= count);
   return complete();
 };
 
@@ -136,7 +133,7 @@ test('bare-http1: a refused request behind one still unanswered waits for its an
   });
   try {
     c.socket.write('GET /pending HTTP/1.1\r\n\r\nPOST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n');
-    await until(() => release !== undefined);
+    await waitFor(() => release !== undefined);
     await sleep(50);
     assert.equal(c.received(), '', 'the 400 does not overtake the answer before it');
     release!();
