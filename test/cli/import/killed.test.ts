@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { openStore } from '../../../src/store/open.js';
 import { IMPORT_CHUNK } from '../../../src/store/sqlite/import.js';
 import { BACKENDS, backendSkip, createTestDatabase, type TestDatabase } from '../../support/backends.js';
 import { writeCatalogue } from '../../support/catalogue-files.js';
 import { runOn } from '../../support/cli.js';
+import { heldSession, waitingOn } from '../../support/pg-session.js';
 import { BIN, sleep, tempDir } from '../../support/process.js';
 
 /**
@@ -20,7 +21,7 @@ import { BIN, sleep, tempDir } from '../../support/process.js';
 
 /** Chunks enough that the writing takes a while (the signal lands after the first and before the last), few enough to keep the suite short. */
 const ROWS = 6 * IMPORT_CHUNK;
-/** How often the test looks at the store while the import runs. */
+/** How often the test looks for the import at its stop point. */
 const POLL_MS = 2;
 /** The longest the test waits for the import to reach the point where it is stopped. */
 const REACH_MS = 120_000;
@@ -40,14 +41,36 @@ async function written(db: TestDatabase): Promise<{ entries: number; created: nu
   return { entries: n('entries'), created: n('created'), createdPets: n('created_pets'), head: n('head'), lastSeq: n('last_seq') };
 }
 
-/** Whether the import has begun to write: on SQLite a chunk is committed; on PostgreSQL its transaction holds a write lock on the entries. */
-async function writing(db: TestDatabase): Promise<boolean> {
-  if (db.backend === 'sqlite') return (await written(db)).entries > 0;
-  const [row] = await db.sql<{ n: string }>(
-    `SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace s ON s.oid = c.relnamespace
-      WHERE s.nspname = '${db.location}' AND c.relname = 'inventory' AND l.mode = 'RowExclusiveLock' AND l.granted`,
-  );
-  return Number(row!.n) > 0;
+/** The point at which the test stops the import, and what the test does once it has. */
+interface StopPoint {
+  /** Whether the import is there. */
+  reached(): Promise<boolean>;
+  /** Lets go of whatever held the import there (after the signal). */
+  release(): Promise<void>;
+}
+
+/**
+ * Where the import is stopped. On SQLite, once a chunk is committed (a chunk takes long enough that
+ * polling finds the import between its first and last). On PostgreSQL the whole write is one
+ * transaction, too short to be found by polling on a loaded machine: the test holds store_state's
+ * row, which every write locks last, so the import waits at its last statement, every row written
+ * and nothing committed, until the test lets go.
+ */
+async function stopPoint(db: TestDatabase, t: TestContext): Promise<StopPoint> {
+  if (db.backend === 'sqlite') return { reached: async () => (await written(db)).entries > 0, release: async () => {} };
+  const held = await heldSession(db.location, t);
+  await held.query('BEGIN');
+  await held.query('SELECT 1 FROM store_state WHERE id = 1 FOR UPDATE');
+  return {
+    async reached() {
+      const [waiting, ...more] = await waitingOn(held.pid);
+      if (waiting === undefined) return false;
+      assert.equal(more.length, 0, 'only the import waits');
+      assert.match(waiting, /^WITH s AS \(UPDATE store_state /, 'the import waits at its last statement, the bump of store_state');
+      return true;
+    },
+    release: async () => void (await held.query('ROLLBACK')),
+  };
 }
 
 for (const backend of BACKENDS) {
@@ -56,6 +79,7 @@ for (const backend of BACKENDS) {
       test(`${signal} while it writes: ${backend === 'sqlite' ? 'the whole chunks before it stay' : 'nothing stays'}, and --upsert of the same file writes the rest`, { timeout: 300_000 }, async (t) => {
         const db = await createTestDatabase(backend, t);
         await (await openStore(db.databaseUrl)).close();
+        const stop = await stopPoint(db, t);
         const file = join(tempDir(t), 'stocktake.csv');
         await writeCatalogue(file, Array.from({ length: ROWS }, (_, i) => ({ petId: BigInt(i + 1), quantity: 2, status: 'available' as const })), 'csv');
 
@@ -66,7 +90,7 @@ for (const backend of BACKENDS) {
         let ended = false;
         void exited.then(() => (ended = true));
         const deadline = Date.now() + REACH_MS;
-        while (!ended && !(await writing(db))) {
+        while (!ended && !(await stop.reached())) {
           if (Date.now() > deadline) {
             child.kill('SIGKILL');
             assert.fail(`the import did not begin to write within ${REACH_MS / 1000} s:\n${output}`);
@@ -76,6 +100,7 @@ for (const backend of BACKENDS) {
         assert.equal(ended, false, `the import ended before the test could stop it:\n${output}`);
         child.kill(signal);
         const [code, by] = await exited;
+        await stop.release();
         assert.deepEqual({ code, by }, { code: null, by: signal }, `the import died of the signal:\n${output}`);
 
         const left = await written(db);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import type { InventoryEvent } from '../../../src/domain/event.js';
 import type { Store } from '../../../src/store/store.js';
-import { TEST_DATABASE_DIRECT_URL, backendSkip, createTestDatabase, type TestDatabase } from '../../support/backends.js';
+import { TEST_DATABASE_DIRECT_URL, backendSkip, createTestDatabase } from '../../support/backends.js';
+import { heldSession, waitingOn } from '../../support/pg-session.js';
 import { change } from '../../support/store.js';
 
 /**
@@ -21,30 +21,6 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean):
   while (!(await check())) {
     assert.ok(Date.now() < deadline, `waited ${LIVENESS_MS} ms for ${what}`);
     await sleep(10);
-  }
-}
-
-/** A connection of the test's own on the test schema, to hold a transaction open; ended with the test. */
-async function rawConnection(db: TestDatabase, t: TestContext): Promise<pg.Client & { pid: number }> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
-  client.on('error', () => {});
-  await client.connect();
-  t.after(() => client.end().catch(() => {}));
-  await client.query(`SET search_path = ${pg.escapeIdentifier(db.location)}`);
-  const pid = Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
-  return Object.assign(client, { pid });
-}
-
-/** How many sessions wait for a lock that the session `pid` holds (asked on a connection of its own). */
-async function blockedBy(pid: number): Promise<number> {
-  const probe = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
-  probe.on('error', () => {});
-  await probe.connect();
-  try {
-    const { rows } = await probe.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
-    return Number(rows[0]!.n);
-  } finally {
-    await probe.end().catch(() => {});
   }
 }
 
@@ -75,11 +51,11 @@ describe('PostgreSQL event log: seq order is commit order', { skip: await backen
     assert.equal(await follow.catchUp(), 3);
 
     // Pet 1's row locked by hand: the store's change of pet 1 waits inside its statement.
-    const raw = await rawConnection(db, t);
+    const raw = await heldSession(db.location, t);
     await raw.query('BEGIN');
     await raw.query('SELECT 1 FROM inventory WHERE pet_id = 1 FOR UPDATE');
     const waiting = held.changes.applyChange(change(1n, 10));
-    await waitUntil("the store's write to wait for the lock", async () => (await blockedBy(raw.pid)) > 0);
+    await waitUntil("the store's write to wait for the lock", async () => (await waitingOn(raw.pid)).length > 0);
 
     // Another instance's writes commit meanwhile, and the follower sees them.
     await others.changes.applyChange(change(2n, 20));
@@ -104,7 +80,7 @@ describe('PostgreSQL event log: seq order is commit order', { skip: await backen
     assert.equal(await follow.catchUp(), 2);
 
     // By hand, what every write does last: take a seq from store_state and append its event, then stay open.
-    const raw = await rawConnection(db, t);
+    const raw = await heldSession(db.location, t);
     await raw.query('BEGIN');
     const taken = await raw.query<{ head: string }>('UPDATE store_state SET version = version + 1, events_head = events_head + 1 WHERE id = 1 RETURNING events_head AS head');
     assert.equal(Number(taken.rows[0]!.head), 3);
@@ -112,7 +88,7 @@ describe('PostgreSQL event log: seq order is commit order', { skip: await backen
                      VALUES (3, 'inventory.updated', now(), 1, 'available', 0, 1, 'cli')`);
 
     const later = store.changes.applyChange(change(2n, 7));
-    await waitUntil('the later write to wait for store_state', async () => (await blockedBy(raw.pid)) > 0);
+    await waitUntil('the later write to wait for store_state', async () => (await waitingOn(raw.pid)).length > 0);
     // Neither is visible: the follower sees no event, and no seq beyond the open one.
     assert.equal(await follow.catchUp(), 2);
     assert.equal(follow.seen.length, 2);
