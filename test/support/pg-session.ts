@@ -1,6 +1,6 @@
 import type { TestContext } from 'node:test';
 import pg from 'pg';
-import { TEST_DATABASE_DIRECT_URL } from './admin-query.js';
+import { adminQuery, TEST_DATABASE_DIRECT_URL } from './admin-query.js';
 
 /**
  * A PostgreSQL session of the test's own on a test schema, to hold a transaction (and its locks)
@@ -19,13 +19,6 @@ export async function heldSession(schema: string, t: TestContext): Promise<pg.Cl
 
 /** The statement of each session that waits for a lock the session `pid` holds (asked on a connection of its own: within a transaction, pg_stat_activity does not change). */
 export async function waitingOn(pid: number): Promise<string[]> {
-  const probe = new pg.Client({ connectionString: TEST_DATABASE_DIRECT_URL });
-  probe.on('error', () => {});
-  await probe.connect();
-  try {
-    const { rows } = await probe.query<{ query: string }>('SELECT query FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
-    return rows.map((r) => r.query);
-  } finally {
-    await probe.end().catch(() => {});
-  }
+  const rows = await adminQuery<{ query: string }>(`SELECT query FROM pg_stat_activity WHERE ${Math.trunc(pid)} = ANY(pg_blocking_pids(pid))`);
+  return rows.map((r) => r.query);
 }
