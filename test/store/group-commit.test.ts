@@ -159,19 +159,22 @@ describe('GroupCommit: the one write path of the stores', () => {
   });
 
   it('timeoutMs: a batch is given the deadline of its last change; one answered late may still commit', async () => {
+    // Long enough that the change sent in time below is answered in time on a loaded machine too:
+    // at 40 ms, one stall between its submit and the next turn once made it late.
+    const timeoutMs = 250;
     const deadlines: (number | undefined)[] = [];
     const release: (() => void)[] = [];
     const group = new GroupCommit<Change, string>(async (batch, deadline) => {
       deadlines.push(deadline);
       await new Promise<void>((resolve) => release.push(resolve));
       return batch.map((c) => c.value);
-    }, { ...options, timeoutMs: 40 });
+    }, { ...options, timeoutMs });
     const before = performance.now();
     const late = group.submit({ key: 'a', value: '1' });
     const other = group.submit({ key: 'b', value: '2' });
     await turn();
     assert.equal(deadlines.length, 1);
-    assert.ok(deadlines[0]! >= before + 40 && deadlines[0]! <= performance.now() + 40, 'the latest deadline of the batch');
+    assert.ok(deadlines[0]! >= before + timeoutMs && deadlines[0]! <= performance.now() + timeoutMs, 'the latest deadline of the batch');
     await Promise.all([assert.rejects(late, StoreTimeoutError), assert.rejects(other, StoreTimeoutError)]);
     release.shift()!(); // the store commits after all: the answer stays the 503 already sent
     await turn();
