@@ -149,9 +149,11 @@ describe('GroupCommit: the one write path of the stores', () => {
     const store = scriptedCommit();
     const group = new GroupCommit(store.commit, { ...options, timeoutMs: 40 });
     const stuck = group.submit({ key: 'a', value: '1' });
+    // Awaited from its submit: a stall past the timeout before the next lines must not leave its answer unhandled.
+    const stuckAnswered = assert.rejects(stuck, StoreTimeoutError, 'the change in flight is answered in time too');
     await turn();
     const waiting = group.submit({ key: 'b', value: '1' });
-    await Promise.all([assert.rejects(waiting, StoreTimeoutError), assert.rejects(stuck, StoreTimeoutError, 'the change in flight is answered in time too')]);
+    await Promise.all([assert.rejects(waiting, StoreTimeoutError), stuckAnswered]);
     assert.equal(group.waiting, 0, 'the late change left the queue');
     await store.settle();
     await store.settle();
@@ -172,10 +174,12 @@ describe('GroupCommit: the one write path of the stores', () => {
     const before = performance.now();
     const late = group.submit({ key: 'a', value: '1' });
     const other = group.submit({ key: 'b', value: '2' });
+    // Awaited from their submit, as above.
+    const bothLate = Promise.all([assert.rejects(late, StoreTimeoutError), assert.rejects(other, StoreTimeoutError)]);
     await turn();
     assert.equal(deadlines.length, 1);
     assert.ok(deadlines[0]! >= before + timeoutMs && deadlines[0]! <= performance.now() + timeoutMs, 'the latest deadline of the batch');
-    await Promise.all([assert.rejects(late, StoreTimeoutError), assert.rejects(other, StoreTimeoutError)]);
+    await bothLate;
     release.shift()!(); // the store commits after all: the answer stays the 503 already sent
     await turn();
     const inTime = group.submit({ key: 'a', value: '3' });
