@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FreshRead } from '../../src/cache/fresh-read.js';
 import { StoreTimeoutError } from '../../src/store/deadline.js';
+import { IN_TIME_MS } from '../support/process.js';
 
 /** A read whose every call waits until the test settles it. */
 function controlledRead() {
@@ -99,8 +100,8 @@ describe('FreshRead: one read shared, never one that began before the caller ask
 
   test('timeoutMs: callers arriving after an abandoned wait queue behind the stuck read again, never a second read beside it', async () => {
     const { calls, read } = controlledRead();
-    // Long enough that the caller queued again is answered in time on a loaded machine too (a turn of the loop lies between).
-    const fresh = new FreshRead(read, { timeoutMs: 250 });
+    // The caller queued again must be answered in time (a turn of the loop lies between).
+    const fresh = new FreshRead(read, { timeoutMs: IN_TIME_MS });
     void fresh.get().catch(() => {});
     await assert.rejects(fresh.get(), StoreTimeoutError);
     const again = fresh.get();
