@@ -5,13 +5,21 @@
  * each is answered after that commit. No keys table, no idempotency, no version, no change log:
  * the fair ceiling for a durable write on this machine, as the service's figures are compared to it.
  *
+ * BARE_COMMIT says where a batch commits. `loop` (the default): on the event loop, which waits for
+ * the fsync, and the requests that arrive meanwhile form the next batch; nothing else is answered
+ * while it waits. `thread`: in a writer thread with its own connection (bare-sqlite-thread.ts), the
+ * batch posted to it as columns and its results posted back, so the event loop goes on answering
+ * during the fsync, as the service's does; the changes that arrive meanwhile form the next batch.
+ * The two tell what keeping the fsync off the event loop costs a server that does nothing else.
+ *
  * Env: DATABASE_URL (the service's seeded database, read once for the pets), PORT, BENCH_KEY (the
- * one key it accepts), BARE_WRITES: what each change writes besides the entry (bare-durable.ts).
- * Its own tables live in a database file of their own beside DATABASE_URL's.
+ * one key it accepts), BARE_WRITES: what each change writes besides the entry (bare-durable.ts),
+ * BARE_COMMIT. Its own tables live in a database file of their own beside DATABASE_URL's.
  */
-import Database from 'better-sqlite3';
-import { rmSync } from 'node:fs';
-import { bareWrites, loadItems, serveBare, type BareChange } from './bare-durable.js';
+import { once } from 'node:events';
+import { startThread } from '../src/store/sqlite/writer.js';
+import { bareCommit, bareWrites, loadItems, serveBare, type BareResult } from './bare-durable.js';
+import { bareCommitter, createBareDatabase, encodeBareBatch, type BareReply } from './bare-sqlite-writes.js';
 import { requiredEnv } from './env.js';
 
 const databaseUrl = requiredEnv('DATABASE_URL');
@@ -19,45 +27,44 @@ const writes = bareWrites();
 const items = await loadItems(databaseUrl);
 
 const filename = `${databaseUrl.replace(/^sqlite:/, '')}.bare`;
-for (const suffix of ['', '-wal', '-shm']) rmSync(filename + suffix, { force: true });
-const db = new Database(filename);
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = FULL');
-db.exec(`
-  CREATE TABLE inventory (pet_id INTEGER PRIMARY KEY, quantity INTEGER NOT NULL, status TEXT NOT NULL);
-  CREATE TABLE history (id INTEGER PRIMARY KEY, pet_id INTEGER NOT NULL, previous_quantity INTEGER NOT NULL, quantity INTEGER NOT NULL, at TEXT NOT NULL);
-  CREATE TABLE events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, occurred_at TEXT NOT NULL, pet_id INTEGER NOT NULL,
-    previous_quantity INTEGER NOT NULL, quantity INTEGER NOT NULL, request_id TEXT NOT NULL);
-`);
-const seed = db.prepare('INSERT INTO inventory (pet_id, quantity, status) VALUES (?, ?, ?)');
-db.transaction(() => {
-  for (const item of items) seed.run(item.petId, item.quantity, item.status);
-})();
+const db = createBareDatabase(filename, items);
 
-const read = db.prepare('SELECT quantity, status FROM inventory WHERE pet_id = ?').raw(true);
-const update = db.prepare('UPDATE inventory SET quantity = ? WHERE pet_id = ?');
-const history = db.prepare('INSERT INTO history (pet_id, previous_quantity, quantity, at) VALUES (?, ?, ?, ?)');
-const event = db.prepare('INSERT INTO events (type, occurred_at, pet_id, previous_quantity, quantity, request_id) VALUES (?, ?, ?, ?, ?, ?)');
-
-/** One change under the transaction's write lock: the row read, the new count judged, then written. */
-function applyOne(change: BareChange): string | number {
-  const row = read.get(change.petId) as [number, string] | undefined;
-  if (row === undefined) return 404;
-  const [previous, status] = row;
-  const quantity = change.delta === undefined ? change.quantity! : previous + change.delta;
-  if (quantity < 0) return 409;
-  update.run(quantity, change.petId);
-  const at = new Date().toISOString();
-  if (writes !== 'entry') history.run(change.petId, previous, quantity, at);
-  if (writes === 'events') event.run('inventory.updated', at, change.petId, previous, quantity, change.requestId);
-  return `{"petId":${change.petId},"quantity":${quantity},"status":"${status}"}`;
+if (bareCommit() === 'loop') {
+  const commit = bareCommitter(db, writes);
+  serveBare({
+    items,
+    // Synchronous: the event loop waits for the fsync, and the requests that arrive meanwhile form the next batch.
+    commit: async (changes) => commit(changes),
+    close: () => void db.close(),
+  });
+} else {
+  db.close();
+  const worker = startThread(new URL('./bare-sqlite-thread.ts', import.meta.url), { filename, writes });
+  const exited = once(worker, 'exit');
+  // serveBare has one batch in flight at a time: its answer is the next message.
+  let waiting: { resolve: (results: BareResult[]) => void; reject: (err: Error) => void } | undefined;
+  const fail = (err: Error) => {
+    waiting?.reject(err);
+    waiting = undefined;
+  };
+  worker.on('message', (reply: BareReply) => {
+    const w = waiting;
+    waiting = undefined;
+    if ('failed' in reply) w?.reject(new Error(reply.failed));
+    else w?.resolve(reply.results);
+  });
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`the writer thread exited with code ${code}`)));
+  serveBare({
+    items,
+    commit: (changes) =>
+      new Promise<BareResult[]>((resolve, reject) => {
+        waiting = { resolve, reject };
+        worker.postMessage(encodeBareBatch(changes));
+      }),
+    close: async () => {
+      worker.postMessage(null);
+      await exited;
+    },
+  });
 }
-
-const commit = db.transaction((changes: BareChange[]) => changes.map(applyOne));
-
-serveBare({
-  items,
-  // Synchronous: the event loop waits for the fsync, and the requests that arrive meanwhile form the next batch.
-  commit: async (changes) => commit.immediate(changes),
-  close: () => void db.close(),
-});

@@ -49,6 +49,16 @@ export function bareHttp(): BareHttp {
   return value;
 }
 
+/** Where the SQLite baseline commits a batch: on the event loop, or in a writer thread (bare-durable-sqlite.ts). */
+export type BareCommit = 'loop' | 'thread';
+
+/** BARE_COMMIT from the environment (default: on the event loop). */
+export function bareCommit(): BareCommit {
+  const value = process.env.BARE_COMMIT ?? 'loop';
+  if (value !== 'loop' && value !== 'thread') throw new Error('BARE_COMMIT must be loop or thread');
+  return value;
+}
+
 /** BARE_WRITES from the environment (default: the entry alone). */
 export function bareWrites(): BareWrites {
   const value = process.env.BARE_WRITES ?? 'entry';

@@ -122,10 +122,27 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           startServer('durable', { databaseUrl, key, env: { ...withHeadersEnv, BARE_HTTP: 'net' } }),
         )
       ).side;
+    // SQLite's bare servers commit on the event loop, which answers nothing while the fsync waits; the service commits in a
+    // writer thread so that reads go on meanwhile. The bare server so built, with and without the headers: what that costs.
+    const inThread =
+      bare && withHeaders && backend === 'sqlite'
+        ? {
+            events: (
+              await start(`${bare.events.label}, committed in a writer thread`, 'thread', (databaseUrl, key) =>
+                startServer('durable', { databaseUrl, key, env: { BARE_WRITES: 'events', BARE_COMMIT: 'thread' } }),
+              )
+            ).side,
+            headers: (
+              await start(`${withHeaders.label}, committed in a writer thread`, 'thread_headers', (databaseUrl, key) =>
+                startServer('durable', { databaseUrl, key, env: { ...withHeadersEnv, BARE_COMMIT: 'thread' } }),
+              )
+            ).side,
+          }
+        : undefined;
 
     // Adjustments first, while every stock is still far from 0; the PATCHes then set counts of 0 to 999.
     const adjustment = `POST adjustment ±1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
-    const adjusted = bare ? [bare.events, service, plain] : [service, plain];
+    const adjusted = [...(bare ? [bare.events] : []), ...(inThread ? [inThread.events] : []), service, plain];
     // The service delivers its events after answering: a backlog left from one round would take the server core from the next round's server.
     const drain = { ms: 0, overdue: 0 };
     const settle = () => deliveriesDelivered(receiver, drain);
@@ -181,13 +198,49 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           result: bestRun(ownFraming),
           checks: [ratio(rps(ownFraming) / rps(withHeaders), 'the same on node:http'), cpu(ownFraming)],
         },
+        ...(inThread
+          ? [
+              {
+                scenario: patchScenario,
+                server: inThread.events.label,
+                result: bestRun(inThread.events),
+                checks: [ratio(rps(inThread.events) / rps(bare.events), 'the same on the event loop'), cpu(inThread.events)],
+              },
+              {
+                scenario: patchScenario,
+                server: inThread.headers.label,
+                result: bestRun(inThread.headers),
+                checks: [ratio(rps(inThread.headers) / rps(withHeaders), 'the same on the event loop'), cpu(inThread.headers)],
+              },
+            ]
+          : []),
         ...serviceRows(patchScenario, (side) => side, {
           bare: bare.events,
           target: DURABLE_TARGETS.patchVsBareEvents,
-          more: [ratio(rps(service) / rps(withHeaders), 'bare with its headers'), ratio(rps(service) / rps(bare.entry), 'bare entry only')],
+          more: [
+            ratio(rps(service) / rps(withHeaders), 'bare with its headers'),
+            ...(inThread
+              ? [ratio(rps(service) / rps(inThread.events), 'bare in a writer thread'), ratio(rps(service) / rps(inThread.headers), 'bare in a writer thread with its headers')]
+              : []),
+            ratio(rps(service) / rps(bare.entry), 'bare entry only'),
+          ],
         }),
         { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
-        ...serviceRows(adjustment, byLabel, { bare: byLabel(bare.events), target: DURABLE_TARGETS.adjustmentVsBareEvents, more: [] }),
+        ...(inThread
+          ? [
+              {
+                scenario: adjustment,
+                server: inThread.events.label,
+                result: bestRun(byLabel(inThread.events)),
+                checks: [ratio(rps(byLabel(inThread.events)) / rps(byLabel(bare.events)), 'the same on the event loop'), cpu(byLabel(inThread.events))],
+              },
+            ]
+          : []),
+        ...serviceRows(adjustment, byLabel, {
+          bare: byLabel(bare.events),
+          target: DURABLE_TARGETS.adjustmentVsBareEvents,
+          more: inThread ? [ratio(rps(byLabel(service)) / rps(byLabel(inThread.events)), 'bare in a writer thread')] : [],
+        }),
       );
     } else {
       rows.push(...serviceRows(patchScenario, (side) => side), ...serviceRows(adjustment, byLabel));
@@ -203,7 +256,13 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
             `carrying the headers of the service's answer to a PATCH (${Object.keys(patchHeaders ?? {}).join(', ')}; the request id new for each), so that the service's ` +
             'ratio to it is what its own work costs, and its ratio to the other is what those headers cost node:http; ' +
             '"own HTTP/1.1 framing on node:net" is that server once more, reading requests and writing answers itself (bench/bare-http1.ts: Content-Length bodies, ' +
-            'keep-alive, the fixed headers rendered once) instead of through node:http, so its ratio to the one before is the most a fast lane on raw sockets could save. '
+            'keep-alive, the fixed headers rendered once) instead of through node:http, so its ratio to the one before is the most a fast lane on raw sockets could save. ' +
+            (inThread
+              ? 'These commit on the event loop, which answers nothing while the fsync waits; "committed in a writer thread" is the bare server (with and without the ' +
+                'service\'s headers) committing each batch in a worker thread with its own connection instead (BARE_COMMIT=thread: the batch posted as columns, its ' +
+                'results posted back), as the service does so that reads are answered during the fsync: its ratio to the same on the event loop is what that costs ' +
+                'a server that does nothing else. '
+              : '')
           : '') +
         'The service is as deployed, event log on, one webhook endpoint (a node:http receiver in the bench process answering 204 at once); ' +
         '"no webhook endpoint" is the same service with none registered, so the ratio between the two is what delivering the events costs the server core; the first ' +

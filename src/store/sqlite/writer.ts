@@ -119,10 +119,11 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
 }
 
 /**
- * The thread runs the same form of the code as this module: compiled JavaScript as deployed, or the
- * TypeScript sources under the tests' loader, which Node 20 does not pass on to a worker by itself.
+ * A worker thread running `entry` in the same form of the code as its caller: compiled JavaScript as
+ * deployed, or TypeScript sources under the tests' (and the bench's) loader, which Node 20 does not
+ * pass on to a worker by itself.
  */
-function startThread(entry: URL, workerData: unknown): Worker {
+export function startThread(entry: URL, workerData: unknown): Worker {
   if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData });
   const loader = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(loader)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;

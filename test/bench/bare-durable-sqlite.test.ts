@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import Database from 'better-sqlite3';
+import { benchItems, seedDatabaseWith } from '../../bench/seed.js';
+import { startServer } from '../../bench/servers.js';
+import { tempDir } from '../support/process.js';
+
+/** Each test's bound: a server that never answers fails the test rather than hanging the run. */
+const TEST = { timeout: 60_000 };
+
+const PETS = 50;
+
+/**
+ * The SQLite bare durable server with BARE_COMMIT as given, on a seeded database: a burst of changes
+ * that share batches, each answer, and then, read through a connection of the test's own, what its
+ * file holds (every change answered 200 is committed by then: its history row and its event).
+ */
+async function burst(t: TestContext, commit: 'loop' | 'thread') {
+  const dir = tempDir(t);
+  const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+  const key = await seedDatabaseWith(databaseUrl, benchItems(PETS).map((item) => ({ ...item, quantity: 10 })));
+  const server = await startServer('durable', { databaseUrl, key, pinned: false, env: { BARE_WRITES: 'events', BARE_COMMIT: commit } });
+  try {
+    const send = (path: string, method: string, body: unknown) =>
+      fetch(`${server.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+        async (res) => [res.status, await res.text()] as const,
+      );
+    const answers = await Promise.all([
+      ...Array.from({ length: PETS }, (_, i) => send(`/v1/inventory/${i + 1}`, 'PATCH', { quantity: i })),
+      send(`/v1/inventory/${PETS + 1}`, 'PATCH', { quantity: 1 }),
+      send('/v1/inventory/1/adjustments', 'POST', { delta: -1_000 }),
+    ]);
+    const file = new Database(`${join(dir, 'bench.db')}.bare`, { readonly: true });
+    const held = {
+      quantities: file.prepare('SELECT pet_id, quantity FROM inventory ORDER BY pet_id').raw(true).all(),
+      history: file.prepare('SELECT count(*) FROM history').pluck().get(),
+      events: file.prepare('SELECT count(*) FROM events').pluck().get(),
+    };
+    file.close();
+    return { answers, held };
+  } finally {
+    await server.stop();
+  }
+}
+
+for (const commit of ['loop', 'thread'] as const) {
+  test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers each change after its batch committed, with the rows each writes`, TEST, async (t) => {
+    const { answers, held } = await burst(t, commit);
+    const items = benchItems(PETS);
+    for (let i = 0; i < PETS; i++) {
+      assert.deepEqual(answers[i], [200, `{"petId":${i + 1},"quantity":${i},"status":"${items[i]!.status}"}`]);
+    }
+    assert.deepEqual(answers[PETS], [404, '{"code":"not_found"}'], 'a pet with no entry');
+    // Pet 1's PATCH and its adjustment may share a batch: the adjustment finds 0 or 10 either way, and goes below 0.
+    assert.deepEqual(answers[PETS + 1], [409, '{"code":"insufficient_stock"}'], 'an adjustment below 0');
+    assert.deepEqual(
+      held.quantities,
+      items.map((item, i) => [Number(item.petId), i]),
+    );
+    assert.equal(held.history, PETS);
+    assert.equal(held.events, PETS);
+  });
+}
