@@ -14,6 +14,7 @@ import { ratio, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
 import { alternateRounds, bestRun, eachRun, roundsOf, roundsText, type Side } from './side-by-side.js';
+import { CLOCK_TICKS, cpuTicks, spawnChild, TSX_NODE } from './processes.js';
 import { startServer } from './servers.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
@@ -37,7 +38,7 @@ const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
 export async function webhooksSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
   const rows: Row[] = [];
   const notes: string[] = [];
-  rows.push(await deliveryRateRow(backend, options, load, notes));
+  rows.push(...(await deliveryRateRows(backend, options, load, notes)));
   rows.push(await latencyRow(backend, options.quick ? 200 : 500, notes));
   rows.push(...(await throughputRows(backend, options, load, notes)));
   return { title, rows, notes };
@@ -102,9 +103,10 @@ async function databaseWithEndpoints(backend: Backend, name: string, size: numbe
 /**
  * The endpoint's first delivery is held by the receiver while a PATCH load builds a backlog
  * behind it (one at a time: nothing else is sent meanwhile); then it is released, and the rest
- * are timed from the release to the last.
+ * are timed from the release to the last, with the server's CPU over them; then the bare sender
+ * sends as many beside it: the least a delivery costs.
  */
-async function deliveryRateRow(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row> {
+async function deliveryRateRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
   const scenario = 'deliveries to one endpoint answering at once';
   const receiver = new Receiver();
   let release!: () => void;
@@ -125,33 +127,68 @@ async function deliveryRateRow(backend: Backend, options: BenchOptions, load: Lo
     });
     const backlog = result.ok;
     let last = 0;
+    let lastTicks: number | undefined;
+    let event = '';
     const all = new Promise<void>((resolve) => {
-      receiver.onDelivery = (_body, at) => {
+      receiver.onDelivery = (body, at) => {
         last = at;
-        if (receiver.count >= backlog) resolve();
+        event = body;
+        if (receiver.count < backlog) return;
+        lastTicks = cpuTicks(server.pid);
+        resolve();
       };
     });
     // The held first delivery has reached the receiver (the dispatcher claims the endpoint at start).
     while (receiver.arrived === 0) await sleep(10);
     const released = performance.now();
+    const releasedTicks = cpuTicks(server.pid);
     receiver.hold = undefined;
     release();
     await Promise.race([all, sleep(120_000).then(() => Promise.reject(new Error(`only ${receiver.count} of ${backlog} deliveries in 120 s`)))]);
-    const perSecond = (backlog - 1) / ((last - released) / 1000);
+    const delivered = backlog - 1;
+    const perSecond = delivered / ((last - released) / 1000);
+    // The server did nothing else meanwhile (the load had ended): its CPU over the drain is its deliveries'.
+    const cpuUs = releasedTicks === undefined || lastTicks === undefined ? undefined : ((lastTicks - releasedTicks) / CLOCK_TICKS.perSecond) * 1e6;
+    const bare = await bareDeliveries(url, event, delivered);
     notes.push(
       `${scenario}: ${backlog.toLocaleString('en-US')} events from a PATCH load (${PATCH_CONNECTIONS} connections) queued behind a held first delivery, ` +
-        `then delivered one at a time over one keep-alive connection to a receiver in the bench process; timed from the release to the last 2xx`,
+        `then delivered one at a time over one keep-alive connection to a receiver in the bench process; timed from the release to the last 2xx, ` +
+        'the server\'s CPU (all threads, /proc/PID/stat) read at both ends. The bare sender (bare-sender.ts, on the server core) sends as many, one at a time ' +
+        'over one kept-alive connection to the same receiver, each signed by the service\'s own signing, with the body of the service\'s last delivery as it is: ' +
+        'no store read, no delivery log, no JSON made per event. Its CPU per delivery is the least a delivery costs the server core whatever sends it',
     );
-    return {
-      scenario,
-      server: `service (${backlog.toLocaleString('en-US')} events)`,
-      checks: [{ text: `${Math.round(perSecond).toLocaleString('en-US')} deliveries/s`, target: `≥ ${WEBHOOK_TARGETS.deliveriesPerSecond}`, met: perSecond >= WEBHOOK_TARGETS.deliveriesPerSecond }],
-    };
+    return [
+      {
+        scenario,
+        server: `service (${backlog.toLocaleString('en-US')} events)`,
+        checks: [
+          { text: `${Math.round(perSecond).toLocaleString('en-US')} deliveries/s`, target: `≥ ${WEBHOOK_TARGETS.deliveriesPerSecond}`, met: perSecond >= WEBHOOK_TARGETS.deliveriesPerSecond },
+          { text: cpuUs === undefined ? 'CPU/delivery unknown (no /proc)' : `${(cpuUs / delivered).toFixed(0)} µs CPU/delivery` },
+          ratio(perSecond / (bare.deliveries / bare.seconds), 'bare sender'),
+        ],
+      },
+      {
+        scenario,
+        server: `bare sender (${bare.deliveries.toLocaleString('en-US')} events)`,
+        checks: [
+          { text: `${Math.round(bare.deliveries / bare.seconds).toLocaleString('en-US')} deliveries/s` },
+          { text: `${(bare.cpuUs / bare.deliveries).toFixed(0)} µs CPU/delivery` },
+        ],
+      },
+    ];
   } finally {
     release();
     receiver.close();
     await server.stop();
   }
+}
+
+/** `count` deliveries of `event` to `url` by the bare sender (bare-sender.ts), pinned to the server core: what it printed. */
+async function bareDeliveries(url: string, event: string, count: number): Promise<{ deliveries: number; seconds: number; cpuUs: number }> {
+  const sender = spawnChild([...TSX_NODE, 'bench/bare-sender.ts'], { core: 'server', env: { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count) } });
+  const how = await sender.exited;
+  if (how !== '0') throw new Error(`the bare sender exited with ${how}:\n${sender.output()}`);
+  return JSON.parse(sender.output().trim().split('\n').at(-1)!) as { deliveries: number; seconds: number; cpuUs: number };
 }
 
 /** `count` PATCHes one at a time: the time from each 200 (its body read) to its delivery, matched by X-Request-Id, on this process's one clock. */

@@ -1,0 +1,64 @@
+/**
+ * The floor of a webhook delivery: one event POSTed at a time to one endpoint over one kept-alive
+ * connection, signed to Standard Webhooks with the service's own signing (src/webhooks/signing.ts),
+ * each answer read before the next is sent, and nothing else: no store to read the event from, no
+ * delivery log, no JSON made per event (the body is the one given), no address guard. What a
+ * delivery costs the server core whatever sends it, beside what the service's costs
+ * (webhooks.ts, "deliveries to one endpoint").
+ *
+ * Env: HOOK_URL (http://host:port/path), BARE_EVENT (the body, an event as the service delivers it),
+ * COUNT (deliveries). Prints one line of JSON when done: { deliveries, seconds, cpuUs } (cpuUs: this
+ * process's user + system CPU, all threads, over the deliveries); exits 1 on an answer not 2xx.
+ */
+import { connect } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { webhookHeaders } from '../src/webhooks/signing.js';
+import { newWebhookSecret } from '../src/webhooks/secret.js';
+import { requiredEnv } from './env.js';
+
+const url = new URL(requiredEnv('HOOK_URL'));
+const body = requiredEnv('BARE_EVENT');
+const count = Number(requiredEnv('COUNT'));
+const secrets = [newWebhookSecret()];
+const length = Buffer.byteLength(body);
+
+/** One attempt of event `i`: the request whole, written in one write. */
+const request = (i: number): string => {
+  const headers = webhookHeaders({ id: `evt_${i}`, body }, secrets, new Date());
+  let head = `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-length: ${length}\r\n`;
+  for (const name in headers) head += `${name}: ${headers[name]}\r\n`;
+  return `${head}\r\n${body}`;
+};
+
+const socket = connect(Number(url.port), url.hostname);
+socket.setNoDelay(true);
+socket.setEncoding('latin1');
+let sent = 0;
+let pending = '';
+let started = 0;
+let cpu: NodeJS.CpuUsage | undefined;
+socket.on('connect', () => {
+  started = performance.now();
+  cpu = process.cpuUsage();
+  socket.write(request(sent++));
+});
+socket.on('data', (chunk: string) => {
+  pending += chunk;
+  // The receiver answers 204 with no body: an answer ends with its head.
+  const end = pending.indexOf('\r\n\r\n');
+  if (end === -1) return;
+  const status = Number(pending.slice(9, 12));
+  pending = pending.slice(end + 4);
+  if (status < 200 || status > 299) {
+    process.stderr.write(`bare sender: the endpoint answered ${status}\n`);
+    process.exit(1);
+  }
+  if (sent < count) return void socket.write(request(sent++));
+  const used = process.cpuUsage(cpu);
+  process.stdout.write(`${JSON.stringify({ deliveries: count, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system })}\n`);
+  socket.end();
+});
+socket.on('error', (err) => {
+  process.stderr.write(`bare sender: ${err.message}\n`);
+  process.exit(1);
+});
