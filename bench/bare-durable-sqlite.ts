@@ -24,12 +24,13 @@ import { requiredEnv } from './env.js';
 
 const databaseUrl = requiredEnv('DATABASE_URL');
 const writes = bareWrites();
+const commitOn = bareCommit();
 const items = await loadItems(databaseUrl);
 
 const filename = `${databaseUrl.replace(/^sqlite:/, '')}.bare`;
 const db = createBareDatabase(filename, items);
 
-if (bareCommit() === 'loop') {
+if (commitOn === 'loop') {
   const commit = bareCommitter(db, writes);
   serveBare({
     items,
@@ -43,7 +44,10 @@ if (bareCommit() === 'loop') {
   const exited = once(worker, 'exit');
   // serveBare has one batch in flight at a time: its answer is the next message.
   let waiting: { resolve: (results: BareResult[]) => void; reject: (err: Error) => void } | undefined;
+  // Once the thread is gone, every batch is refused at once (503), not posted to nobody.
+  let gone: Error | undefined;
   const fail = (err: Error) => {
+    gone ??= err;
     waiting?.reject(err);
     waiting = undefined;
   };
@@ -59,6 +63,7 @@ if (bareCommit() === 'loop') {
     items,
     commit: (changes) =>
       new Promise<BareResult[]>((resolve, reject) => {
+        if (gone) return reject(gone);
         waiting = { resolve, reject };
         worker.postMessage(encodeBareBatch(changes));
       }),

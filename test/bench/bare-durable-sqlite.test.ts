@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
@@ -45,7 +46,7 @@ async function burst(t: TestContext, commit: 'loop' | 'thread') {
 }
 
 for (const commit of ['loop', 'thread'] as const) {
-  test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers each change after its batch committed, with the rows each writes`, TEST, async (t) => {
+  test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers a burst of changes, and its file then holds the rows each wrote`, TEST, async (t) => {
     const { answers, held } = await burst(t, commit);
     const items = benchItems(PETS);
     for (let i = 0; i < PETS; i++) {
@@ -62,3 +63,29 @@ for (const commit of ['loop', 'thread'] as const) {
     assert.equal(held.events, PETS);
   });
 }
+
+test('bare-durable-sqlite: BARE_COMMIT=thread starts a thread of its own, which the same server on the event loop has not', TEST, async (t) => {
+  const dir = tempDir(t);
+  const servers = await Promise.all(
+    (['loop', 'thread'] as const).map(async (commit) => {
+      // A database each: a bare server makes its own file beside the one it is given.
+      const databaseUrl = `sqlite:${join(dir, `${commit}.db`)}`;
+      const key = await seedDatabaseWith(databaseUrl, benchItems(PETS));
+      return startServer('durable', { databaseUrl, key, pinned: false, env: { BARE_WRITES: 'events', BARE_COMMIT: commit } });
+    }),
+  );
+  try {
+    // Started alike by the same node, the two differ in their threads by the writer thread alone (and what it starts).
+    const [loop, thread] = servers.map((server) => readdirSync(`/proc/${server.pid}/task`).length);
+    assert.ok(thread! > loop!, `threads: ${loop} on the event loop, ${thread} with BARE_COMMIT=thread`);
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+});
+
+test('bare-durable-sqlite: a BARE_COMMIT it does not know stops it before it serves', TEST, async (t) => {
+  const dir = tempDir(t);
+  const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+  const key = await seedDatabaseWith(databaseUrl, benchItems(PETS));
+  await assert.rejects(startServer('durable', { databaseUrl, key, pinned: false, env: { BARE_COMMIT: 'sideways' } }), /BARE_COMMIT must be loop or thread/);
+});
