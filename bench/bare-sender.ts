@@ -3,11 +3,11 @@
  * connection, signed to Standard Webhooks with the service's own signing (src/webhooks/signing.ts),
  * each answer read before the next is sent, and nothing else: no store to read the event from, no
  * delivery log, no JSON made per event (the body is the one given), no address guard. What a
- * delivery costs the server core whatever sends it, beside what the service's costs
+ * delivery costs a core with nothing else around it, beside what the service's costs
  * (webhooks.ts, "deliveries to one endpoint").
  *
  * Env: HOOK_URL (http://host:port/path), BARE_EVENT (the body, an event as the service delivers it),
- * COUNT (deliveries). Prints one line of JSON when done: { deliveries, seconds, cpuUs } (cpuUs: this
+ * COUNT (deliveries, at least 1), BARE_SECRET (optional: the signing secret, else a new one). Prints one line of JSON when done: { deliveries, seconds, cpuUs } (cpuUs: this
  * process's user + system CPU, all threads, over the deliveries); exits 1 on an answer not 2xx.
  */
 import { connect } from 'node:net';
@@ -19,7 +19,9 @@ import { requiredEnv } from './env.js';
 const url = new URL(requiredEnv('HOOK_URL'));
 const body = requiredEnv('BARE_EVENT');
 const count = Number(requiredEnv('COUNT'));
-const secrets = [newWebhookSecret()];
+if (!Number.isInteger(count) || count < 1) throw new Error('COUNT must be a positive integer');
+// A test passes its own secret to verify the signatures; the bench lets each run make one.
+const secrets = [process.env.BARE_SECRET ?? newWebhookSecret()];
 const length = Buffer.byteLength(body);
 
 /** One attempt of event `i`: the request whole, written in one write. */

@@ -312,15 +312,7 @@ async function firstDelivery(service: Side, receiver: Receiver): Promise<void> {
 /** Until the receiver has had no delivery for QUIET_MS (at most DRAIN_MAX_MS), adding the time waited to `drain`. */
 async function deliveriesDelivered(receiver: Receiver, drain: { ms: number; overdue: number }): Promise<void> {
   const started = Date.now();
-  let seen = -1;
-  while (receiver.count !== seen) {
-    if (Date.now() - started > DRAIN_MAX_MS) {
-      drain.overdue++;
-      break;
-    }
-    seen = receiver.count;
-    await sleep(QUIET_MS);
-  }
+  if (!(await receiver.quiet(QUIET_MS, DRAIN_MAX_MS))) drain.overdue++;
   drain.ms += Date.now() - started;
 }
 

@@ -79,6 +79,18 @@ export class Receiver {
     return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/hooks`;
   }
 
+  /** Resolves once no delivery has come for `quietMs`: true, or false when that took longer than `maxMs`. */
+  async quiet(quietMs: number, maxMs: number): Promise<boolean> {
+    const started = Date.now();
+    let seen = -1;
+    while (this.count !== seen) {
+      if (Date.now() - started > maxMs) return false;
+      seen = this.count;
+      await sleep(quietMs);
+    }
+    return true;
+  }
+
   close(): void {
     this.#server.closeAllConnections();
     this.#server.close();
@@ -104,7 +116,7 @@ async function databaseWithEndpoints(backend: Backend, name: string, size: numbe
  * The endpoint's first delivery is held by the receiver while a PATCH load builds a backlog
  * behind it (one at a time: nothing else is sent meanwhile); then it is released, and the rest
  * are timed from the release to the last, with the server's CPU over them; then the bare sender
- * sends as many beside it: the least a delivery costs.
+ * sends as many beside it: what a delivery costs with nothing else around it.
  */
 async function deliveryRateRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
   const scenario = 'deliveries to one endpoint answering at once';
@@ -149,13 +161,15 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
     const perSecond = delivered / ((last - released) / 1000);
     // The server did nothing else meanwhile (the load had ended): its CPU over the drain is its deliveries'.
     const cpuUs = releasedTicks === undefined || lastTicks === undefined ? undefined : ((lastTicks - releasedTicks) / CLOCK_TICKS.perSecond) * 1e6;
+    // PATCHes still in flight when the load stopped made events too: the bare sender starts once those are delivered.
+    await receiver.quiet(500, 120_000);
     const bare = await bareDeliveries(url, event, delivered);
     notes.push(
       `${scenario}: ${backlog.toLocaleString('en-US')} events from a PATCH load (${PATCH_CONNECTIONS} connections) queued behind a held first delivery, ` +
         `then delivered one at a time over one keep-alive connection to a receiver in the bench process; timed from the release to the last 2xx, ` +
         'the server\'s CPU (all threads, /proc/PID/stat) read at both ends. The bare sender (bare-sender.ts, on the server core) sends as many, one at a time ' +
         'over one kept-alive connection to the same receiver, each signed by the service\'s own signing, with the body of the service\'s last delivery as it is: ' +
-        'no store read, no delivery log, no JSON made per event. Its CPU per delivery is the least a delivery costs the server core whatever sends it',
+        'no store read, no delivery log, no JSON made per event: what a delivery costs a core with nothing else around it',
     );
     return [
       {

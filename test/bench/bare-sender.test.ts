@@ -1,52 +1,84 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { createServer } from 'node:http';
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { spawnChild, TSX_NODE } from '../../bench/processes.js';
+import { newWebhookSecret } from '../../src/webhooks/secret.js';
 
 /** Each test's bound: a sender that never finishes fails the test rather than hanging the run. */
 const TEST = { timeout: 30_000 };
 
 const EVENT = '{"id":"evt_1","type":"inventory.updated","data":{"petId":"1","quantity":2}}';
 
-/** A receiver answering each POST with `status`, and what it received: each request's signature headers and body. */
+const SECRET = newWebhookSecret();
+
+/**
+ * A receiver answering each POST with `status` a few milliseconds after its body arrived, and what
+ * it received: each request's Standard Webhooks headers and body, and the most requests it held at once.
+ */
 async function receiver(status: number) {
-  const received: { id: string | undefined; signature: string | undefined; body: string }[] = [];
+  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
+  let open = 0;
+  const seen = { mostAtOnce: 0 };
   const server = createServer((req, res) => {
+    seen.mostAtOnce = Math.max(seen.mostAtOnce, ++open);
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', () => {
-      received.push({ id: req.headers['webhook-id'] as string | undefined, signature: req.headers['webhook-signature'] as string | undefined, body });
-      res.writeHead(status).end();
+      received.push({ headers: req.headers, body });
+      setTimeout(() => {
+        open--;
+        res.writeHead(status).end();
+      }, 5);
     });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, received, close: () => server.close() };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, received, seen, close: () => server.close() };
 }
 
 const send = (url: string, count: number) =>
-  spawnChild([...TSX_NODE, 'bench/bare-sender.ts'], { env: { ...process.env, HOOK_URL: url, BARE_EVENT: EVENT, COUNT: String(count) } });
+  spawnChild([...TSX_NODE, 'bench/bare-sender.ts'], { env: { ...process.env, HOOK_URL: url, BARE_EVENT: EVENT, COUNT: String(count), BARE_SECRET: SECRET } });
 
-test('bare-sender: delivers the event COUNT times, one at a time, signed, and prints what it took', TEST, async () => {
+test('bare-sender: delivers the event COUNT times, one at a time, signed to Standard Webhooks, and prints what it took', TEST, async () => {
   const hooks = await receiver(204);
   try {
+    const before = Math.floor(Date.now() / 1000);
     const sender = send(hooks.url, 25);
     assert.equal(await sender.exited, '0', sender.output());
     const printed = JSON.parse(sender.output().trim().split('\n').at(-1)!) as Record<string, number>;
     assert.equal(printed.deliveries, 25);
     assert.ok(printed.seconds! > 0 && printed.cpuUs! > 0, JSON.stringify(printed));
     assert.equal(hooks.received.length, 25);
+    assert.equal(hooks.seen.mostAtOnce, 1, 'the next delivery is sent only once the last was answered');
     assert.deepEqual(
-      hooks.received.map((r) => r.id),
+      hooks.received.map((r) => r.headers['webhook-id']),
       Array.from({ length: 25 }, (_, i) => `evt_${i}`),
     );
-    for (const r of hooks.received) {
-      assert.equal(r.body, EVENT);
-      assert.match(r.signature ?? '', /^v1,[A-Za-z0-9+/]{43}=$/);
+    const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64');
+    for (const { headers, body } of hooks.received) {
+      assert.equal(body, EVENT);
+      const timestamp = Number(headers['webhook-timestamp']);
+      assert.ok(timestamp >= before && timestamp <= Math.ceil(Date.now() / 1000), `webhook-timestamp ${timestamp}`);
+      const id = headers['webhook-id'] as string;
+      const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
+      assert.equal(headers['webhook-signature'], `v1,${expected}`);
     }
+  } finally {
+    hooks.close();
+  }
+});
+
+test('bare-sender: a COUNT that is not a positive integer is refused before anything is sent', TEST, async () => {
+  const hooks = await receiver(204);
+  try {
+    const sender = send(hooks.url, 0);
+    assert.notEqual(await sender.exited, '0');
+    assert.match(sender.output(), /COUNT must be a positive integer/);
+    assert.equal(hooks.received.length, 0);
   } finally {
     hooks.close();
   }
