@@ -7,14 +7,21 @@
  * (webhooks.ts, "deliveries to one endpoint").
  *
  * Env: HOOK_URL (http://host:port/path), BARE_EVENT (the body, an event as the service delivers it),
- * COUNT (deliveries, at least 1), BARE_SECRET (optional: the signing secret, else a new one). Prints one line of JSON when done: { deliveries, seconds, cpuUs } (cpuUs: this
- * process's user + system CPU, all threads, over the deliveries); exits 1 on an answer not 2xx.
+ * COUNT (deliveries, at least 1), BARE_SECRET (optional: the signing secret, else a new one). Prints
+ * one BareSenderReport as JSON when done; exits 1 on an answer not 2xx.
  */
 import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { webhookHeaders } from '../src/webhooks/signing.js';
 import { newWebhookSecret } from '../src/webhooks/secret.js';
 import { requiredEnv } from './env.js';
+
+/** What the sender prints when done, one line of JSON: the deliveries, their wall time, and its CPU (user + system, all threads) over them. */
+export interface BareSenderReport {
+  deliveries: number;
+  seconds: number;
+  cpuUs: number;
+}
 
 const url = new URL(requiredEnv('HOOK_URL'));
 const body = requiredEnv('BARE_EVENT');
@@ -57,7 +64,8 @@ socket.on('data', (chunk: string) => {
   }
   if (sent < count) return void socket.write(request(sent++));
   const used = process.cpuUsage(cpu);
-  process.stdout.write(`${JSON.stringify({ deliveries: count, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system })}\n`);
+  const report: BareSenderReport = { deliveries: count, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system };
+  process.stdout.write(`${JSON.stringify(report)}\n`);
   socket.end();
 });
 socket.on('error', (err) => {

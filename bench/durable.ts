@@ -27,7 +27,7 @@ import {
 } from './side-by-side.js';
 import { bareDurableFile, SERVICE_BIN, serviceEnvironment, startServer } from './servers.js';
 import { StreamReader } from './stream-reader.js';
-import { Receiver } from './webhooks.js';
+import { DRAIN_MAX_MS, QUIET_MS, Receiver } from './webhooks.js';
 
 /** The issue's targets for the service as deployed against the bare servers and the in-memory baseline. */
 export const DURABLE_TARGETS = { patchVsBareEvents: 0.8, adjustmentVsBareEvents: 0.9, getVsBaseline: 0.9 } as const;
@@ -44,10 +44,6 @@ const STREAMS = 100;
 /** How long the service's first delivery to the registered endpoint may take (the dispatcher leases new endpoints on a timer). */
 const FIRST_DELIVERY_MS = 60_000;
 const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
-/** No delivery for this long: the service's webhook backlog is delivered (one at a time, each answered at once). */
-const QUIET_MS = 500;
-/** The longest wait for the backlog before a round; past it the round runs anyway, and a note says so. */
-const DRAIN_MAX_MS = 180_000;
 
 /**
  * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint), and
@@ -309,7 +305,7 @@ async function firstDelivery(service: Side, receiver: Receiver): Promise<void> {
   }
 }
 
-/** Until the receiver has had no delivery for QUIET_MS (at most DRAIN_MAX_MS), adding the time waited to `drain`. */
+/** Until the receiver has had no delivery for QUIET_MS (at most DRAIN_MAX_MS: past it the round runs anyway, and a note says so), adding the time waited to `drain`. */
 async function deliveriesDelivered(receiver: Receiver, drain: { ms: number; overdue: number }): Promise<void> {
   const started = Date.now();
   if (!(await receiver.quiet(QUIET_MS, DRAIN_MAX_MS))) drain.overdue++;

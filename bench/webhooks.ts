@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStore } from '../src/store/open.js';
 import { newEndpointId, newWebhookSecret } from '../src/webhooks/secret.js';
+import type { BareSenderReport } from './bare-sender.js';
 import { createDatabase, type Backend } from './databases.js';
 import { patch } from './events.js';
 import type { LoadGenerator } from './load.js';
@@ -26,6 +27,10 @@ const ENDPOINTS = 10;
 const LAG_PACE_MS = 10;
 /** Past this, a PATCH's delivery counts as missing. */
 const LAG_WAIT_MS = 5000;
+/** No delivery for this long: a server's backlog is delivered (one at a time, each answered at once). */
+export const QUIET_MS = 500;
+/** The longest wait for a backlog to be delivered. */
+export const DRAIN_MAX_MS = 180_000;
 /** Every server here may deliver to the bench's own receiver on loopback. */
 const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
 
@@ -162,7 +167,7 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
     // The server did nothing else meanwhile (the load had ended): its CPU over the drain is its deliveries'.
     const cpuUs = releasedTicks === undefined || lastTicks === undefined ? undefined : ((lastTicks - releasedTicks) / CLOCK_TICKS.perSecond) * 1e6;
     // PATCHes still in flight when the load stopped made events too: the bare sender starts once those are delivered.
-    await receiver.quiet(500, 120_000);
+    await receiver.quiet(QUIET_MS, DRAIN_MAX_MS);
     const bare = await bareDeliveries(url, event, delivered);
     notes.push(
       `${scenario}: ${backlog.toLocaleString('en-US')} events from a PATCH load (${PATCH_CONNECTIONS} connections) queued behind a held first delivery, ` +
@@ -198,11 +203,11 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
 }
 
 /** `count` deliveries of `event` to `url` by the bare sender (bare-sender.ts), pinned to the server core: what it printed. */
-async function bareDeliveries(url: string, event: string, count: number): Promise<{ deliveries: number; seconds: number; cpuUs: number }> {
+async function bareDeliveries(url: string, event: string, count: number): Promise<BareSenderReport> {
   const sender = spawnChild([...TSX_NODE, 'bench/bare-sender.ts'], { core: 'server', env: { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count) } });
   const how = await sender.exited;
   if (how !== '0') throw new Error(`the bare sender exited with ${how}:\n${sender.output()}`);
-  return JSON.parse(sender.output().trim().split('\n').at(-1)!) as { deliveries: number; seconds: number; cpuUs: number };
+  return JSON.parse(sender.output().trim().split('\n').at(-1)!) as BareSenderReport;
 }
 
 /** `count` PATCHes one at a time: the time from each 200 (its body read) to its delivery, matched by X-Request-Id, on this process's one clock. */

@@ -4,6 +4,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import type { BareSenderReport } from '../../bench/bare-sender.js';
 import { spawnChild, TSX_NODE } from '../../bench/processes.js';
 import { newWebhookSecret } from '../../src/webhooks/secret.js';
 
@@ -49,9 +50,9 @@ test('bare-sender: delivers the event COUNT times, one at a time, signed to Stan
     const before = Math.floor(Date.now() / 1000);
     const sender = send(hooks.url, 25);
     assert.equal(await sender.exited, '0', sender.output());
-    const printed = JSON.parse(sender.output().trim().split('\n').at(-1)!) as Record<string, number>;
+    const printed = JSON.parse(sender.output().trim().split('\n').at(-1)!) as BareSenderReport;
     assert.equal(printed.deliveries, 25);
-    assert.ok(printed.seconds! > 0 && printed.cpuUs! > 0, JSON.stringify(printed));
+    assert.ok(printed.seconds > 0 && printed.cpuUs > 0, JSON.stringify(printed));
     assert.equal(hooks.received.length, 25);
     assert.equal(hooks.seen.mostAtOnce, 1, 'the next delivery is sent only once the last was answered');
     assert.deepEqual(
