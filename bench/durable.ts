@@ -152,6 +152,13 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
 
     const byLabel = (side: Side) => adjustmentSides.find((s) => s.label === side.label)!;
     const rps = (side: Side) => bestRun(side).requestsPerSecond;
+    /** A bare server's row in `scenario`: its best round, its ratio to `base` (named `of`), its CPU. */
+    const against = (scenario: string, side: Side, base: Side, of: string): Row => ({
+      scenario,
+      server: side.label,
+      result: bestRun(side),
+      checks: [ratio(rps(side) / rps(base), of), cpu(side)],
+    });
     /**
      * The rows of the two services in one load's rounds (`of` finds their sides there): each against
      * the bare server writing what they write, when there is one (the first to the target), `more`
@@ -180,34 +187,14 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
     if (bare && withHeaders && ownFraming) {
       rows.push(
         { scenario: patchScenario, server: bare.entry.label, result: bestRun(bare.entry), checks: [cpu(bare.entry)] },
-        { scenario: patchScenario, server: bare.history.label, result: bestRun(bare.history), checks: [ratio(rps(bare.history) / rps(bare.entry), 'bare entry only'), cpu(bare.history)] },
-        { scenario: patchScenario, server: bare.events.label, result: bestRun(bare.events), checks: [ratio(rps(bare.events) / rps(bare.entry), 'bare entry only'), cpu(bare.events)] },
-        {
-          scenario: patchScenario,
-          server: withHeaders.label,
-          result: bestRun(withHeaders),
-          checks: [ratio(rps(withHeaders) / rps(bare.events), 'bare + history + event'), cpu(withHeaders)],
-        },
-        {
-          scenario: patchScenario,
-          server: ownFraming.label,
-          result: bestRun(ownFraming),
-          checks: [ratio(rps(ownFraming) / rps(withHeaders), 'the same on node:http'), cpu(ownFraming)],
-        },
+        against(patchScenario, bare.history, bare.entry, 'bare entry only'),
+        against(patchScenario, bare.events, bare.entry, 'bare entry only'),
+        against(patchScenario, withHeaders, bare.events, 'bare + history + event'),
+        against(patchScenario, ownFraming, withHeaders, 'the same on node:http'),
         ...(inThread
           ? [
-              {
-                scenario: patchScenario,
-                server: inThread.events.label,
-                result: bestRun(inThread.events),
-                checks: [ratio(rps(inThread.events) / rps(bare.events), 'the same on the event loop'), cpu(inThread.events)],
-              },
-              {
-                scenario: patchScenario,
-                server: inThread.headers.label,
-                result: bestRun(inThread.headers),
-                checks: [ratio(rps(inThread.headers) / rps(withHeaders), 'the same on the event loop'), cpu(inThread.headers)],
-              },
+              against(patchScenario, inThread.events, bare.events, 'the same on the event loop'),
+              against(patchScenario, inThread.headers, withHeaders, 'the same on the event loop'),
             ]
           : []),
         ...serviceRows(patchScenario, (side) => side, {
@@ -222,16 +209,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           ],
         }),
         { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
-        ...(inThread
-          ? [
-              {
-                scenario: adjustment,
-                server: inThread.events.label,
-                result: bestRun(byLabel(inThread.events)),
-                checks: [ratio(rps(byLabel(inThread.events)) / rps(byLabel(bare.events)), 'the same on the event loop'), cpu(byLabel(inThread.events))],
-              },
-            ]
-          : []),
+        ...(inThread ? [against(adjustment, byLabel(inThread.events), byLabel(bare.events), 'the same on the event loop')] : []),
         ...serviceRows(adjustment, byLabel, {
           bare: byLabel(bare.events),
           target: DURABLE_TARGETS.adjustmentVsBareEvents,
