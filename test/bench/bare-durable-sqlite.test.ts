@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { benchItems, seedDatabaseWith } from '../../bench/seed.js';
-import { startServer } from '../../bench/servers.js';
+import { startServer, type RunningServer } from '../../bench/servers.js';
 import { tempDir } from '../support/process.js';
 
 /** Each test's bound: a server that never answers fails the test rather than hanging the run. */
@@ -12,37 +12,48 @@ const TEST = { timeout: 60_000 };
 
 const PETS = 50;
 
-/**
- * The SQLite bare durable server with BARE_COMMIT as given, on a seeded database: a burst of changes
- * that share batches, each answer, and then, read through a connection of the test's own, what its
- * file holds (every change answered 200 is committed by then: its history row and its event).
- */
-async function burst(t: TestContext, commit: 'loop' | 'thread') {
-  const dir = tempDir(t);
-  const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
-  const key = await seedDatabaseWith(databaseUrl, benchItems(PETS).map((item) => ({ ...item, quantity: 10 })));
+type Commit = 'loop' | 'thread';
+
+/** The service's database the bare server reads its pets from, seeded with PETS pets (each stocked `quantity`), and a key. */
+async function seeded(t: TestContext, quantity?: number): Promise<{ databaseUrl: string; file: string; key: string }> {
+  const file = join(tempDir(t), 'bench.db');
+  const databaseUrl = `sqlite:${file}`;
+  const items = benchItems(PETS).map((item) => (quantity === undefined ? item : { ...item, quantity }));
+  return { databaseUrl, file, key: await seedDatabaseWith(databaseUrl, items) };
+}
+
+/** The SQLite bare durable server on a seeded database, writing history and events, committing as `commit` says; `.bare` is its own file. */
+async function bareServer(t: TestContext, commit: Commit, quantity?: number) {
+  const { databaseUrl, file, key } = await seeded(t, quantity);
   const server = await startServer('durable', { databaseUrl, key, pinned: false, env: { BARE_WRITES: 'events', BARE_COMMIT: commit } });
-  try {
-    const send = (path: string, method: string, body: unknown) =>
-      fetch(`${server.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
-        async (res) => [res.status, await res.text()] as const,
-      );
-    const answers = await Promise.all([
-      ...Array.from({ length: PETS }, (_, i) => send(`/v1/inventory/${i + 1}`, 'PATCH', { quantity: i })),
-      send(`/v1/inventory/${PETS + 1}`, 'PATCH', { quantity: 1 }),
-      send('/v1/inventory/1/adjustments', 'POST', { delta: -1_000 }),
-    ]);
-    const file = new Database(`${join(dir, 'bench.db')}.bare`, { readonly: true });
-    const held = {
-      quantities: file.prepare('SELECT pet_id, quantity FROM inventory ORDER BY pet_id').raw(true).all(),
-      history: file.prepare('SELECT count(*) FROM history').pluck().get(),
-      events: file.prepare('SELECT count(*) FROM events').pluck().get(),
-    };
-    file.close();
-    return { answers, held };
-  } finally {
-    await server.stop();
-  }
+  t.after(() => server.stop());
+  const send = (path: string, method: string, body: unknown) =>
+    fetch(`${server.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+      async (res) => [res.status, await res.text()] as const,
+    );
+  return { server, send, bare: `${file}.bare` };
+}
+
+/**
+ * A burst of changes that share batches, each answer, and then, read through a connection of the
+ * test's own, what the server's file holds (every change answered 200 is committed by then: its
+ * history row and its event).
+ */
+async function burst(t: TestContext, commit: Commit) {
+  const { send, bare } = await bareServer(t, commit, 10);
+  const answers = await Promise.all([
+    ...Array.from({ length: PETS }, (_, i) => send(`/v1/inventory/${i + 1}`, 'PATCH', { quantity: i })),
+    send(`/v1/inventory/${PETS + 1}`, 'PATCH', { quantity: 1 }),
+    send('/v1/inventory/1/adjustments', 'POST', { delta: -1_000 }),
+  ]);
+  const file = new Database(bare, { readonly: true });
+  const held = {
+    quantities: file.prepare('SELECT pet_id, quantity FROM inventory ORDER BY pet_id').raw(true).all(),
+    history: file.prepare('SELECT count(*) FROM history').pluck().get(),
+    events: file.prepare('SELECT count(*) FROM events').pluck().get(),
+  };
+  file.close();
+  return { answers, held };
 }
 
 for (const commit of ['loop', 'thread'] as const) {
@@ -62,30 +73,18 @@ for (const commit of ['loop', 'thread'] as const) {
     assert.equal(held.history, PETS);
     assert.equal(held.events, PETS);
   });
+
 }
 
 test('bare-durable-sqlite: BARE_COMMIT=thread starts a thread of its own, which the same server on the event loop has not', TEST, async (t) => {
-  const dir = tempDir(t);
-  const servers = await Promise.all(
-    (['loop', 'thread'] as const).map(async (commit) => {
-      // A database each: a bare server makes its own file beside the one it is given.
-      const databaseUrl = `sqlite:${join(dir, `${commit}.db`)}`;
-      const key = await seedDatabaseWith(databaseUrl, benchItems(PETS));
-      return startServer('durable', { databaseUrl, key, pinned: false, env: { BARE_WRITES: 'events', BARE_COMMIT: commit } });
-    }),
-  );
-  try {
-    // Started alike by the same node, the two differ in their threads by the writer thread alone (and what it starts).
-    const [loop, thread] = servers.map((server) => readdirSync(`/proc/${server.pid}/task`).length);
-    assert.ok(thread! > loop!, `threads: ${loop} on the event loop, ${thread} with BARE_COMMIT=thread`);
-  } finally {
-    await Promise.all(servers.map((s) => s.stop()));
-  }
+  // A database each: a bare server makes its own file beside the one it is given.
+  const servers: RunningServer[] = await Promise.all((['loop', 'thread'] as const).map(async (commit) => (await bareServer(t, commit)).server));
+  // Started alike by the same node, the two differ in their threads by the writer thread alone (and what it starts).
+  const [loop, thread] = servers.map((server) => readdirSync(`/proc/${server.pid}/task`).length);
+  assert.ok(thread! > loop!, `threads: ${loop} on the event loop, ${thread} with BARE_COMMIT=thread`);
 });
 
 test('bare-durable-sqlite: a BARE_COMMIT it does not know stops it before it serves', TEST, async (t) => {
-  const dir = tempDir(t);
-  const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
-  const key = await seedDatabaseWith(databaseUrl, benchItems(PETS));
+  const { databaseUrl, key } = await seeded(t);
   await assert.rejects(startServer('durable', { databaseUrl, key, pinned: false, env: { BARE_COMMIT: 'sideways' } }), /BARE_COMMIT must be loop or thread/);
 });
