@@ -74,6 +74,16 @@ for (const commit of ['loop', 'thread'] as const) {
     assert.equal(held.events, PETS);
   });
 
+  test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers a batch whose transaction failed 503, and the next batch commits`, TEST, async (t) => {
+    const { send, bare } = await bareServer(t, commit);
+    // Another connection holds the write lock past the server's busy timeout (better-sqlite3's 5 s): its transaction fails.
+    const holder = new Database(bare);
+    t.after(() => holder.close());
+    holder.prepare('BEGIN IMMEDIATE').run();
+    assert.deepEqual(await send('/v1/inventory/1', 'PATCH', { quantity: 7 }), [503, '{"code":"unavailable"}']);
+    holder.prepare('ROLLBACK').run();
+    assert.deepEqual(await send('/v1/inventory/1', 'PATCH', { quantity: 7 }), [200, `{"petId":1,"quantity":7,"status":"${benchItems(1)[0]!.status}"}`]);
+  });
 }
 
 test('bare-durable-sqlite: BARE_COMMIT=thread starts a thread of its own, which the same server on the event loop has not', TEST, async (t) => {
