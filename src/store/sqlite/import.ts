@@ -109,9 +109,11 @@ function importerOn(db: Database.Database): Importer {
        SELECT pet_id, quantity, status, :at, :at FROM temp.import_rows s
        WHERE s.pet_id BETWEEN :from AND :upto AND NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = s.pet_id)`,
     ),
-    // What this import wrote carries its time (another write at the same millisecond only makes readers look once more).
+    // What this chunk wrote: the pets of the events it appended (one per entry written, in petId order), read before the
+    // change log moves the head past them. Not the entries stamped with its time: another write of the same millisecond
+    // would be among them, and changesSince would report an entry the import left alone.
     written: db
-      .prepare('SELECT s.pet_id FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id WHERE s.pet_id BETWEEN :from AND :upto AND i.updated_at = :at')
+      .prepare('SELECT pet_id FROM inventory_events WHERE seq > (SELECT events_head FROM store_state WHERE id = 1) ORDER BY seq')
       .pluck()
       .safeIntegers(true),
   };
@@ -160,7 +162,7 @@ function importerOn(db: Database.Database): Importer {
     const created = stmt.revive.run({ at, ...chunk }).changes + stmt.create.run({ at, ...chunk }).changes;
     const written = created + updated;
     if (written > BULK_WRITE) logWrite('bulk', events);
-    else if (written > 0) logWrite(stmt.written.all({ at, ...chunk }) as bigint[], events);
+    else if (written > 0) logWrite(stmt.written.all() as bigint[], events);
     return { created, updated, unchanged: staged - written };
   });
 

@@ -76,4 +76,35 @@ describe('the SQLite import, in chunks', () => {
     assert.deepEqual(again, { applied: true, created: ROWS - IMPORT_CHUNK - 1, updated: 1, unchanged: IMPORT_CHUNK });
     assert.deepEqual(await store.entries.listInventory(), items(ROWS));
   });
+
+  it('logs for changesSince the entries it wrote, not one it left alone that another write stamped at the same millisecond', async (t) => {
+    const { store, location } = await openStore(t);
+    const other = openSqliteConnection(location);
+    t.after(() => other.close());
+    // Pets 3 and 4 written at the very time the import writes (created() stamps them so), before it.
+    other.exec(created(3));
+    other.exec(created(4));
+    const before = await store.entries.readVersion();
+    const at = new Date('2026-01-01T00:00:00.000Z');
+    const outcome = await store.changes.importItems(
+      importSource([
+        { petId: 3n, quantity: 1, status: 'available' },
+        { petId: 4n, quantity: 9, status: 'available' },
+        { petId: 5n, quantity: 2, status: 'sold' },
+      ]),
+      importPlan(true, at),
+    );
+    assert.deepEqual(outcome, { applied: true, created: 1, updated: 1, unchanged: 1 });
+    const { items: seen, removed } = await store.entries.changesSince(before);
+    assert.deepEqual(
+      { items: seen, removed },
+      {
+        items: [
+          { petId: 4n, quantity: 9, status: 'available' },
+          { petId: 5n, quantity: 2, status: 'sold' },
+        ],
+        removed: [],
+      },
+    );
+  });
 });
