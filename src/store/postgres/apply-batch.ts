@@ -1,6 +1,6 @@
 import type { QueryResult, QueryResultRow } from 'pg';
-import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap, type RecordsFull } from '../../domain/idempotency.js';
-import { idempotencySlot, judgeChange, type ChangeOutcome, type ChangeResult, type IdempotencyRequest, type QuantityChange } from '../../domain/inventory.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, type RecordsCap } from '../../domain/idempotency.js';
+import { idempotencySlot, judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import type { Statement } from './connection.js';
 
@@ -170,8 +170,12 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
       // Only a key without any record takes a new row; a record that exists is written over in place.
       const fresh = ofKey.filter((c) => verdicts.get(c)!.kind === 'new');
       const reused = ofKey.filter((c) => recordOf(c)).map((c) => hashOf.get(c)!);
-      const refused = await refusePastCap(query, keyId, fresh, held.get(keyId) ?? 0, reused);
-      for (const c of refused?.changes ?? []) earlier.set(c, refused!.result);
+      const first = fresh[0];
+      if (!first) continue;
+      const cap = recordsCap(query, keyId, held.get(keyId) ?? 0, first.at, reused);
+      const past = await refusePastCap(cap, fresh.length, first.idempotency.recordsPerKey, first.at);
+      // The last new keys are the ones refused.
+      for (const c of past ? fresh.slice(Math.max(0, fresh.length - past.refused)) : []) earlier.set(c, past!.result);
     }
 
     const toApply = changes.filter((c) => !earlier.has(c));
@@ -184,26 +188,17 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
 }
 
 /**
- * The writes of one API key (the last ones: changes, or one ChangeBatch) that would take its
- * records past its cap (domain recordsOverCap), and their refusal; undefined when all fit.
- * Expired records past the cap are deleted first, as many as needed, so only live records refuse.
+ * An API key's records as domain refusePastCap asks for them, at `now`, in the transaction that
+ * locked its count (LOCK_COUNTS read `held`): the expired ones it may delete are not those the
+ * write reuses (`reused`, their hashes), which it writes over in place.
  */
-export async function refusePastCap<W extends { at: Date; idempotency: IdempotencyRequest }>(
-  query: Query,
-  keyId: string,
-  fresh: readonly W[],
-  held: number,
-  reused: readonly string[],
-): Promise<{ changes: readonly W[]; result: RecordsFull } | undefined> {
-  const first = fresh[0];
-  if (!first) return undefined;
-  const now = first.at.toISOString();
-  let over = recordsOverCap(held, fresh.length, first.idempotency.recordsPerKey);
-  if (over === 0) return undefined;
-  over -= (await query(RECLAIM_EXPIRED, [keyId, now, reused, over])).rowCount ?? 0;
-  if (over <= 0) return undefined;
-  const oldest = (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, now])).rows[0]?.oldest ?? undefined;
-  return { changes: fresh.slice(Math.max(0, fresh.length - over)), result: recordsFull(oldest, first.at) };
+export function recordsCap(query: Query, keyId: string, held: number, now: Date, reused: readonly string[]): RecordsCap<true> {
+  const at = now.toISOString();
+  return {
+    held: async () => held,
+    reclaimExpired: async (count) => (await query(RECLAIM_EXPIRED, [keyId, at, reused, count])).rowCount ?? 0,
+    oldestLive: async () => (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, at])).rows[0]?.oldest ?? undefined,
+  };
 }
 
 function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outcomeOf: (c: Keyed) => Applied): unknown[] {

@@ -1,7 +1,7 @@
-import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
+import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, replayBatchOutcome } from '../../domain/idempotency.js';
 import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
-import { applyChanges, FIND_KEYS, LOCK_COUNTS, refusePastCap, SAVE_OUTCOMES, type Database, type RecordRow } from './apply-batch.js';
+import { applyChanges, FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Database, type RecordRow } from './apply-batch.js';
 import type { Statement } from './connection.js';
 
 /** The batch's entries, locked in petId order as every write locks them (CHANGE_BATCH locks them again, already held). */
@@ -40,8 +40,8 @@ export async function applyChangeBatch(db: Database, batch: ChangeBatch): Promis
       const verdict = judgeIdempotency(record, idem.fingerprint, replayBatchOutcome);
       if (verdict.kind === 'answer') return verdict.result;
       if (verdict.kind === 'new') {
-        const refused = await refusePastCap(query, origin.keyId, [{ at: origin.at, idempotency: idem }], held, []);
-        if (refused) return refused.result;
+        const past = await refusePastCap(recordsCap(query, origin.keyId, held, origin.at, []), 1, idem.recordsPerKey, origin.at);
+        if (past) return past.result;
       }
     }
     const petIds = changes.map((c) => c.petId).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

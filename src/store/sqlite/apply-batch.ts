@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { encodeOutcome, idempotencyKeyHash, judgeIdempotency } from '../../domain/idempotency.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap } from '../../domain/idempotency.js';
 import { judgeChange, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { appendsEvent } from '../appended.js';
 import { changeStatements } from './change-statements.js';
@@ -50,8 +50,8 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     if (idem) {
       const verdict = judgeIdempotency(write.findRecord(change.keyId, keyHash!, change.at), idem.fingerprint);
       if (verdict.kind === 'answer') return verdict.result;
-      const full = verdict.kind === 'new' ? write.overCap(change.keyId, idem.recordsPerKey, change.at) : undefined;
-      if (full) return full;
+      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(change.keyId, change.at), 1, idem.recordsPerKey, change.at) : undefined;
+      if (full) return full.result;
     }
     // A delta moves the count read here, under the write lock: no other change can come between.
     const verdict = judgeChange(write.entry(change.petId), change);

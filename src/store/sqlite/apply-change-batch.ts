@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
+import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, replayBatchOutcome } from '../../domain/idempotency.js';
 import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult } from '../../domain/inventory.js';
 import type { BatchOptions } from './apply-batch.js';
 import { changeStatements } from './change-statements.js';
@@ -34,8 +34,8 @@ function applierOn(db: Database.Database): Applier {
     if (idem) {
       const verdict = judgeIdempotency(write.findRecord(origin.keyId, keyHash!, origin.at), idem.fingerprint, replayBatchOutcome);
       if (verdict.kind === 'answer') return verdict.result;
-      const full = verdict.kind === 'new' ? write.overCap(origin.keyId, idem.recordsPerKey, origin.at) : undefined;
-      if (full) return full;
+      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(origin.keyId, origin.at), 1, idem.recordsPerKey, origin.at) : undefined;
+      if (full) return full.result;
     }
     const outcome = judgeAndApply();
     if (idem) write.saveRecord(origin.keyId, keyHash!, idem, encodeBatchOutcome(outcome), origin.at);

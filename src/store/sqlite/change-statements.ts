@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
+import type { IdempotencyRecord, RecordsCap } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
 import { changeLogWriter } from './change-log.js';
 import { LIMIT } from './connection.js';
@@ -31,12 +31,11 @@ export interface ChangeStatements {
   /** Stores an outcome under the key's hash (an expired or outcome-less record is written over). */
   saveRecord(keyId: string, keyHash: string, idem: IdempotencyRequest, outcome: string, now: Date): void;
   /**
-   * Whether one more record takes an API key past its cap (domain recordsOverCap), read from its
-   * count (idempotency_counts, kept by triggers), so a PATCH never counts rows. Expired records are
-   * deleted first, as many as needed (the oldest), and only live ones refuse. Under SQLite's one
-   * write lock, so the count is exact across processes.
+   * An API key's records as domain refusePastCap asks for them, at `now`: its count read from
+   * idempotency_counts (kept by triggers), so a PATCH never counts rows. Under SQLite's one write
+   * lock, so the count is exact across processes.
    */
-  overCap(keyId: string, cap: number, now: Date): RecordsFull | undefined;
+  recordsCap(keyId: string, now: Date): RecordsCap<false>;
 }
 
 /**
@@ -118,13 +117,16 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     saveRecord(keyId, keyHash, idem, outcome, now) {
       stmt.saveIdempotency.run(keyId, keyHash, idem.fingerprint, outcome, now.toISOString(), idem.expiresAt.toISOString());
     },
-    overCap(keyId, cap, now) {
-      const over = recordsOverCap(Number(stmt.count.get(keyId) ?? 0), 1, cap);
-      if (over === 0) return undefined;
+    recordsCap(keyId, now) {
       const at = now.toISOString();
-      if (stmt.reclaim.run(keyId, at, over).changes >= over) return undefined;
-      const oldest = stmt.oldestLive.get(keyId, at) as string | null;
-      return recordsFull(oldest === null ? undefined : new Date(oldest), now);
+      return {
+        held: () => Number(stmt.count.get(keyId) ?? 0),
+        reclaimExpired: (count) => stmt.reclaim.run(keyId, at, count).changes,
+        oldestLive() {
+          const oldest = stmt.oldestLive.get(keyId, at) as string | null;
+          return oldest === null ? undefined : new Date(oldest);
+        },
+      };
     },
   };
 }
