@@ -131,6 +131,12 @@ export function repeatedPet(changes: readonly { petId: bigint }[]): number {
   return changes.findIndex(({ petId }) => seen.size === seen.add(petId).size);
 }
 
+/** Throws when a ChangeBatch changes a pet twice: the caller's mistake (the API refuses it as 400 before), so the store writes nothing. */
+export function requireEachPetOnce(batch: ChangeBatch): void {
+  const repeated = repeatedPet(batch.changes);
+  if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+}
+
 /** Where a new count comes from: a request (PATCH, the dashboard), or a stocktake (pets import --upsert). */
 export type CountOrigin = 'request' | 'stocktake';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { encodeOutcome, judgeIdempotency, recordsFull, recordsOverCap, refusePastCap, type RecordsCap } from '../../src/domain/idempotency.js';
-import { judgeChange, repeatedPet, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
+import { judgeChange, repeatedPet, requireEachPetOnce, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
 import { QUANTITY_MAX } from '../../src/schemas/values.js';
 
 const ENTRY: InventoryEntry = { item: { petId: 9007199254740993n, quantity: 5, status: 'pending' }, version: 3 };
@@ -46,6 +46,13 @@ test('repeatedPet: the index of the first change that repeats an earlier petId, 
   assert.equal(repeatedPet([{ petId: 1n }, { petId: 2n }, { petId: 2n ** 63n - 1n }]), -1);
   assert.equal(repeatedPet([{ petId: 1n }, { petId: 2n }, { petId: 1n }, { petId: 2n }]), 2);
   assert.equal(repeatedPet([{ petId: 9007199254740993n }, { petId: 9007199254740992n }, { petId: 9007199254740993n }]), 2, 'every digit compared');
+});
+
+test('requireEachPetOnce throws for a batch that changes a pet twice, naming the change that repeats it', () => {
+  const origin = { keyId: 'key_test', keyName: 'test', requestId: 'r', at: new Date() } as const;
+  const change = (petId: bigint) => ({ petId, quantity: 1, reason: null });
+  assert.doesNotThrow(() => requireEachPetOnce({ ...origin, changes: [change(1n), change(2n)] }));
+  assert.throws(() => requireEachPetOnce({ ...origin, changes: [change(1n), change(2n), change(1n)] }), /^Error: changes\[2\] repeats the petId of an earlier change/);
 });
 
 test('judgeIdempotency: new, written over, replayed or refused (decisions 5.6)', () => {

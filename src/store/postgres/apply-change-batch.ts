@@ -1,5 +1,5 @@
 import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, replayBatchOutcome } from '../../domain/idempotency.js';
-import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
+import { judgeChange, requireEachPetOnce, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { applyChanges, FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Database, type RecordRow } from './apply-batch.js';
 import type { Statement } from './connection.js';
@@ -28,8 +28,7 @@ interface EntryRow {
  * as in every write, so batches and changes of several instances cannot deadlock.
  */
 export async function applyChangeBatch(db: Database, batch: ChangeBatch): Promise<ChangeBatchResult> {
-  const repeated = repeatedPet(batch.changes);
-  if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+  requireEachPetOnce(batch);
   const { changes, ...origin } = batch;
   const idem = origin.idempotency;
   const keyHash = idem && idempotencyKeyHash(idem.key);

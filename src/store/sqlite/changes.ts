@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { repeatedPet, type ChangeBatch, type ChangeBatchResult, type ChangeResult, type QuantityChange, type RetireOutcome } from '../../domain/inventory.js';
+import { requireEachPetOnce, type ChangeBatch, type ChangeBatchResult, type ChangeResult, type QuantityChange, type RetireOutcome } from '../../domain/inventory.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
 import { createdEvent, deletedEvent, type NewEvent } from '../../domain/event.js';
@@ -60,8 +60,7 @@ export function changes(
     applyChange: (change) => groupCommit.submit(change),
     async applyBatch(batch) {
       // Before the queue: a caller's mistake, not the store's, so it never takes the writer's turn.
-      const repeated = repeatedPet(batch.changes);
-      if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+      requireEachPetOnce(batch);
       return batches.submit(batch);
     },
     async addItems(items) {
