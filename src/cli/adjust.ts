@@ -54,7 +54,7 @@ export const adjustCommand: Command = {
  * hex), as `cli:import` for a stocktake, and a request id of its own (decisions 5.11).
  */
 export function adjustOrigin(at: Date): ChangeOrigin {
-  return { keyId: 'cli:adjust', keyName: 'adjust', requestId: `adjust-${randomUUID()}`, at };
+  return { source: 'api', keyId: 'cli:adjust', keyName: 'adjust', requestId: `adjust-${randomUUID()}`, at };
 }
 
 /** The entry the adjustment left, or the refusal as the one line the CLI prints (exit 1). */

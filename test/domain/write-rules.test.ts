@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { encodeOutcome, judgeIdempotency, recordsFull, recordsOverCap, refusePastCap, type RecordsCap } from '../../src/domain/idempotency.js';
-import { judgeChange, repeatedPet, requireEachPetOnce, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
+import { judgeChange, repeatedPet, requireEachPetOnce, type InventoryEntry } from '../../src/domain/inventory.js';
+import { writesChange } from '../../src/domain/write-kinds.js';
 import { QUANTITY_MAX } from '../../src/schemas/values.js';
 
 const ENTRY: InventoryEntry = { item: { petId: 9007199254740993n, quantity: 5, status: 'pending' }, version: 3 };
@@ -49,7 +50,7 @@ test('repeatedPet: the index of the first change that repeats an earlier petId, 
 });
 
 test('requireEachPetOnce throws for a batch that changes a pet twice, naming the change that repeats it', () => {
-  const origin = { keyId: 'key_test', keyName: 'test', requestId: 'r', at: new Date() } as const;
+  const origin = { source: 'api', keyId: 'key_test', keyName: 'test', requestId: 'r', at: new Date() } as const;
   const change = (petId: bigint) => ({ petId, quantity: 1, reason: null });
   assert.doesNotThrow(() => requireEachPetOnce({ ...origin, changes: [change(1n), change(2n)] }));
   assert.throws(() => requireEachPetOnce({ ...origin, changes: [change(1n), change(2n), change(1n)] }), /^Error: changes\[2\] repeats the petId of an earlier change/);
@@ -140,8 +141,8 @@ test('refusePastCap: within the cap nothing more is asked; over it, expired reco
 });
 
 test('writesChange: a request always writes, a stocktake only a count that differs (decisions 5.4, 5.8)', () => {
-  assert.equal(writesChange('request', 4, 4), true);
-  assert.equal(writesChange('request', 4, 5), true);
-  assert.equal(writesChange('stocktake', 4, 4), false);
-  assert.equal(writesChange('stocktake', 4, 5), true);
+  assert.equal(writesChange('updated', 4, 4), true);
+  assert.equal(writesChange('updated', 4, 5), true);
+  assert.equal(writesChange('imported', 4, 4), false);
+  assert.equal(writesChange('imported', 4, 5), true);
 });

@@ -69,11 +69,11 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
   /** Applies each change, then, if any changed an entry, their events, the store version and the change log: last, as in every write. */
   const applyAll = (changes: readonly QuantityChange[], each: (change: QuantityChange) => BatchResult): BatchResult[] => {
     const results = changes.map(each);
-    const petIds: bigint[] = [];
+    const applied: QuantityChange[] = [];
     results.forEach((r, i) => {
-      if (appendsEvent(r)) petIds.push(changes[i]!.petId);
+      if (appendsEvent(r)) applied.push(changes[i]!);
     });
-    write.recordApplied(petIds, omitEvents);
+    write.recordApplied(applied, omitEvents);
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.

@@ -49,7 +49,10 @@ function applierOn(db: Database.Database): Applier {
         verdicts.push(verdict);
       }
       const entries = changes.map((change, i) => write.apply({ ...origin, ...change }, verdicts[i]!));
-      write.recordApplied(changes.map((c) => c.petId), omitEvents);
+      write.recordApplied(
+        changes.map(({ petId }) => ({ petId, source: origin.source })),
+        omitEvents,
+      );
       return { kind: 'applied', entries };
     }
   });
