@@ -6,7 +6,7 @@ import type { ChangeReason, PetStatus } from '../schemas/inventory.js';
 export { EVENT_TYPES };
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Who made the change: a request to the API (the dashboard's too), or the operator's CLI (add, import, remove, first run). */
+/** Who made the change: a request to the API (the dashboard's too), or the operator's CLI (add, adjust, import, remove, first run). */
 export type EventSource = 'api' | 'cli';
 
 /**
