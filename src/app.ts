@@ -156,7 +156,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   // Every instance (and worker) delivers to the endpoints whose lease it holds: none, some or all.
   const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhooksAllowPrivate });
   const dispatcher = new WebhookDispatcher({
-    webhooks: store.webhooks,
+    deliveries: store.webhookDeliveries,
     events: store.events,
     send: (url, message) => sender.send(url, message),
     schedule: config.webhookRetrySchedule,

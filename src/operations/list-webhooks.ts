@@ -1,6 +1,6 @@
 import { backlogOf, type WebhookEndpoint } from '../domain/webhook.js';
 import { WebhookListSchema, type WebhookEndpointBody, type WebhookListBody } from '../schemas/webhook.js';
-import type { Events, Webhooks } from '../store/store.js';
+import type { Events, WebhookEndpoints } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { NoQuery, type OperationSpec } from './operation.js';
 
@@ -40,14 +40,22 @@ export function webhookEndpointBody(endpoint: WebhookEndpoint, head: number): We
   };
 }
 
+/** What the list of endpoints reads: the endpoints, and the event log's head. */
+export interface WebhookListSource {
+  /** Where the endpoints are listed. */
+  webhookEndpoints: Pick<WebhookEndpoints, 'listEndpoints'>;
+  /** Where the head is read, for each endpoint's backlog. */
+  events: Pick<Events, 'head'>;
+}
+
 /** Every endpoint, then the head: read in that order, the head is never behind an endpoint's deliveredSeq. */
-export async function webhookList(store: { webhooks: Pick<Webhooks, 'listEndpoints'>; events: Pick<Events, 'head'> }): Promise<WebhookListBody> {
-  const endpoints = await store.webhooks.listEndpoints();
+export async function webhookList(store: WebhookListSource): Promise<WebhookListBody> {
+  const endpoints = await store.webhookEndpoints.listEndpoints();
   const head = await store.events.head();
   return { items: endpoints.map((e) => webhookEndpointBody(e, head)), head };
 }
 
 /** GET /v1/webhooks: every endpoint's state, never its secrets. */
-export async function answerListWebhooks(store: { webhooks: Pick<Webhooks, 'listEndpoints'>; events: Pick<Events, 'head'> }): Promise<Answer> {
+export async function answerListWebhooks(store: WebhookListSource): Promise<Answer> {
   return jsonAnswer(200, JSON.stringify(await webhookList(store)));
 }
