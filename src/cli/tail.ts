@@ -42,7 +42,7 @@ export const tailCommand: Command = {
     const format = values.json ? (e: InventoryEvent) => eventJson(e) : eventLine;
     const stop = stopSignalOf(io);
     try {
-      await withExistingStore(io, ({ events }) => tail(events, { after, format, io, signal: stop.signal }));
+      await withExistingStore(io, ['events'], ({ events }) => tail(events, { after, format, io, signal: stop.signal }));
     } finally {
       stop.release();
     }

@@ -74,7 +74,7 @@ export const removeCommand: Command = {
   async run(args, io) {
     const id = idOnly('remove', args, REMOVE_HELP, io);
     if (id === undefined) return 0;
-    await withExistingStore(io, async ({ webhookEndpoints }) => {
+    await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }) => {
       if (!(await webhookEndpoints.removeEndpoint(id))) throw noEndpoint(id);
     });
     io.stdout(`Removed webhook endpoint ${id} and its delivery log.\n`);
@@ -88,7 +88,7 @@ export const disableCommand: Command = {
   async run(args, io) {
     const id = idOnly('disable', args, DISABLE_HELP, io);
     if (id === undefined) return 0;
-    const message = await withExistingStore(io, async ({ webhookEndpoints }) => {
+    const message = await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }) => {
       const endpoint = await webhookEndpoints.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
       // Already off: its reason (a 410, retries used up) says more than "by an operator" would.
@@ -118,7 +118,7 @@ export const enableCommand: Command = {
   async run(args, io) {
     const id = idOnly('enable', args, ENABLE_HELP, io);
     if (id === undefined) return 0;
-    const { endpoint, events } = await withExistingStore(io, async (store) => {
+    const { endpoint, events } = await withExistingStore(io, ['webhookEndpoints', 'events'], async (store) => {
       if (!(await store.webhookEndpoints.enableEndpoint(id))) throw noEndpoint(id);
       return standing(store, id);
     });
@@ -136,7 +136,7 @@ export const replayCommand: Command = {
     const id = endpointIdArgument('replay', positionals);
     const from = values.from === undefined || !/^[1-9]\d{0,15}$/.test(values.from) ? NaN : Number(values.from);
     if (!Number.isSafeInteger(from)) throw new CliError('webhooks replay needs --from SEQ, a whole number from 1', EXIT_USAGE);
-    const { endpoint, events } = await withExistingStore(io, async (store) => {
+    const { endpoint, events } = await withExistingStore(io, ['webhookEndpoints', 'events'], async (store) => {
       // Past the head it would pass over the events committed until then, unsent.
       const head = await store.events.head();
       if (from > head + 1) throw new CliError(`--from ${from} is past the newest event, seq ${head}: nothing there to deliver again`, EXIT_USAGE);
@@ -157,7 +157,7 @@ export const rotateSecretCommand: Command = {
     if (values.help) return printHelp(io, ROTATE_HELP);
     const id = endpointIdArgument('rotate-secret', positionals);
     const until = new Date(Date.now() + PREVIOUS_SECRET_MS);
-    const endpoint = await withExistingStore(io, ({ webhookEndpoints }) => webhookEndpoints.rotateSecret(id, newWebhookSecret(), until));
+    const endpoint = await withExistingStore(io, ['webhookEndpoints'], ({ webhookEndpoints }) => webhookEndpoints.rotateSecret(id, newWebhookSecret(), until));
     if (!endpoint) throw noEndpoint(id);
     if (values.json) {
       io.stdout(`${JSON.stringify({ id: endpoint.id, secret: endpoint.secret, previousSecretUntil: until.toISOString() })}\n`);

@@ -26,7 +26,7 @@ export const testCommand: Command = {
     const { values, positionals } = parseCommandArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
     if (values.help) return printHelp(io, TEST_HELP);
     const id = endpointIdArgument('test', positionals);
-    const { attempt, url, outcome } = await withExistingStore(io, async ({ webhookEndpoints }, config) => {
+    const { attempt, url, outcome } = await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }, config) => {
       const endpoint = await webhookEndpoints.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
       const now = new Date();
