@@ -24,6 +24,9 @@ test('an import that runs back up the layers of src/ fails the lint, at any dept
     ['src/schemas/values.ts', "import { etagOf } from '../domain/inventory.js';"],
     ['src/app.ts', "import { startServer } from './server.js';"],
     ['src/pipeline/rules.ts', "import { fastLane } from '../http/fast-lane.js';"],
+    ['src/http/fast-lane.ts', "import { docsPage } from '../docs-page/page.js';"],
+    ['src/docs-page/page.ts', "import { docsRoutes } from '../routes/docs.js';"],
+    ['src/operations/index.ts', "export { registerOperations } from '../routes/operations.js';"],
     ['dashboard/src/app.tsx', "import { etagOf } from '../../src/domain/inventory.js';"],
   ];
   for (const [file, code] of upward) {
@@ -35,7 +38,8 @@ test('imports down the layers, and within a layer, pass', async () => {
   const downward: [file: string, code: string][] = [
     ['src/store/sqlite/entries.ts', "import type { Entries } from '../store.js';"],
     ['src/store/sqlite/entries.ts', "import type { InventoryEntry } from '../../domain/inventory.js';"],
-    ['src/routes/inventory.ts', "import { fastLane } from '../http/fast-lane.js';"],
+    ['src/routes/operations.ts', "import { contextOf } from '../http/fastify-pipeline.js';"],
+    ['src/routes/docs.ts', "import { docsPage } from '../docs-page/page.js';"],
     ['src/cli/serve.ts', "import { startServer } from '../server.js';"],
     ['src/metrics/server.ts', "import { x } from './cells.js';"],
     ['src/app.ts', "import { ListCache } from './cache/list-cache.js';"],
