@@ -1,10 +1,12 @@
 import { backlogOf, type WebhookEndpoint } from '../domain/webhook.js';
-import { WebhookListSchema, type WebhookEndpointBody, type WebhookListBody } from '../schemas/webhook.js';
+import { WebhookEndpointSchema, WebhookListSchema, type WebhookEndpointBody, type WebhookListBody } from '../schemas/webhook.js';
 import type { Events, WebhookEndpoints } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
-import { NoQuery, type OperationSpec } from './operation.js';
+import { operation } from './handler.js';
+import { NoQuery } from './operation.js';
+import { WEBHOOKS_TAG } from './tags.js';
 
-export const listWebhooks = {
+export const listWebhooks = operation({
   operationId: 'listWebhooks',
   method: 'GET',
   path: '/v1/webhooks',
@@ -12,14 +14,15 @@ export const listWebhooks = {
   description:
     'Every webhook endpoint, oldest first: its URL, whether it is enabled (or why not), the seq delivered up to, the backlog, ' +
     'and the last failure. Read-only: endpoints are added, changed and removed with the CLI (`webhooks`). Never a signing secret.',
-  tags: ['webhooks'],
+  tags: [WEBHOOKS_TAG],
   scope: 'webhooks:manage',
   querystring: NoQuery,
   responses: {
     200: { description: 'Every endpoint and the event log\'s head', schema: WebhookListSchema },
   },
   extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
+  components: { WebhookEndpoint: WebhookEndpointSchema, WebhookList: WebhookListSchema },
+}, ({ store }) => () => answerListWebhooks(store));
 
 /** An endpoint as the API and `webhooks list --json` show it: field by field, so a secret never slips in. */
 export function webhookEndpointBody(endpoint: WebhookEndpoint, head: number): WebhookEndpointBody {
