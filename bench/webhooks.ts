@@ -109,7 +109,7 @@ async function databaseWithEndpoints(backend: Backend, name: string, size: numbe
   const store = await openStore(databaseUrl);
   try {
     for (let i = 0; i < endpoints; i++) {
-      await store.webhooks.addEndpoint({ id: newEndpointId(), url: `${url}/${i}`, description: 'bench', secret: newWebhookSecret(), createdAt: new Date() });
+      await store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: `${url}/${i}`, description: 'bench', secret: newWebhookSecret(), createdAt: new Date() });
     }
   } finally {
     await store.close();

@@ -1,7 +1,8 @@
 /**
  * The layers of src/, bottom first, as docs/architecture.md draws them: a file may import from its
  * own layer and those below, never from one above. eslint.config.js turns this table into
- * no-restricted-imports rules, so an import that runs back up fails `npm run lint`.
+ * no-restricted-imports rules, and no-restricted-syntax rules for import(), so an import that runs
+ * back up, static or dynamic, fails `npm run lint`.
  */
 export const LAYERS = [
   ['errors.ts', 'json.ts', 'schemas'],
@@ -12,7 +13,9 @@ export const LAYERS = [
   ['openapi'],
   ['pipeline'],
   ['metrics'],
-  ['http', 'routes'],
+  ['http'],
+  ['docs-page'],
+  ['routes'],
   ['app.ts', 'first-run.ts'],
   ['server.ts', 'stop-signals.ts', 'port-in-use.ts'],
   ['cluster.ts'],
@@ -36,6 +39,23 @@ function patternsAbove(index, depth) {
   });
 }
 
+/**
+ * The same patterns for import() (ESLint's no-restricted-imports sees only static imports), as
+ * no-restricted-syntax selectors on its string, or its template's text before the first ${}. A
+ * selector's regex cannot hold a slash: each is written \x2F.
+ */
+function dynamicImportsOf(patterns) {
+  return patterns.map(({ regex, message }) => {
+    const source = `/${regex.replaceAll('/', '\\x2F')}/`;
+    return { selector: `ImportExpression:matches([source.value=${source}], [source.quasis.0.value.cooked=${source}])`, message };
+  });
+}
+
+/** The rules refusing `patterns`, written as static imports, re-exports or import(). */
+function restrictedImports(patterns) {
+  return { 'no-restricted-imports': ['error', { patterns }], 'no-restricted-syntax': ['error', ...dynamicImportsOf(patterns)] };
+}
+
 /** The ESLint config blocks that enforce LAYERS, one per layer entry and folder depth. */
 export function layerRules() {
   const blocks = [];
@@ -46,7 +66,7 @@ export function layerRules() {
         : Array.from({ length: MAX_NESTING + 1 }, (_, nesting) => [`src/${name}/${'*/'.repeat(nesting)}*.ts`, nesting + 1]);
       for (const [glob, depth] of globs) {
         const patterns = patternsAbove(index, depth);
-        if (patterns.length > 0) blocks.push({ files: [glob], rules: { 'no-restricted-imports': ['error', { patterns }] } });
+        if (patterns.length > 0) blocks.push({ files: [glob], rules: restrictedImports(patterns) });
       }
     }
   });
@@ -56,15 +76,8 @@ export function layerRules() {
     ['clients/typescript/src/*.ts', '../../../src/'],
   ];
   for (const [glob, serviceSources] of outside) {
-    blocks.push({
-      files: [glob],
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          { patterns: [{ regex: `^${escape(serviceSources)}`, message: 'The dashboard and the client use the service through its HTTP API, never its sources.' }] },
-        ],
-      },
-    });
+    const message = 'The dashboard and the client use the service through its HTTP API, never its sources.';
+    blocks.push({ files: [glob], rules: restrictedImports([{ regex: `^${escape(serviceSources)}`, message }]) });
   }
   return blocks;
 }

@@ -9,7 +9,7 @@ import type { Config } from './config.js';
 import { schedulePruning } from './prune-timer.js';
 import { ConnectionManager } from './http/connections.js';
 import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
-import { EventStreams } from './http/event-streams.js';
+import { eventStreamPort, EventStreams } from './http/event-streams.js';
 import { fastLane, type FastLaneStats, type RequestHandler } from './http/fast-lane.js';
 import { registerPipeline } from './http/fastify-pipeline.js';
 import { UNIT_MS } from './domain/duration.js';
@@ -22,19 +22,15 @@ import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { EventLoopDelay } from './limits/event-loop-delay.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { serviceDocument } from './openapi/service-document.js';
+import { OPERATIONS } from './operations/index.js';
 import { compileSchemaValidator } from './operations/schema-validator.js';
 import { clientAddressReader } from './pipeline/client-address.js';
 import { RequestPipeline, type Rule } from './pipeline/pipeline.js';
 import { standardRules } from './pipeline/rules.js';
-import { callingKeyRoutes } from './routes/calling-key.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { docsRoutes } from './routes/docs.js';
-import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
-import { historyRoutes } from './routes/history.js';
-import { inventoryRoutes } from './routes/inventory.js';
-import { openApiRoutes } from './routes/openapi.js';
-import { webhookRoutes } from './routes/webhooks.js';
+import { registerOperations } from './routes/operations.js';
 import type { Store } from './store/store.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookSender } from './webhooks/sender.js';
@@ -156,7 +152,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   // Every instance (and worker) delivers to the endpoints whose lease it holds: none, some or all.
   const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhooksAllowPrivate });
   const dispatcher = new WebhookDispatcher({
-    webhooks: store.webhooks,
+    deliveries: store.webhookDeliveries,
     events: store.events,
     send: (url, message) => sender.send(url, message),
     schedule: config.webhookRetrySchedule,
@@ -215,29 +211,27 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   registerErrorHandling(app, pipeline, config.bodyLimit);
 
   const methodsByPath = collectRouteMethods(app);
-  await app.register(healthRoutes);
   const document = serviceDocument(config);
-  await app.register(openApiRoutes(JSON.stringify(document)));
-  await app.register(docsRoutes(document));
-  await app.register(dashboardRoutes({ directory: dashboardDirectory }));
-  await app.register(
-    inventoryRoutes({
-      requireIfMatch: config.requireIfMatch,
-      idempotencyRecordsPerKey: config.idempotencyRecordsPerKey,
+  // The pages and probes that are not operations of the API.
+  for (const routes of [healthRoutes, docsRoutes(document), dashboardRoutes({ directory: dashboardDirectory })]) await app.register(routes);
+  const changeOptions = { requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey };
+  registerOperations(app, OPERATIONS, {
+    dependencies: {
+      store,
       listCache,
-      bodyLimit: config.bodyLimit,
+      changeOptions,
       batchMaxChanges: config.batchMaxChanges,
-      rateLimiter,
-    }),
-  );
-  await app.register(historyRoutes);
-  await app.register(eventRoutes({ pipeline, events: store.events, streams }));
-  await app.register(callingKeyRoutes);
-  await app.register(webhookRoutes);
+      openApiDocumentJson: JSON.stringify(document),
+      eventStreams: eventStreamPort(streams, connections),
+    },
+    pipeline,
+    limits: config,
+    rateLimiter,
+  });
   registerMethodNotAllowed(app, methodsByPath);
 
   handle = fastLane(
-    { pipeline, listCache, changes: store.changes, bodyLimit: config.bodyLimit, requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey },
+    { pipeline, listCache, changes: store.changes, bodyLimit: config.bodyLimit, ...changeOptions },
     app.fastLane,
     fastifyHandler!,
   );

@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
 import { generateApiKey } from './domain/api-key.js';
 import type { InventoryItem } from './schemas/inventory.js';
-import { DuplicatePetError, type Store } from './store/store.js';
+import { DuplicatePetError, type ApiKeys, type Changes, type Entries } from './store/store.js';
 
 /** A few entries for trying the API (`serve --demo` on an empty store). */
 export const DEMO_PETS: readonly InventoryItem[] = [
@@ -16,7 +16,11 @@ export const DEMO_PETS: readonly InventoryItem[] = [
  * What a server does to a store before it serves: adds DEMO_PETS when asked and the store has no
  * entries, and on a store with no API keys creates the first-run key, which it returns.
  */
-export async function prepareStore(store: Pick<Store, 'entries' | 'changes' | 'keys'>, config: Config, demo: boolean): Promise<string | undefined> {
+export async function prepareStore(
+  store: { entries: Pick<Entries, 'listInventory'>; changes: Pick<Changes, 'addItems'>; keys: Pick<ApiKeys, 'insertFirstApiKey'> },
+  config: Config,
+  demo: boolean,
+): Promise<string | undefined> {
   if (demo && (await store.entries.listInventory()).length === 0) {
     try {
       await store.changes.addItems(DEMO_PETS);

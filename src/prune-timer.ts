@@ -1,6 +1,6 @@
 import { UNIT_MS } from './domain/duration.js';
 import type { Config } from './config.js';
-import type { Events, Maintenance, Webhooks } from './store/store.js';
+import type { Events, Maintenance } from './store/store.js';
 
 /** How often each instance deletes expired idempotency records and, with a retention, old history and events. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -33,7 +33,7 @@ export interface PruneTimer {
  * interleave. With several instances each runs it: the steps are cheap and idempotent.
  */
 export function schedulePruning(
-  store: { maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory'>; events: Pick<Events, 'purgeEvents'>; webhooks: Pick<Webhooks, 'purgeDeliveries'> },
+  store: { maintenance: Pick<Maintenance, 'purgeIdempotencyRecords' | 'purgeHistory' | 'purgeDeliveries'>; events: Pick<Events, 'purgeEvents'> },
   settings: Pick<Config, 'historyRetentionDays' | 'eventsRetentionDays'>,
   log: PruneLog,
   intervalMs = PRUNE_INTERVAL_MS,
@@ -59,7 +59,7 @@ export function schedulePruning(
     }
     // The webhook delivery log is kept as long as the events it tells of.
     if (settings.eventsRetentionDays > 0 && !stopped) {
-      deliveries = await store.webhooks.purgeDeliveries(olderThan(now, settings.eventsRetentionDays)).catch(failed('webhook deliveries'));
+      deliveries = await store.maintenance.purgeDeliveries(olderThan(now, settings.eventsRetentionDays)).catch(failed('webhook deliveries'));
     }
     if (records || rows || events || deliveries) {
       log.info({ idempotencyRecords: records ?? 0, historyRows: rows ?? 0, events: events ?? 0, webhookDeliveries: deliveries ?? 0 }, 'housekeeping deleted old rows');

@@ -66,9 +66,9 @@ test('housekeeping deletes events past EVENTS_RETENTION_DAYS, oldest first, and 
   const seqs = async (after: number) => (await store.events.readEvents(after, 10)).items.map((e) => e.seq);
   assert.deepEqual(await seqs(0), [1, 2, 3, 4, 5]);
   // Two attempts logged, 31 days and 1 day ago.
-  await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://receiver.example/hook', description: null, secret: 'whsec_c2VjcmV0', createdAt: new Date() });
+  await store.webhookEndpoints.addEndpoint({ id: 'whk_1', url: 'https://receiver.example/hook', description: null, secret: 'whsec_c2VjcmV0', createdAt: new Date() });
   const attempt = (seq: number, daysAgo: number) => ({ endpointId: 'whk_1', eventId: `evt_${seq}`, seq, attemptedAt: new Date(now - daysAgo * DAY_MS), status: 204, error: null, durationMs: 3, responseBody: '' });
-  await store.webhooks.recordAttempts([attempt(3, 31), attempt(5, 1)]);
+  await store.webhookEndpoints.recordAttempts([attempt(3, 31), attempt(5, 1)]);
 
   const log = recordingLog();
   const keepAll = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 0 }, log);
@@ -80,7 +80,7 @@ test('housekeeping deletes events past EVENTS_RETENTION_DAYS, oldest first, and 
   t.after(() => thirtyDays.stop());
   await thirtyDays.runNow();
   assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 0, historyRows: 0, events: 3, webhookDeliveries: 1 }, message: 'housekeeping deleted old rows' }]);
-  assert.deepEqual((await store.webhooks.listDeliveries('whk_1', 10)).map((a) => a.eventId), ['evt_5'], 'the delivery log is kept as long as the events');
+  assert.deepEqual((await store.webhookEndpoints.listDeliveries('whk_1', 10)).map((a) => a.eventId), ['evt_5'], 'the delivery log is kept as long as the events');
   assert.deepEqual(await store.events.readEvents(0, 10), { items: [], head: 5, pruned: true });
   assert.deepEqual(await store.events.readEvents(2, 10), { items: [], head: 5, pruned: true });
   assert.deepEqual(await seqs(3), [4, 5]);

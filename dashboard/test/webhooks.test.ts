@@ -49,9 +49,9 @@ for (const backend of BACKENDS) {
   describe(`the dashboard's Webhooks panel on ${backend}`, { skip: skipBrowser || (await backendSkip(backend)) }, () => {
     test('a key with webhooks:manage sees each endpoint\'s state when it opens the panel, and no secret', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }] });
-      await api.store.webhooks.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret: SECRET, createdAt: new Date(Date.now() - 1000) });
-      await api.store.webhooks.addEndpoint({ id: 'whk_shop', url: 'https://shop.example/hook', description: null, secret: SECRET, createdAt: new Date() });
-      await api.store.webhooks.disableEndpoint('whk_shop', DISABLED_BY_OPERATOR);
+      await api.store.webhookEndpoints.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret: SECRET, createdAt: new Date(Date.now() - 1000) });
+      await api.store.webhookEndpoints.addEndpoint({ id: 'whk_shop', url: 'https://shop.example/hook', description: null, secret: SECRET, createdAt: new Date() });
+      await api.store.webhookEndpoints.disableEndpoint('whk_shop', DISABLED_BY_OPERATOR);
       const head = await api.store.events.head();
       const change = await api.request({ method: 'PATCH', url: '/v1/inventory/1', key: api.keys.write, body: { quantity: 2 } });
       assert.equal(change.status, 200);
@@ -72,7 +72,7 @@ for (const backend of BACKENDS) {
 
     test('another key sees a note saying a key with webhooks:manage shows them, and asks for nothing', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }] });
-      await api.store.webhooks.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret: SECRET, createdAt: new Date(Date.now() - 1000) });
+      await api.store.webhookEndpoints.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret: SECRET, createdAt: new Date(Date.now() - 1000) });
       const { page, traffic } = await signedIn(t, api, api.keys.read);
       await page.getByText('Webhooks', { exact: true }).click();
       await page.getByText('A key with the scope webhooks:manage shows the webhook endpoints here.').waitFor();

@@ -41,7 +41,7 @@ export const adjustCommand: Command = {
     const reason = values.reason === undefined ? null : parseReasonText(values.reason);
     if (reason === undefined) throw new CliError(invalidValueMessage('--reason', `one of ${CHANGE_REASONS.join(', ')}`, quoteForMessage(values.reason!)), EXIT_USAGE);
 
-    const result = await withExistingStore(io, ({ changes }) => changes.applyChange({ petId, delta, reason, ...adjustOrigin(new Date()) }));
+    const result = await withExistingStore(io, ['changes'], ({ changes }) => changes.applyChange({ petId, delta, reason, ...adjustOrigin(new Date()) }));
     const entry = appliedEntry(result, petId, delta);
     io.stdout(`${stringifyJson(entry.item)}\n`);
     io.stderr(`Pet ${petId}: ${entry.item.quantity - delta} -> ${entry.item.quantity} (${values.delta}${reason ? `, ${reason}` : ''}).\n`);

@@ -41,7 +41,7 @@ export const exportCommand: Command = {
     const [file] = positionals;
     const format = exportFormat(file, values.format);
     const started = performance.now();
-    const count = await withExistingStore(io, ({ entries }) => (file === undefined ? exportTo(entries, format, stdoutOf(io)) : exportToFile(entries, format, file)));
+    const count = await withExistingStore(io, ['entries'], ({ entries }) => (file === undefined ? exportTo(entries, format, stdoutOf(io)) : exportToFile(entries, format, file)));
     const seconds = (performance.now() - started) / 1000;
     const summary = `exported ${count.toLocaleString('en-US')} ${count === 1 ? 'entry' : 'entries'}${file === undefined ? '' : ` to ${file}`} in ${formatRate(count, seconds, 'entries')}\n`;
     // On standard output the entries are the output: the summary goes beside them.

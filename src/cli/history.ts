@@ -37,7 +37,7 @@ export const historyCommand: Command = {
     if (!(limit >= 1 && limit <= LIMIT_MAX)) throw new CliError(`--limit must be a whole number from 1 to ${LIMIT_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
     const before = values.cursor === undefined ? undefined : parseCursor(values.cursor);
     // One row more than shown tells whether an older page follows, as the API does.
-    const rows = await withExistingStore(io, ({ history }) => history.listHistory(petId, { limit: limit + 1, ...(before !== undefined && { before }) }));
+    const rows = await withExistingStore(io, ['history'], ({ history }) => history.listHistory(petId, { limit: limit + 1, ...(before !== undefined && { before }) }));
     if (!rows) throw new CliError(`pet ${petId} has no inventory entry`);
     const { rows: page, nextCursor } = historyPageOf(rows, limit);
     if (values.json) io.stdout(`${stringifyJson({ items: page.map(historyItem), nextCursor })}\n`);

@@ -69,7 +69,7 @@ const createCommand: Command = {
     const name = checkName(values.name);
     const scopes = checkScopes(values.scope ?? DEFAULT_SCOPES);
     const expiresAt = checkExpiry(values['expires-in']);
-    const { key, record } = await withStore(io, ({ keys }, config) =>
+    const { key, record } = await withStore(io, ['keys'], ({ keys }, config) =>
       issueApiKey(keys, { name, environment: config.environment, scopes, expiresAt }),
     );
     io.stdout(values.json ? `${JSON.stringify(createdKeyJson(key, record))}\n` : `${key}\n`);
@@ -87,7 +87,7 @@ const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
-    const records = await withExistingStore(io, ({ keys }) => keys.listApiKeys());
+    const records = await withExistingStore(io, ['keys'], ({ keys }) => keys.listApiKeys());
     const now = new Date();
     if (values.json) {
       io.stdout(`${JSON.stringify(records.map((r) => listedKeyJson(r, now)))}\n`);
@@ -113,7 +113,7 @@ const revokeCommand: Command = {
     if (Object.values(KEY_PREFIX).some((prefix) => id.startsWith(prefix))) {
       throw new CliError('that is an API key, not a key id: pass the key_... id that "petstore-inventory keys list" shows', EXIT_USAGE);
     }
-    const record = await withExistingStore(io, async ({ keys }) => {
+    const record = await withExistingStore(io, ['keys'], async ({ keys }) => {
       const found = (await keys.listApiKeys()).find((r) => r.id === id);
       if (!found) throw new CliError(`no API key has the id ${JSON.stringify(id.slice(0, 64))} (see "petstore-inventory keys list")`);
       if (found.revokedAt || !(await keys.revokeApiKey(id, new Date()))) {

@@ -57,7 +57,7 @@ const addCommand: Command = {
       quantity: parseOption('quantity', '--quantity', values.quantity ?? String(QUANTITY_MIN)),
       status: parseOption('status', '--status', values.status),
     };
-    await withStore(io, async ({ changes }) => {
+    await withStore(io, ['changes'], async ({ changes }) => {
       try {
         await changes.addItems([item]);
       } catch (err) {
@@ -75,7 +75,7 @@ const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
-    const items = await withExistingStore(io, ({ entries }) => entries.listInventory());
+    const items = await withExistingStore(io, ['entries'], ({ entries }) => entries.listInventory());
     if (values.json) io.stdout(`${stringifyJson(items)}\n`);
     else if (items.length === 0) io.stdout('No inventory entries yet. Create them with "pets add" or "pets import FILE".\n');
     else io.stdout(formatItems(items));

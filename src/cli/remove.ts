@@ -27,7 +27,7 @@ export const removeCommand: Command = {
     });
     if (values.help) return printHelp(io, REMOVE_HELP);
     const petId = petIdArgument('pets remove', positionals);
-    const outcome = await withExistingStore(io, ({ changes }) => changes.retireEntry(petId, { force: values.force ?? false, at: new Date() }));
+    const outcome = await withExistingStore(io, ['changes'], ({ changes }) => changes.retireEntry(petId, { force: values.force ?? false, at: new Date() }));
     switch (outcome.kind) {
       case 'not_found':
         throw new CliError(`pet ${petId} has no inventory entry`);

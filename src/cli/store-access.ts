@@ -1,27 +1,31 @@
 import { existsSync } from 'node:fs';
 import { DEFAULT_DATABASE_URL, loadConfig, type Config } from '../config.js';
 import { openStore, parseDatabaseUrl } from '../store/open.js';
-import type { Store } from '../store/store.js';
+import type { PortName, Store } from '../store/store.js';
 import { CliError, type CliIO } from './io.js';
 
 /** Where a command writes; stderr, when given, hears of a store file the command created. */
 type StoreIO = Pick<CliIO, 'env'> & Partial<Pick<CliIO, 'stderr'>>;
 
+/** What a command does with the ports it named (those alone) and the config. */
+type WithPorts<N extends PortName, T> = (ports: Pick<Store, N>, config: Config) => Promise<T>;
+
 /**
  * Opens the store that the command's environment names (DATABASE_URL, as the server reads it),
- * runs `fn` with it and the config, and closes the store whatever happens. For commands that
- * write: a SQLite file that does not exist yet is created, and stderr says where.
+ * runs `fn` with the ports the command names (and only those) and the config, and closes the
+ * store whatever happens. For commands that write: a SQLite file that does not exist yet is
+ * created, and stderr says where.
  */
-export async function withStore<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
-  return use(io, fn, 'create');
+export async function withStore<N extends PortName, T>(io: StoreIO, ports: readonly N[], fn: WithPorts<N, T>): Promise<T> {
+  return use(io, ports, fn, 'create');
 }
 
 /**
  * withStore for commands that only read (or change what must already be there): a SQLite file
  * that does not exist is not created, and the command fails naming the path it looked at.
  */
-export async function withExistingStore<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
-  return use(io, fn, 'existing');
+export async function withExistingStore<N extends PortName, T>(io: StoreIO, ports: readonly N[], fn: WithPorts<N, T>): Promise<T> {
+  return use(io, ports, fn, 'existing');
 }
 
 /** Creates the store databaseUrl names if it is a SQLite file that does not exist yet, saying where on stderr. */
@@ -29,11 +33,12 @@ export async function createStoreIfMissing(databaseUrl: string, io: Pick<CliIO, 
   if (missingStoreFile(databaseUrl) !== undefined) await (await openCliStore(databaseUrl, io, 'create')).close();
 }
 
-async function use<T>(io: StoreIO, fn: (store: Store, config: Config) => Promise<T>, mode: 'create' | 'existing'): Promise<T> {
+async function use<N extends PortName, T>(io: StoreIO, ports: readonly N[], fn: WithPorts<N, T>, mode: 'create' | 'existing'): Promise<T> {
   const config = loadConfig(io.env);
   const store = await openCliStore(config.databaseUrl, io, mode, config.databaseDirectUrl);
   try {
-    return await fn(store, config);
+    // The named ports alone, so a command cannot reach for one it did not name.
+    return await fn(Object.fromEntries(ports.map((name) => [name, store[name]])) as Pick<Store, N>, config);
   } finally {
     await store.close();
   }

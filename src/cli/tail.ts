@@ -42,7 +42,7 @@ export const tailCommand: Command = {
     const format = values.json ? (e: InventoryEvent) => eventJson(e) : eventLine;
     const stop = stopSignalOf(io);
     try {
-      await withExistingStore(io, ({ events }) => tail(events, { after, format, io, signal: stop.signal }));
+      await withExistingStore(io, ['events'], ({ events }) => tail(events, { after, format, io, signal: stop.signal }));
     } finally {
       stop.release();
     }
@@ -68,7 +68,7 @@ interface TailOptions {
  * say it appended (onAppended) or for the poll, whichever comes first. A store out of reach is
  * said once and tried again at the poll.
  */
-async function tail(events: Events, { after, format, io, signal: stopped }: TailOptions): Promise<void> {
+async function tail(events: Pick<Events, 'readEvents' | 'head' | 'onAppended'>, { after, format, io, signal: stopped }: TailOptions): Promise<void> {
   // A reader that went away (EPIPE: "| head") ends the tail as Ctrl-C does.
   const readerGone = new AbortController();
   const signal = AbortSignal.any([stopped, readerGone.signal]);

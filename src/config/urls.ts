@@ -1,4 +1,5 @@
-import { parseDatabaseUrl, postgresUrlProblem } from '../store/open.js';
+import { parseDatabaseUrl } from '../store/open.js';
+import { postgresUrlProblem } from '../store/postgres/url.js';
 import { ConfigError } from './error.js';
 import type { SettingValue } from './setting.js';
 

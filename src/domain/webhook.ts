@@ -32,7 +32,7 @@ export interface WebhookEndpoint {
   lastFailure: string | null;
 }
 
-/** What adding an endpoint needs; it starts at the log's head (Webhooks.addEndpoint). */
+/** What adding an endpoint needs; it starts at the log's head (WebhookEndpoints.addEndpoint). */
 export interface NewWebhookEndpoint {
   id: string;
   url: string;

@@ -1,7 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { EventHub } from '../cache/event-hub.js';
 import { ApiError } from '../errors.js';
+import type { EventStreamPort } from '../operations/handler.js';
 import type { Events } from '../store/store.js';
+import type { ConnectionManager } from './connections.js';
 import { EventStream, type EventStreamOptions } from './event-stream.js';
 
 /**
@@ -54,4 +56,25 @@ export class EventStreams {
 /** A stream asked for while the process shuts down. */
 export function shuttingDown(): ApiError {
   return new ApiError('service_unavailable', 'The service is shutting down; reconnect to another instance.', { 'retry-after': '1', connection: 'close' });
+}
+
+/**
+ * The stream operation's port to `streams`, on the server's `connections`: a stream is refused
+ * while they drain, and ended with them.
+ */
+export function eventStreamPort(streams: EventStreams, connections: Pick<ConnectionManager, 'draining' | 'streaming'>): EventStreamPort {
+  return {
+    admit: () => streams.admit(),
+    hold: (res, headers, start) => {
+      // Refused here, before any byte of the stream: its connection would be ended at once.
+      if (connections.draining) throw shuttingDown();
+      // Again: other streams may have opened, or the app closed, since the first admit (the head was read between).
+      // From here to open nothing awaits, so the count admitted is the count opened.
+      streams.admit();
+      const stream = streams.open(res, headers, start);
+      connections.streaming(res, () => stream.end());
+      // A stream has no answer that ends by itself: its request is complete when the connection is gone.
+      return stream.closed;
+    },
+  };
 }

@@ -3,6 +3,7 @@ import type { EventHub, EventHubObserver } from '../cache/event-hub.js';
 import type { ListCacheObserver } from '../cache/list-cache.js';
 import { EVENT_TYPES, type EventType } from '../domain/event.js';
 import { OPERATIONS } from '../operations/index.js';
+import type { WebhookListSource } from '../operations/list-webhooks.js';
 import { OTHER_OPERATIONS } from '../pipeline/context.js';
 import type { RequestObserver } from '../pipeline/pipeline.js';
 import { BATCH_MAX, batchChannel } from '../store/group-commit.js';
@@ -181,7 +182,7 @@ export class ServiceMetrics implements RequestObserver {
   }
 
   /** Where the webhook gauges read the endpoints and the head (the store). */
-  followWebhooks(store: Pick<Store, 'webhooks' | 'events'>): void {
+  followWebhooks(store: WebhookListSource): void {
     this.#webhooks.follow(store);
   }
 

@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import { backlogOf } from '../domain/webhook.js';
-import type { Events, Webhooks } from '../store/store.js';
+import type { WebhookListSource } from '../operations/list-webhooks.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/context.js';
 import { CellCounter, CellHistogram, type HistogramCell } from './cells.js';
 
@@ -13,7 +13,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * same in every process). The endpoint label is the endpoint's id: operators make endpoints, never
  * a request, so the label's values stay few.
  */
-export function webhookMetrics(registry: Registry): { observer: WebhookObserver; follow(store: { webhooks: Pick<Webhooks, 'listEndpoints'>; events: Pick<Events, 'head'> }): void } {
+export function webhookMetrics(registry: Registry): { observer: WebhookObserver; follow(store: WebhookListSource): void } {
   const attempts = new CellCounter({
     name: 'inventory_webhook_attempts_total',
     help: 'Webhook delivery attempts made by this process, by endpoint id and result: delivered (2xx), http_error (another status), error (a timeout, a network error or a refused address).',
@@ -27,13 +27,13 @@ export function webhookMetrics(registry: Registry): { observer: WebhookObserver;
     buckets: LATENCY_BUCKETS,
     registry,
   }).cell({});
-  let source: { webhooks: Pick<Webhooks, 'listEndpoints'>; events: Pick<Events, 'head'> } | undefined;
+  let source: WebhookListSource | undefined;
   let read: Promise<{ id: string; backlog: number; enabled: boolean }[]> | undefined;
   // One read of the store serves both gauges of one scrape.
   const endpoints = () =>
     (read ??= (async () => {
       if (!source) return [];
-      const [list, head] = await Promise.all([source.webhooks.listEndpoints(), source.events.head()]);
+      const [list, head] = await Promise.all([source.webhookEndpoints.listEndpoints(), source.events.head()]);
       return list.map((e) => ({ id: e.id, backlog: backlogOf(head, e), enabled: e.enabled }));
     })().finally(() => setImmediate(() => (read = undefined))));
   /** A gauge with one value per endpoint, read from the store when scraped. */

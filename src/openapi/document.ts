@@ -1,36 +1,13 @@
 import type { TSchema } from 'typebox';
 import { ERROR_CATALOGUE, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES } from '../operations/validation.js';
-import { CallingKey, Scope } from '../schemas/calling-key.js';
-import { EventPageSchema, InventoryEventSchema } from '../schemas/event.js';
-import { WebhookEndpointSchema, WebhookListSchema } from '../schemas/webhook.js';
-import { BatchChange, BatchErrorSchema, BatchResult, ChangeReason, ErrorSchema, InventoryAdjustment, InventoryBatch, VersionedItem, HistoryItem, HistoryPage, InventoryItem, InventoryUpdate, PET_ID_INT64_NOTE, PetStatus } from '../schemas/inventory.js';
-import type { OperationSpec, ResponseSpec } from '../operations/operation.js';
+import { ErrorSchema, PET_ID_INT64_NOTE } from '../schemas/inventory.js';
+import type { NamedSchema, OperationSpec, ResponseSpec, Tag } from '../operations/operation.js';
 
 export const API_PREFIX = '/v1';
 
-/** Schemas that appear under components and are referenced by $ref wherever they are used. */
-const NAMED_SCHEMAS = new Map<TSchema, string>([
-  [InventoryItem, 'InventoryItem'],
-  [InventoryUpdate, 'InventoryUpdate'],
-  [InventoryAdjustment, 'InventoryAdjustment'],
-  [InventoryBatch, 'InventoryBatch'],
-  [BatchChange, 'BatchChange'],
-  [BatchResult, 'BatchResult'],
-  [VersionedItem, 'VersionedItem'],
-  [PetStatus, 'PetStatus'],
-  [ChangeReason, 'ChangeReason'],
-  [HistoryItem, 'HistoryItem'],
-  [HistoryPage, 'HistoryPage'],
-  [InventoryEventSchema, 'InventoryEvent'],
-  [EventPageSchema, 'EventPage'],
-  [Scope, 'Scope'],
-  [CallingKey, 'CallingKey'],
-  [WebhookEndpointSchema, 'WebhookEndpoint'],
-  [WebhookListSchema, 'WebhookList'],
-  [ErrorSchema, 'Error'],
-  [BatchErrorSchema, 'BatchError'],
-]);
+/** The spec's Error object: every operation's error answers are it, or an operation's own errorSchema built on it. */
+const ERROR_COMPONENT: NamedSchema = { name: 'Error', schema: ErrorSchema };
 
 export interface DocumentOptions {
   /** Production base URL ending in /v1, when configured. */
@@ -44,14 +21,16 @@ export interface DocumentOptions {
 
 /** The OpenAPI 3.1 document of the operations under /v1, built from their declarations, with the closed set of error codes. */
 export function buildOpenApiDocument(operations: readonly OperationSpec[], options: DocumentOptions): Record<string, unknown> {
+  const names = componentNames(operations);
+  const refs = schemaRefs(names);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of operations) {
     if (!op.path.startsWith(`${API_PREFIX}/`)) continue;
     const path = op.path.slice(API_PREFIX.length);
-    paths[path] = { ...paths[path], [op.method.toLowerCase()]: operationObject(op, options) };
+    paths[path] = { ...paths[path], [op.method.toLowerCase()]: operationObject(op, options, refs) };
   }
   const components: Record<string, unknown> = {};
-  for (const [schema, name] of NAMED_SCHEMAS) components[name] = refs(schema, schema);
+  for (const [schema, name] of names) components[name] = refs(schema, schema);
   return {
     openapi: '3.1.0',
     info: {
@@ -63,12 +42,7 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
     },
     servers: servers(options),
     security: [{ bearerAuth: [] }],
-    tags: [
-      { name: 'inventory', description: 'Stock levels' },
-      { name: 'keys', description: 'The API key making the call' },
-      { name: 'webhooks', description: 'The webhook endpoints events are delivered to (read-only: the CLI manages them)' },
-      { name: 'meta', description: 'About the service' },
-    ],
+    tags: documentTags(operations),
     paths,
     components: {
       schemas: components,
@@ -98,6 +72,38 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[], optio
       },
     },
   };
+}
+
+/** Every tag the operations name, once, in the order they first name it. */
+function documentTags(operations: readonly OperationSpec[]): Tag[] {
+  const tags = new Map<string, Tag>();
+  for (const tag of operations.flatMap((op) => op.tags)) {
+    const known = tags.get(tag.name);
+    if (known && known.description !== tag.description) throw new Error(`the tag ${tag.name} is declared two ways`);
+    if (!known) tags.set(tag.name, { name: tag.name, description: tag.description });
+  }
+  return [...tags.values()];
+}
+
+/**
+ * The named schemas of the document, in its order: those the operations name, in their order,
+ * then the spec's Error and the operations' own error schemas. A name or a schema named twice
+ * over differently is a mistake in the declarations.
+ */
+function componentNames(operations: readonly OperationSpec[]): Map<TSchema, string> {
+  const named = [
+    ...operations.flatMap((op) => Object.entries(op.components ?? {}).map(([name, schema]) => ({ name, schema }))),
+    ERROR_COMPONENT,
+    ...operations.flatMap((op) => (op.errorSchema ? [op.errorSchema] : [])),
+  ];
+  const names = new Map<TSchema, string>();
+  const schemas = new Map<string, TSchema>();
+  for (const { name, schema } of named) {
+    if ((names.get(schema) ?? name) !== name || (schemas.get(name) ?? schema) !== schema) throw new Error(`the component ${name} is declared two ways`);
+    names.set(schema, name);
+    schemas.set(name, schema);
+  }
+  return names;
 }
 
 /**
@@ -136,7 +142,7 @@ const INFO_DESCRIPTION = [
   errorCodeTable(),
 ].join('\n\n');
 
-function operationObject(op: OperationSpec, options: DocumentOptions): Record<string, unknown> {
+function operationObject(op: OperationSpec, options: DocumentOptions, refs: Refs): Record<string, unknown> {
   const parameters: Record<string, unknown>[] = Object.entries(op.pathParams ?? {}).map(([name, schema]) => ({
     name,
     in: 'path',
@@ -154,13 +160,13 @@ function operationObject(op: OperationSpec, options: DocumentOptions): Record<st
   const responses: Record<string, unknown> = {};
   const all = { ...commonErrorResponses(op, options), ...op.responses };
   for (const status of Object.keys(all).map(Number).sort((a, b) => a - b)) {
-    responses[String(status)] = responseObject(status, all[status]!, op);
+    responses[String(status)] = responseObject(status, all[status]!, op, refs);
   }
   return {
     operationId: op.operationId,
     summary: op.summary,
     description: op.scope ? `${op.description}\n\nRequires the scope \`${op.scope}\`.` : op.description,
-    tags: op.tags,
+    tags: op.tags.map((tag) => tag.name),
     ...(op.scope ? {} : { security: [] }),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body
@@ -205,7 +211,7 @@ function commonErrorResponses(op: OperationSpec, options: DocumentOptions): Reco
   return out;
 }
 
-function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Record<string, unknown> {
+function responseObject(status: number, r: ResponseSpec, op: OperationSpec, refs: Refs): Record<string, unknown> {
   const headers: Record<string, unknown> = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
   if (status === 401) headers['WWW-Authenticate'] = { description: 'Bearer realm="inventory", with error="invalid_token" when a token was sent', schema: { type: 'string' } };
   if (status === 429 || status === 503) headers['Retry-After'] = { description: 'Seconds to wait before retrying', schema: { type: 'integer' } };
@@ -221,7 +227,7 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
   if (r.errorCodes) {
     schema = {
       allOf: [
-        refs(op.errorSchema ?? ErrorSchema),
+        refs((op.errorSchema ?? ERROR_COMPONENT).schema),
         { type: 'object', properties: { code: { enum: r.errorCodes }, status: { const: status } } },
       ],
     };
@@ -238,13 +244,19 @@ function responseObject(status: number, r: ResponseSpec, op: OperationSpec): Rec
 }
 
 /** A copy of `schema` with named schemas (other than `self`) replaced by $ref. */
-function refs(schema: unknown, self?: TSchema): unknown {
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const name = NAMED_SCHEMAS.get(schema);
-  if (name && schema !== self) return { $ref: `#/components/schemas/${name}` };
-  if (Array.isArray(schema)) return schema.map((s) => refs(s));
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) if (value !== undefined) out[key] = refs(value);
-  return out;
+type Refs = (schema: unknown, self?: TSchema) => unknown;
+
+/** The copier of schemas for a document whose named schemas are `names`. */
+function schemaRefs(names: ReadonlyMap<TSchema, string>): Refs {
+  const refs: Refs = (schema, self) => {
+    if (typeof schema !== 'object' || schema === null) return schema;
+    const name = names.get(schema);
+    if (name && schema !== self) return { $ref: `#/components/schemas/${name}` };
+    if (Array.isArray(schema)) return schema.map((s) => refs(s));
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(schema)) if (value !== undefined) out[key] = refs(value);
+    return out;
+  };
+  return refs;
 }
 

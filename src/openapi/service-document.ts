@@ -1,5 +1,4 @@
 import type { Config } from '../config.js';
-import { applyInventoryBatch, batchBodyLimit } from '../operations/batch-inventory.js';
 import { OPERATIONS } from '../operations/index.js';
 import { buildOpenApiDocument } from './document.js';
 
@@ -9,7 +8,7 @@ export function serviceDocument(config: Pick<Config, 'publicBaseUrl' | 'stagingB
     productionUrl: config.publicBaseUrl,
     stagingUrl: config.stagingBaseUrl,
     bodyLimit: config.bodyLimit,
-    bodyLimits: { [applyInventoryBatch.operationId]: batchBodyLimit(config) },
+    bodyLimits: Object.fromEntries(OPERATIONS.flatMap((op) => (op.bodyLimit ? [[op.operationId, op.bodyLimit(config)]] : []))),
   });
 }
 

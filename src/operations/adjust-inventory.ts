@@ -4,10 +4,12 @@ import type { Changes } from '../store/store.js';
 import type { Answer } from './answer.js';
 import { JSON_MEDIA_TYPES } from './body.js';
 import { answerOneChange, type ChangeOptions, type ChangeRequest } from './change-request.js';
+import { operation } from './handler.js';
 import { ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, KEY_REUSED, NOT_FOUND, PRECONDITION_FAILED, REPLAYED_RESPONSE_HEADER } from './item-parts.js';
-import { NoQuery, type OperationSpec } from './operation.js';
+import { NoQuery } from './operation.js';
+import { INVENTORY_TAG } from './tags.js';
 
-export const adjustInventory = {
+export const adjustInventory = operation({
   operationId: 'adjustInventory',
   method: 'POST',
   path: '/v1/inventory/{petId}/adjustments',
@@ -19,7 +21,7 @@ export const adjustInventory = {
     'above 2147483647 is 400 invalid_quantity. Nothing changes on a refusal. The status never changes.\n\n' +
     'If-Match (checked before the stock: 412 before 409) and Idempotency-Key work as on PATCH; REQUIRE_IF_MATCH does not apply. ' +
     'An applied adjustment is a change like a PATCH: a new version, a history row and an inventory.updated event.',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:write',
   pathParams: { petId: Type.Unsafe({ ...PetId, description: petIdDescription('The ID of the pet whose stock is adjusted') }) },
   requestHeaders: {
@@ -43,7 +45,8 @@ export const adjustInventory = {
     422: KEY_REUSED,
   },
   extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
+  components: { InventoryAdjustment },
+}, ({ store, changeOptions }) => (request) => answerAdjustInventory(store.changes, request, changeOptions));
 
 /** A POST /v1/inventory/{petId}/adjustments whose path and body are valid, whichever lane received it. */
 export interface AdjustRequest extends ChangeRequest {

@@ -3,7 +3,7 @@ import { repeatedPet, type EntryChange } from '../domain/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../domain/pet-id.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { stringifyJson } from '../json.js';
-import { BatchChangeCheck, BatchErrorSchema, BatchResult, InventoryBatch } from '../schemas/inventory.js';
+import { BatchChange, BatchChangeCheck, BatchErrorSchema, BatchResult, InventoryBatch, PetStatus, VersionedItem } from '../schemas/inventory.js';
 import type { Changes } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { BODY_SHAPE_ERROR_CODES, FIELD_ERROR_CODES, FIELD_MESSAGES, acceptedInput, validationToApiError, type AcceptedInput } from './validation.js';
@@ -12,21 +12,23 @@ import { REPLAYED_HEADER, changeOrigin, isKeyRefusal, keyRefusalError, type Chan
 import { refusalError } from './change-refusal.js';
 import { parseIfMatch } from './conditional.js';
 import { IDEMPOTENCY_KEY_HEADER, KEY_REUSED, REPLAYED_RESPONSE_HEADER } from './item-parts.js';
-import { NoQuery, type OperationSpec } from './operation.js';
+import { operation } from './handler.js';
+import { NoQuery, type BodyLimits } from './operation.js';
 import { compileSchemaValidator } from './schema-validator.js';
+import { INVENTORY_TAG } from './tags.js';
 
 /** Bytes of body a batch may use per change: a change written out in full, with room to spare (decisions 5.12). */
 export const BATCH_BYTES_PER_CHANGE = 256;
 
 /** The body limit of the batch route: sized for its largest batch, never below BODY_LIMIT. */
-export function batchBodyLimit(limits: { bodyLimit: number; batchMaxChanges: number }): number {
+export function batchBodyLimit(limits: BodyLimits): number {
   return Math.max(limits.batchMaxChanges * BATCH_BYTES_PER_CHANGE, limits.bodyLimit);
 }
 
 /** The codes a change of the batch can be refused with before the store (decisions 5.12); invalid_parameter (a bad ifMatch or Idempotency-Key) among them. */
 const CHANGE_ERROR_CODES: readonly ErrorCode[] = [...new Set(Object.values(FIELD_ERROR_CODES))];
 
-export const applyInventoryBatch = {
+export const applyInventoryBatch = operation({
   operationId: 'applyInventoryBatch',
   method: 'POST',
   path: '/v1/inventory/batch',
@@ -38,13 +40,15 @@ export const applyInventoryBatch = {
     'nothing and is the Error object of the first change that failed, with changes[i] in its message and its position as index.\n\n' +
     'Idempotency-Key covers the whole batch: its answer, applied or refused, is replayed as one. A batch counts toward the per-key rate ' +
     'limit as many requests as it has changes; its body may be up to 256 bytes per change (or the body limit, when larger).',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:write',
   requestHeaders: IDEMPOTENCY_KEY_HEADER,
   querystring: NoQuery,
   // The operation checks each change itself: a refusal names the change's index, which a schema check of the whole body cannot.
   body: { schema: InventoryBatch, contentTypes: JSON_MEDIA_TYPES, description: 'The changes, applied all or nothing', checkedByOperation: true },
-  errorSchema: BatchErrorSchema,
+  // Sized for the largest batch (decisions 5.12), never below BODY_LIMIT.
+  bodyLimit: batchBodyLimit,
+  errorSchema: { name: 'BatchError', schema: BatchErrorSchema },
   responses: {
     200: { description: 'Every change applied: the entries, in the order of the changes', schema: BatchResult, headers: REPLAYED_RESPONSE_HEADER },
     400: {
@@ -61,7 +65,10 @@ export const applyInventoryBatch = {
     },
   },
   extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
+  components: { InventoryBatch, BatchChange, BatchResult, VersionedItem, PetStatus },
+}, ({ store, changeOptions, batchMaxChanges }) => (request) =>
+  answerInventoryBatch(store.changes, request, { ...changeOptions, maxChanges: batchMaxChanges, chargeRequests: request.chargeRequests }),
+);
 
 /** A POST /v1/inventory/batch, whichever lane received it: the body as parsed, checked here. */
 export interface BatchRequest extends ChangeRequest {

@@ -5,17 +5,19 @@ import { InventoryItem } from '../schemas/inventory.js';
 import type { Entries } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { ifNoneMatchHits } from './conditional.js';
+import { operation } from './handler.js';
 import { headerValue } from './header-value.js';
 import { ETAG_HEADER, NOT_FOUND, notFound, PET_ID_PARAM } from './item-parts.js';
-import { NoQuery, type OperationSpec } from './operation.js';
+import { NoQuery } from './operation.js';
+import { INVENTORY_TAG } from './tags.js';
 
-export const getInventoryItem = {
+export const getInventoryItem = operation({
   operationId: 'getInventoryItem',
   method: 'GET',
   path: '/v1/inventory/{petId}',
   summary: 'Get one stock level',
   description: 'Returns the entry of one pet with its ETag, the start of a safe read-modify-write (If-Match on the PATCH).',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:read',
   pathParams: PET_ID_PARAM,
   requestHeaders: {
@@ -28,7 +30,7 @@ export const getInventoryItem = {
     404: NOT_FOUND,
   },
   extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
+}, ({ store }) => (request) => answerGetInventoryItem(store.entries, request));
 
 /** GET /v1/inventory/{petId}: the entry with its ETag, or 304 while If-None-Match names its version. */
 export async function answerGetInventoryItem(

@@ -2,14 +2,17 @@ import { adjustInventory } from './adjust-inventory.js';
 import { applyInventoryBatch } from './batch-inventory.js';
 import { getCallingKey } from './get-calling-key.js';
 import { getInventoryItem } from './get-inventory-item.js';
+import type { Operation } from './handler.js';
 import { listEvents } from './list-events.js';
 import { listInventoryHistory } from './list-history.js';
 import { listInventory } from './list-inventory.js';
 import { listWebhooks } from './list-webhooks.js';
 import { getOpenApiDocument } from './openapi-document.js';
-import type { OperationSpec } from './operation.js';
 import { streamEvents } from './stream-events.js';
 import { updateInventory } from './update-inventory.js';
 
-/** Every operation of the API; the OpenAPI document is built from this list. */
-export const OPERATIONS: readonly OperationSpec[] = [listInventory, getInventoryItem, updateInventory, adjustInventory, applyInventoryBatch, listInventoryHistory, listEvents, streamEvents, getCallingKey, listWebhooks, getOpenApiDocument];
+/**
+ * Every operation of the API, the one list: the app registers each one's route from it, and the
+ * OpenAPI document lists each one, its tags and its named schemas, in this order.
+ */
+export const OPERATIONS: readonly Operation[] = [listInventory, getInventoryItem, updateInventory, adjustInventory, applyInventoryBatch, listInventoryHistory, listEvents, streamEvents, getCallingKey, listWebhooks, getOpenApiDocument];

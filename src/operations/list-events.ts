@@ -1,10 +1,11 @@
 import { Type, type Static } from 'typebox';
 import { eventJson } from '../domain/event.js';
 import { ApiError } from '../errors.js';
-import { EventPageSchema } from '../schemas/event.js';
+import { EventPageSchema, InventoryEventSchema } from '../schemas/event.js';
 import type { Events } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
-import type { OperationSpec } from './operation.js';
+import { operation } from './handler.js';
+import { INVENTORY_TAG } from './tags.js';
 import { invalidQueryParameter } from './validation.js';
 
 export const EVENTS_LIMIT_MAX = 1000;
@@ -51,7 +52,7 @@ const EVENTS_QUERY_ACCEPTS = {
   limit: `an integer from 1 to ${EVENTS_LIMIT_MAX}`,
 } as const satisfies Record<keyof Static<typeof EventsQuery>, string>;
 
-export const listEvents = {
+export const listEvents = operation({
   operationId: 'listEvents',
   method: 'GET',
   path: '/v1/events',
@@ -60,7 +61,7 @@ export const listEvents = {
     'Every committed change of an entry (created, quantity or status updated, deleted), in commit order: the events with a seq above `after`, ' +
     'oldest first; an empty page means caught up. To follow the stock: load GET /v1/inventory, note its X-Events-Head, then ask for the events ' +
     'after it, and after the last seq of each page. Events older than the retention are pruned: 410 events_pruned then says to reload the list.',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:read',
   querystring: EventsQuery,
   queryAccepts: EVENTS_QUERY_ACCEPTS,
@@ -73,7 +74,8 @@ export const listEvents = {
     },
   },
   extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
+  components: { InventoryEvent: InventoryEventSchema, EventPage: EventPageSchema },
+}, ({ store }) => (request) => answerListEvents(store.events, request));
 
 /** A seq given as text (the query's `after`, Last-Event-ID): undefined when it is not one. */
 export function parseSeq(text: string): number | undefined {

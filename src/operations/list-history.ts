@@ -1,11 +1,12 @@
 import { Type, type Static } from 'typebox';
 import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/history.js';
 import { stringifyJson } from '../json.js';
-import { HistoryPage } from '../schemas/inventory.js';
+import { ChangeReason, HistoryItem, HistoryPage } from '../schemas/inventory.js';
 import type { History } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
+import { operation } from './handler.js';
 import { notFound, PET_ID_PARAM } from './item-parts.js';
-import type { OperationSpec } from './operation.js';
+import { INVENTORY_TAG } from './tags.js';
 import { invalidQueryParameter } from './validation.js';
 
 export const HISTORY_LIMIT_MAX = 500;
@@ -28,7 +29,7 @@ const HISTORY_QUERY_ACCEPTS = {
   cursor: 'the nextCursor of the previous page, unchanged',
 } as const satisfies Record<keyof Static<typeof HistoryQuery>, string>;
 
-export const listInventoryHistory = {
+export const listInventoryHistory = operation({
   operationId: 'listInventoryHistory',
   method: 'GET',
   path: '/v1/inventory/{petId}/history',
@@ -36,7 +37,7 @@ export const listInventoryHistory = {
   description:
     'Every change of the pet\'s quantity, newest first: previous and new quantity, when, by which API key (id and name, never the key), ' +
     'the request id and the reason sent with it. Pages with limit and cursor.',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:read',
   pathParams: PET_ID_PARAM,
   querystring: HistoryQuery,
@@ -46,7 +47,8 @@ export const listInventoryHistory = {
     404: { description: 'The pet has no inventory entry, current or retired', errorCodes: ['not_found'] },
   },
   extensions: { 'x-extension': true },
-} as const satisfies OperationSpec;
+  components: { ChangeReason, HistoryItem, HistoryPage },
+}, ({ store }) => (request) => answerListHistory(store.history, request));
 
 function parseCursor(cursor: string | undefined): bigint | undefined {
   if (cursor === undefined) return undefined;

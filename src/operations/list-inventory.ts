@@ -1,21 +1,23 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from 'typebox';
 import type { ListCache } from '../cache/list-cache.js';
-import { InventoryList } from '../schemas/inventory.js';
+import { InventoryItem, InventoryList } from '../schemas/inventory.js';
 import { JSON_CONTENT_TYPE, type Answer } from './answer.js';
 import { ifNoneMatchHits } from './conditional.js';
 import { negotiateEncoding } from './encoding.js';
 import { headerValue } from './header-value.js';
+import { operation } from './handler.js';
 import { EVENTS_HEAD_DOC, EVENTS_HEAD_HEADER } from './list-events.js';
-import { NoQuery, type OperationSpec } from './operation.js';
+import { NoQuery } from './operation.js';
+import { INVENTORY_TAG } from './tags.js';
 
-export const listInventory = {
+export const listInventory = operation({
   operationId: 'listInventory',
   method: 'GET',
   path: '/v1/inventory',
   summary: 'List stock levels',
   description: 'Returns current stock levels for all pets in the store, ordered by petId ascending.',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:read',
   requestHeaders: {
     'If-None-Match': { description: 'An ETag of an earlier answer: 304 while nothing in the store has changed', schema: Type.String() },
@@ -33,7 +35,8 @@ export const listInventory = {
     304: { description: 'Nothing changed since the If-None-Match ETag', headers: { 'X-Events-Head': EVENTS_HEAD_DOC } },
   },
   contractStatuses: [200, 401],
-} as const satisfies OperationSpec;
+  components: { InventoryItem },
+}, ({ listCache }) => (request) => answerListInventory(listCache, request));
 
 /**
  * GET /v1/inventory: the list at the store version read after the request arrived, in the best

@@ -16,6 +16,30 @@ export interface ResponseSpec {
   headers?: Record<string, { description: string; schema: TSchema; required?: boolean }>;
 }
 
+/** A tag of the document, which groups operations (the docs page shows one section per tag). */
+export interface Tag {
+  /** The name operations carry. */
+  name: string;
+  /** What the operations under it are about. */
+  description: string;
+}
+
+/** A schema the document lists under components and refers to by $ref wherever it is used. */
+export interface NamedSchema {
+  /** Its name under components/schemas. */
+  name: string;
+  /** The schema, matched by identity wherever an operation uses it. */
+  schema: TSchema;
+}
+
+/** The limits a route's body limit may be sized by. */
+export interface BodyLimits {
+  /** BODY_LIMIT */
+  bodyLimit: number;
+  /** BATCH_MAX_CHANGES */
+  batchMaxChanges: number;
+}
+
 /**
  * One API operation, described once: both lanes (the Fastify route and the fast lane) take their
  * path, scope, validation and body schema from it, and the OpenAPI document is built from it, so
@@ -28,7 +52,8 @@ export interface OperationSpec {
   path: string;
   summary: string;
   description: string;
-  tags: string[];
+  /** The document's tags the operation is listed under; the document lists every tag once, in the order operations first name it. */
+  tags: readonly Tag[];
   /** The scope a key needs; undefined marks a public (unauthenticated) operation. */
   scope: Scope | undefined;
   /** Path parameters, as the document shows them; on the wire each is a string segment. */
@@ -45,8 +70,15 @@ export interface OperationSpec {
     /** The operation checks the body itself (a batch names the change it refuses by index); the routes skip the schema check. */
     checkedByOperation?: boolean;
   };
-  /** The schema of this operation's Error bodies when it is not the spec's Error (a batch's carries `index`). */
-  errorSchema?: TSchema;
+  /** The body limit of the operation's route when it is not BODY_LIMIT (a batch's grows with its changes). */
+  bodyLimit?: (limits: BodyLimits) => number;
+  /** The schema of this operation's Error bodies when it is not the spec's Error (a batch's carries `index`); listed after it under components. */
+  errorSchema?: NamedSchema;
+  /**
+   * The named schemas this operation brings to the document's components, by name, in the order
+   * the document lists them (one named by an earlier operation is not named again).
+   */
+  components?: Readonly<Record<string, TSchema>>;
   /** Success and operation-specific error responses; the common errors are added for every operation. */
   responses: Record<number, ResponseSpec>;
   /** Statuses the spec itself lists for this operation; the document marks every other one x-extension. */

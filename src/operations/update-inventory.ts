@@ -4,10 +4,12 @@ import type { Changes } from '../store/store.js';
 import type { Answer } from './answer.js';
 import { JSON_MEDIA_TYPES } from './body.js';
 import { answerOneChange, type ChangeOptions, type ChangeRequest } from './change-request.js';
+import { operation } from './handler.js';
 import { ETAG_HEADER, IDEMPOTENCY_KEY_HEADER, KEY_REUSED, NOT_FOUND, PRECONDITION_FAILED, REPLAYED_RESPONSE_HEADER } from './item-parts.js';
-import { NoQuery, type OperationSpec } from './operation.js';
+import { NoQuery } from './operation.js';
+import { INVENTORY_TAG } from './tags.js';
 
-export const updateInventory = {
+export const updateInventory = operation({
   operationId: 'updateInventory',
   method: 'PATCH',
   path: '/v1/inventory/{petId}',
@@ -19,7 +21,7 @@ export const updateInventory = {
     'safe (the first answer is replayed for 24 hours, with Idempotent-Replayed: true; an API key holding the most records it may ' +
     'gets 429 for a new key, with Retry-After until its oldest one expires); the optional body field reason is kept in the ' +
     'change history.',
-  tags: ['inventory'],
+  tags: [INVENTORY_TAG],
   scope: 'inventory:write',
   pathParams: { petId: Type.Unsafe({ ...PetId, description: petIdDescription('The ID of the pet whose stock is updated') }) },
   requestHeaders: {
@@ -45,7 +47,8 @@ export const updateInventory = {
   contractStatuses: [200, 400, 401, 404],
   // x-scalar-stability: the docs page (Scalar) shows an "Experimental" badge beside the operation.
   extensions: { 'x-experimental': true, 'x-scalar-stability': 'experimental' },
-} as const satisfies OperationSpec;
+  components: { InventoryUpdate },
+}, ({ store, changeOptions }) => (request) => answerUpdateInventory(store.changes, request, changeOptions));
 
 /** A PATCH /v1/inventory/{petId} whose path and body are valid, whichever lane received it. */
 export interface UpdateRequest extends ChangeRequest {

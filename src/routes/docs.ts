@@ -1,112 +1,24 @@
 import type { FastifyInstance } from 'fastify';
+import { docsPage, DOCS_PATH } from '../docs-page/page.js';
 import { ApiError } from '../errors.js';
-import { fileTypeOf, JAVASCRIPT_CONTENT_TYPE } from '../http/content-type.js';
 import { sendAnswer } from '../http/fastify-pipeline.js';
-import { HtmlPage } from '../http/html-page.js';
-import { loadOnce } from '../http/load-once.js';
-import { StaticAsset } from '../http/static-asset.js';
-import { getOpenApiDocument } from '../operations/openapi-document.js';
-import { API_PREFIX } from '../openapi/document.js';
-import { scalarBundle } from './docs-assets.js';
-import { FIRST_VIEW_ID, firstViewHtml, operationsByTag, type ReferenceDocument } from './docs-first-view.js';
-import { escapeHtml } from './docs-markdown.js';
-import { APP_ID, startScript, type Server } from './docs-start.js';
-import { FIRST_VIEW_CSS } from './docs-style.js';
-
-const DOCS_PATH = '/docs';
-
-/** What the page needs of the OpenAPI document: what the first view shows, and the servers "try it" calls. */
-interface DocsDocument extends ReferenceDocument {
-  servers: readonly Server[];
-}
-
-/** The document's title, servers and operations, checked once, at start. */
-function docsDocument(document: Record<string, unknown>): DocsDocument {
-  const { info, servers, paths } = document as Partial<DocsDocument>;
-  if (typeof info?.title !== 'string' || !Array.isArray(servers) || !servers.every((server: Partial<Server>) => typeof server.url === 'string')) {
-    throw new Error('the OpenAPI document lacks info.title or servers');
-  }
-  if (typeof paths !== 'object' || Object.keys(paths).length === 0) throw new Error('the OpenAPI document has no operations');
-  return document as unknown as DocsDocument;
-}
 
 /**
- * The policy of the docs page: everything from this service, scripts from files only (no inline
- * script, no eval); inline styles, since Scalar injects its CSS and styles elements; requests
- * ("try it") to this service and to the document's servers, nowhere else.
- */
-function docsContentSecurityPolicy(document: DocsDocument): string {
-  // A relative server URL (the default, /v1) is this origin: 'self'.
-  const origins = [...new Set(document.servers.filter((server) => URL.canParse(server.url)).map((server) => new URL(server.url).origin))];
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "font-src 'self' data:",
-    "img-src 'self' data:",
-    ["connect-src 'self'", ...origins].join(' '),
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
-}
-
-/** The page: the first view, Scalar's hidden mount point, the start script (which loads Scalar's bundle after the first paint). */
-function pageHtml(document: DocsDocument, files: { style: StaticAsset; start: StaticAsset; scalar: StaticAsset }): string {
-  const path = (asset: StaticAsset) => `${DOCS_PATH}/${asset.file}`;
-  return `<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>${escapeHtml(document.info.title)}: API reference</title>
-    <link rel="icon" href="data:,">
-    <link rel="stylesheet" href="${path(files.style)}">
-  </head>
-  <body>
-${firstViewHtml(document, getOpenApiDocument.path)}
-    <div id="${APP_ID}" class="docs-pending"></div>
-    <script src="${path(files.start)}" data-scalar="${path(files.scalar)}"></script>
-  </body>
-</html>
-`;
-}
-
-/**
- * GET /docs: the API reference, without a key (like the document): first the document as
- * server-side HTML, shown at once, then Scalar's interactive reference, rendered in the browser
- * from /v1/openapi.json, in its place. Everything it loads comes from here: /docs/assets/ holds
- * the style sheet, the start script and Scalar's bundle under content-hashed names; anything else
- * under /docs is 404.
- * Every other rule of the pipeline applies as to any answer; the page brings its own
- * Content-Security-Policy, which the pipeline keeps (it sets the JSON policy only where an answer has none).
+ * GET /docs: the API reference (src/docs-page/), without a key, like the document; its files under
+ * /docs/assets/, anything else under /docs is 404. Every other rule of the pipeline applies as to
+ * any answer; the page's own Content-Security-Policy is kept (the pipeline sets the JSON policy
+ * only where an answer has none).
  */
 export function docsRoutes(openApiDocument: Record<string, unknown>) {
-  const document = docsDocument(openApiDocument);
-  const firstOperation = operationsByTag(document)[0]!.operations[0]!.operation.summary;
-  const settings = { documentUrl: getOpenApiDocument.path, apiPrefix: API_PREFIX, servers: document.servers, firstOperation, firstViewId: FIRST_VIEW_ID };
-  // Made at the first request, not at start: compressing them took a tenth of the server's start.
-  const assets = loadOnce(async () => {
-    const start = StaticAsset.named('docs', 'js', JAVASCRIPT_CONTENT_TYPE, Buffer.from(startScript(settings)));
-    const style = StaticAsset.named('docs', 'css', fileTypeOf('docs.css').contentType, Buffer.from(FIRST_VIEW_CSS));
-    return { start, style, files: new Map([start, style].map((asset) => [asset.file, asset])) };
-  });
-  const policy = docsContentSecurityPolicy(document);
-  // Made at the first request, with Scalar's bundle: only then is the bundle's name known.
-  const docsPage = loadOnce(async () => {
-    const { start, style } = await assets();
-    return new HtmlPage(pageHtml(document, { style, start, scalar: await scalarBundle() }), policy);
-  });
-
+  const docs = docsPage(openApiDocument);
   return async (app: FastifyInstance): Promise<void> => {
     const config = { access: 'public', operation: 'docs' } as const;
     for (const url of [DOCS_PATH, `${DOCS_PATH}/`]) {
-      app.get(url, { config }, async (request, reply) => sendAnswer(reply, (await docsPage()).answer(request)));
+      app.get(url, { config }, async (request, reply) => sendAnswer(reply, (await docs.page()).answer(request)));
     }
     app.get(`${DOCS_PATH}/*`, { config }, async (request, reply) => {
-      const name = (request.params as { '*': string })['*'];
-      const asset = (await assets()).files.get(name) ?? (name.startsWith('assets/scalar-') ? await scalarBundle() : undefined);
-      if (asset?.file !== name) throw new ApiError('not_found', `No such file; the API reference is at ${DOCS_PATH}.`);
+      const asset = await docs.file((request.params as { '*': string })['*']);
+      if (!asset) throw new ApiError('not_found', `No such file; the API reference is at ${DOCS_PATH}.`);
       return sendAnswer(reply, await asset.answer(request));
     });
   };

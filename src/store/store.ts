@@ -28,8 +28,10 @@ export interface Store {
   readonly history: History;
   /** The ordered log of every committed change of an entry's quantity or status. */
   readonly events: Events;
-  /** Webhook endpoints, where each stands in the log, who delivers to it, and the log of attempts. */
-  readonly webhooks: Webhooks;
+  /** The webhook endpoints as operators manage them, and the log of attempts to each. */
+  readonly webhookEndpoints: WebhookEndpoints;
+  /** The webhook deliveries as a dispatcher runs them: leases on endpoints, and the progress made under them. */
+  readonly webhookDeliveries: WebhookDeliveries;
   /** Where each relay of the event log to another system stands, and who runs it. */
   readonly relays: Relays;
   /** What operators and timers need: durability, readiness, pruning. */
@@ -156,12 +158,12 @@ export interface EventPage {
 }
 
 /**
- * Webhook endpoints. Each stands at a seq of the event log (deliveredSeq) and is delivered to by
- * one holder at a time: a lease with an expiry on the store's clock, renewed by its holder, so an
- * instance that dies is replaced once its lease runs out (no session lock: it works behind a
- * transaction-mode pooler). A holder's progress is recorded only while it still holds the lease.
+ * Webhook endpoints as operators manage them, and their delivery log. Each stands at a seq of the
+ * event log (deliveredSeq), from which the holder of its lease (WebhookDeliveries) delivers to it;
+ * enabling or replaying it ends the current claim of that lease, disabling or removing it the lease
+ * itself, so the worker running under it stops at its next flush.
  */
-export interface Webhooks {
+export interface WebhookEndpoints {
   /** Stores a new, enabled endpoint whose deliveredSeq is the log's head, read in the same transaction: it receives every event appended after. */
   addEndpoint(endpoint: NewWebhookEndpoint): Promise<WebhookEndpoint>;
   /** Every endpoint, oldest first. */
@@ -188,6 +190,19 @@ export interface Webhooks {
   replayFrom(id: string, after: number): Promise<boolean>;
   /** Replaces the secret; the one it replaces keeps signing beside it until `previousUntil`. Undefined when none has this id. */
   rotateSecret(id: string, secret: string, previousUntil: Date): Promise<WebhookEndpoint | undefined>;
+  /** Appends attempts made outside the order (the CLI's `webhooks test`) to the delivery log; moves nothing. */
+  recordAttempts(attempts: DeliveryAttempt[]): Promise<void>;
+  /** The newest `limit` attempts to one endpoint, newest first. */
+  listDeliveries(id: string, limit: number): Promise<DeliveryAttempt[]>;
+}
+
+/**
+ * Webhook deliveries. Each enabled endpoint is delivered to by one holder at a time: a lease with
+ * an expiry on the store's clock, renewed by its holder, so an instance that dies is replaced once
+ * its lease runs out (no session lock: it works behind a transaction-mode pooler). A holder's
+ * progress is recorded only while it still holds the lease.
+ */
+export interface WebhookDeliveries {
   /**
    * Renews the leases `holder` holds and claims enabled endpoints whose lease is free or expired,
    * each until leaseMs from now on the store's clock; resolves to every endpoint `holder` now holds,
@@ -204,18 +219,12 @@ export interface Webhooks {
    * disabled, enabled, replayed or removed it): nothing is recorded.
    */
   recordProgress(id: string, holder: string, progress: DeliveryProgress, claimedAt?: Date): Promise<boolean>;
-  /** Appends attempts made outside the order (the CLI's `webhooks test`) to the delivery log; moves nothing. */
-  recordAttempts(attempts: DeliveryAttempt[]): Promise<void>;
-  /** The newest `limit` attempts to one endpoint, newest first. */
-  listDeliveries(id: string, limit: number): Promise<DeliveryAttempt[]>;
-  /** Drops delivery attempts made before `before`, in short transactions; resolves to how many. */
-  purgeDeliveries(before: Date): Promise<number>;
 }
 
 /**
  * Relays of the event log to another system (a NATS JetStream stream), each by name: the seq it
  * has published up to, and one holder at a time by a lease with an expiry on the store's clock
- * (the same kind as Webhooks'), so an instance that dies is replaced once its lease runs out. A
+ * (the same kind as WebhookDeliveries'), so an instance that dies is replaced once its lease runs out. A
  * relay never recorded stands at 0: it publishes every event still in the log.
  */
 export interface Relays {
@@ -248,6 +257,8 @@ export interface Maintenance {
    * cursor has no older rows left. Resolves to how many.
    */
   purgeHistory(before: Date): Promise<number>;
+  /** Drops webhook delivery attempts made before `before`, in short transactions; resolves to how many. */
+  purgeDeliveries(before: Date): Promise<number>;
 }
 
 /** The answer of changesSince. */
@@ -283,3 +294,22 @@ export class DuplicatePetError extends Error {
     this.name = 'DuplicatePetError';
   }
 }
+
+/** A port of the store, by name: what a caller asks for. */
+export type PortName = Exclude<keyof Store, 'backend' | 'close'>;
+
+/** Every port; the type makes a port added to Store a compile error here until it is listed. */
+const EVERY_PORT: Record<PortName, true> = {
+  entries: true,
+  changes: true,
+  keys: true,
+  history: true,
+  events: true,
+  webhookEndpoints: true,
+  webhookDeliveries: true,
+  relays: true,
+  maintenance: true,
+};
+
+/** The name of every port of a store. */
+export const PORT_NAMES = Object.keys(EVERY_PORT) as readonly PortName[];

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Events, LeasedEndpoint, Webhooks } from '../store/store.js';
+import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.js';
 import type { SendMessage, WebhookLog, WebhookObserver } from './context.js';
 import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
 
@@ -7,7 +7,8 @@ import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
 export const WEBHOOK_POLL_MS = 250;
 
 export interface DispatcherOptions {
-  webhooks: Webhooks;
+  /** The leases on endpoints, and the progress each worker records under its own. */
+  deliveries: WebhookDeliveries;
   events: Pick<Events, 'readEvents' | 'head' | 'onAppended'>;
   send: SendMessage;
   /** The waits before each retry (WEBHOOK_RETRY_SCHEDULE). */
@@ -23,7 +24,7 @@ export interface DispatcherOptions {
 
 /**
  * One instance's deliveries: every third of a lease it renews the endpoints it holds and claims
- * free ones (Webhooks.leaseEndpoints), runs one EndpointWorker per endpoint it holds, and stops
+ * free ones (WebhookDeliveries.leaseEndpoints), runs one EndpointWorker per endpoint it holds, and stops
  * the worker of one it no longer holds (disabled, removed, or taken over after this instance
  * stalled past its lease). Endpoints never wait for one another: each has its own worker.
  * Workers sleep while their endpoint has nothing to deliver, and are woken when the store hints
@@ -55,7 +56,7 @@ export class WebhookDispatcher {
     this.#options = options;
     this.#context = {
       holder: this.holder,
-      webhooks: options.webhooks,
+      deliveries: options.deliveries,
       events: options.events,
       send: options.send,
       schedule: options.schedule,
@@ -112,7 +113,7 @@ export class WebhookDispatcher {
     this.#options.cancelSends?.();
     await Promise.all([...stopped, ...this.#stopping.values()]);
     this.#workers.clear();
-    await this.#options.webhooks.releaseLeases(this.holder).catch((err: unknown) => this.#options.log.warn({ err }, 'could not release the webhook leases; they expire by themselves'));
+    await this.#options.deliveries.releaseLeases(this.holder).catch((err: unknown) => this.#options.log.warn({ err }, 'could not release the webhook leases; they expire by themselves'));
   }
 
   #leaseRound(): Promise<void> {
@@ -126,7 +127,7 @@ export class WebhookDispatcher {
     const began = performance.now();
     let held: LeasedEndpoint[];
     try {
-      held = await this.#options.webhooks.leaseEndpoints(this.holder, this.#options.leaseMs);
+      held = await this.#options.deliveries.leaseEndpoints(this.holder, this.#options.leaseMs);
       this.#renewedAt = began;
     } catch (err) {
       // The workers go on: a flush records progress only while the lease holds, so nothing is recorded twice.

@@ -1,5 +1,5 @@
 import { failureText, isDelivered, nextStep, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
-import type { Events, LeasedEndpoint, Webhooks } from '../store/store.js';
+import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.js';
 import { attemptResult, type SendMessage, type WebhookLog, type WebhookObserver } from './context.js';
 import { attemptRecord, eventMessage, resetMessage, type WebhookMessage } from './messages.js';
 import type { SentAttempt } from './sender.js';
@@ -21,7 +21,7 @@ const STORE_RETRY_MS = 1000;
 /** What a worker needs of its dispatcher. */
 export interface WorkerContext {
   holder: string;
-  webhooks: Pick<Webhooks, 'recordProgress'>;
+  deliveries: Pick<WebhookDeliveries, 'recordProgress'>;
   events: Pick<Events, 'readEvents'>;
   send: SendMessage;
   schedule: readonly number[];
@@ -201,7 +201,7 @@ export class EndpointWorker {
     };
     for (;;) {
       try {
-        const held = await this.#context.webhooks.recordProgress(this.id, this.#context.holder, progress, this.claimedAt);
+        const held = await this.#context.deliveries.recordProgress(this.id, this.#context.holder, progress, this.claimedAt);
         this.#pending = [];
         this.#lastFlush = Date.now();
         if (!held) {

@@ -79,7 +79,7 @@ async function storedContents(db: TestDatabase): Promise<{ name: string; content
 
 /** An empty store where the sandbox's DATABASE_URL points: commands that only read never create one. */
 async function createStore(s: Sandbox): Promise<void> {
-  await withStore(s, async () => {});
+  await withStore(s, [], async () => {});
 }
 
 function assertFailed(r: Run, code: number, message: RegExp): void {
@@ -107,7 +107,7 @@ for (const backend of BACKENDS) {
       const key = r.out.trimEnd();
       assert.ok(key.startsWith(KEY_PREFIX.production));
 
-      const record = await withStore(s, (store) => store.keys.findApiKeyByHash(hashKey(key)));
+      const record = await withStore(s, ['keys'], (store) => store.keys.findApiKeyByHash(hashKey(key)));
       assert.ok(record, 'the store holds the hash of the printed key');
       assert.equal(record.name, 'ci deploy');
       assert.equal(record.environment, 'production');
@@ -137,7 +137,7 @@ for (const backend of BACKENDS) {
       assert.match(body.key as string, /^inv_test_/);
       assert.ok(Date.parse(body.createdAt as string) >= before - 1000);
 
-      const record = await withStore(s, (store) => store.keys.findApiKeyByHash(hashKey(body.key as string)));
+      const record = await withStore(s, ['keys'], (store) => store.keys.findApiKeyByHash(hashKey(body.key as string)));
       assert.equal(record?.id, body.id);
       assert.equal(record?.environment, 'staging');
     });
@@ -151,7 +151,7 @@ for (const backend of BACKENDS) {
       assert.ok(expiresAt >= before + 30 * DAY_MS && expiresAt <= Date.now() + 30 * DAY_MS, 'expires 30 days from now');
 
       const hours = await s.run('keys', 'create', '--name', 'short', '--expires-in', '12h');
-      const record = await withStore(s, (store) => store.keys.findApiKeyByHash(hashKey(hours.out.trimEnd())));
+      const record = await withStore(s, ['keys'], (store) => store.keys.findApiKeyByHash(hashKey(hours.out.trimEnd())));
       const ms = record!.expiresAt!.getTime() - record!.createdAt.getTime();
       assert.ok(Math.abs(ms - 12 * 3_600_000) < 5000, `12h after creation, got ${ms}ms`);
     });
@@ -167,7 +167,7 @@ for (const backend of BACKENDS) {
       assertFailed(await s.run('keys', 'create', '--name', 'a\nb'), 2, /control characters/);
       assertFailed(await s.run('keys', 'create', '--name', 'x', '--bogus'), 2, /Unknown option '--bogus'/);
       assert.equal((await s.run('keys', 'create', '--name', 'n'.repeat(100))).code, 0);
-      assert.equal((await withStore(s, (store) => store.keys.listApiKeys())).length, 1);
+      assert.equal((await withStore(s, ['keys'], (store) => store.keys.listApiKeys())).length, 1);
     });
 
     // --- keys list / revoke -----------------------------------------------------------------
@@ -197,7 +197,7 @@ for (const backend of BACKENDS) {
       const key = (await s.run('keys', 'create', '--name', 'a')).out.trimEnd();
       await s.run('keys', 'create', '--name', 'b');
       // An already expired key, stored directly: the CLI only makes keys that expire in the future.
-      await withStore(s, async (store) => {
+      await withStore(s, ['keys'], async (store) => {
         const record = (await store.keys.listApiKeys()).find((k) => k.name === 'b')!;
         // A moment after b: listings order by creation time, then id, and a random id may sort either side of this one.
         const createdAt = new Date(record.createdAt.getTime() + 1);
@@ -226,12 +226,12 @@ for (const backend of BACKENDS) {
     test('keys revoke revokes once; unknown ids and second revokes exit 1', async (t) => {
       const s = await sandbox(t, backend);
       const key = (await s.run('keys', 'create', '--name', 'to revoke')).out.trimEnd();
-      const { id } = (await withStore(s, (store) => store.keys.findApiKeyByHash(hashKey(key))))!;
+      const { id } = (await withStore(s, ['keys'], (store) => store.keys.findApiKeyByHash(hashKey(key))))!;
 
       const r = await s.run('keys', 'revoke', id);
       assert.equal(r.code, 0, r.err);
       assert.match(r.out, new RegExp(`Revoked API key ${id}`));
-      const record = await withStore(s, (store) => store.keys.findApiKeyByHash(hashKey(key)));
+      const record = await withStore(s, ['keys'], (store) => store.keys.findApiKeyByHash(hashKey(key)));
       assert.ok(record?.revokedAt instanceof Date);
 
       assertFailed(await s.run('keys', 'revoke', id), 1, new RegExp(`API key ${id} \\("to revoke"\\) is already revoked`));
@@ -246,7 +246,7 @@ for (const backend of BACKENDS) {
       const r = await s.run('keys', 'revoke', key);
       assertFailed(r, 2, /that is an API key, not a key id/);
       assert.ok(!r.err.includes(key.slice(KEY_PREFIX.production.length)));
-      assert.equal((await withStore(s, (store) => store.keys.findApiKeyByHash(hashKey(key))))?.revokedAt, null);
+      assert.equal((await withStore(s, ['keys'], (store) => store.keys.findApiKeyByHash(hashKey(key))))?.revokedAt, null);
     });
 
     // --- pets add / list --------------------------------------------------------------------
@@ -260,7 +260,7 @@ for (const backend of BACKENDS) {
       const d = await s.run('pets', 'add', '--pet-id', '9007199254740993', '--status', 'pending');
       assert.equal(d.out, '{"petId":9007199254740993,"quantity":0,"status":"pending"}\n', 'quantity defaults to 0');
 
-      assert.deepEqual(await withStore(s, (store) => itemOf(store, 9223372036854775807n)), {
+      assert.deepEqual(await withStore(s, ['entries'], (store) => itemOf(store, 9223372036854775807n)), {
         petId: 9223372036854775807n,
         quantity: 3,
         status: 'sold',
@@ -277,7 +277,7 @@ for (const backend of BACKENDS) {
       assertFailed(await s.run('pets', 'add', '--pet-id', '6', '--status', 'sold', '--quantity=-3'), 2, /--quantity must be an integer from 0 to 2147483647 \(got "-3"\)/);
       assertFailed(await s.run('pets', 'add', '--pet-id', '6', '--status', 'sold', '--quantity', '2147483648'), 2, /--quantity must be/);
       assertFailed(await s.run('pets', 'add', '--pet-id', '6'), 2, /needs --pet-id ID and --status STATUS/);
-      assert.deepEqual(await withStore(s, (store) => store.entries.listInventory()), [{ petId: 5n, quantity: 1, status: 'available' }]);
+      assert.deepEqual(await withStore(s, ['entries'], (store) => store.entries.listInventory()), [{ petId: 5n, quantity: 1, status: 'available' }]);
     });
 
     test('pets list prints a table ordered by petId, or JSON with exact digits', async (t) => {
@@ -334,7 +334,7 @@ for (const backend of BACKENDS) {
     test('pets import is all or nothing: one bad line writes nothing', async (t) => {
       const s = await sandbox(t, backend);
       await s.run('pets', 'add', '--pet-id', '1', '--status', 'sold');
-      const before = await withStore(s, (store) => store.entries.listInventory());
+      const before = await withStore(s, ['entries'], (store) => store.entries.listInventory());
 
       const csv = s.file('bad.csv', 'petId,quantity,status\n10,1,sold\n11,2,sold\n12,-3,sold\n13,1,sold\n');
       const r = await s.run('pets', 'import', csv);
@@ -356,7 +356,7 @@ for (const backend of BACKENDS) {
       assert.equal(d.code, 1);
       assert.match(d.err, /^line 4: duplicate petId 30, also at line 2\n/);
 
-      assert.deepEqual(await withStore(s, (store) => store.entries.listInventory()), before);
+      assert.deepEqual(await withStore(s, ['entries'], (store) => store.entries.listInventory()), before);
     });
 
     test('pets import fails whole when a petId already has an entry, naming it', async (t) => {
@@ -371,7 +371,7 @@ for (const backend of BACKENDS) {
         'line 3: pet 9007199254740993 already has an inventory entry (--upsert sets the quantity of existing entries)\n' +
           `petstore-inventory: ${file}: 1 entry refused (listed above); nothing was imported\n`,
       );
-      assert.deepEqual(await withStore(s, (store) => store.entries.listInventory()), [{ petId: 9007199254740993n, quantity: 0, status: 'sold' }]);
+      assert.deepEqual(await withStore(s, ['entries'], (store) => store.entries.listInventory()), [{ petId: 9007199254740993n, quantity: 0, status: 'sold' }]);
     });
 
     test('pets import reports at most 20 problems', async (t) => {
@@ -408,7 +408,7 @@ for (const backend of BACKENDS) {
       writeFileSync(join(s.dir, 'latin1.csv'), Buffer.from('petId,quantity,status\n1,1,s\xf6ld\n', 'latin1'));
       assertFailed(await s.run('pets', 'import', join(s.dir, 'latin1.csv')), 1, /is not UTF-8 text \(at about byte \d+\)/);
       assert.deepEqual(
-        (await withStore(s, (store) => store.entries.listInventory())).map((i) => i.petId),
+        (await withStore(s, ['entries'], (store) => store.entries.listInventory())).map((i) => i.petId),
         [40n],
       );
     });

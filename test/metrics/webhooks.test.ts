@@ -18,9 +18,9 @@ for (const backend of BACKENDS) {
         metrics,
         config: { WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '20ms,20ms' },
       });
-      const endpoint = await api.store.webhooks.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date() });
-      const parked = await api.store.webhooks.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date() });
-      await api.store.webhooks.disableEndpoint(parked.id, 'parked by the test');
+      const endpoint = await api.store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date() });
+      const parked = await api.store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date() });
+      await api.store.webhookEndpoints.disableEndpoint(parked.id, 'parked by the test');
       await api.app.webhookDispatcher.leaseNow();
       receiver.answer = (_r, i) => (i === 0 ? { status: 500 } : { status: 204 });
       for (const quantity of [1, 2, 3]) {

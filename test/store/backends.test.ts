@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { PORT_NAMES } from '../../src/store/store.js';
 
 /**
  * Each backend does the same jobs in files of the same names, under the same names, so the second
@@ -15,12 +16,8 @@ const JOBS: Record<string, readonly string[]> = {
   'apply-change-batch': ['applyChangeBatch'],
   import: ['importItems'],
   'change-log': ['appendEvents', 'insertHistory'],
-  entries: ['entries'],
-  changes: ['changes'],
-  keys: ['keys'],
-  history: ['history'],
-  webhooks: ['webhooks'],
-  maintenance: ['maintenance'],
+  // One file per port, named as the port (webhookEndpoints: webhook-endpoints.ts), exporting the function of its name.
+  ...Object.fromEntries(PORT_NAMES.map((port) => [port.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), [port]])),
 };
 
 test('sqlite/ and postgres/ export the same names for the same jobs, from files of the same names', async () => {

@@ -11,7 +11,7 @@ import type { InventoryItem, PetStatus } from '../../src/schemas/inventory.js';
 import { APPLICATION_NAME, CONNECTION_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS } from '../../src/store/postgres/connection.js';
 import { openStore as openPostgresStore } from '../../src/store/postgres/open.js';
 import { openStore } from '../../src/store/open.js';
-import { DuplicatePetError, type Changes, type Store } from '../../src/store/store.js';
+import { DuplicatePetError, type Changes, type PortName, type Store } from '../../src/store/store.js';
 import {
   BACKENDS,
   MIGRATION_VERSIONS,
@@ -60,8 +60,6 @@ async function rejectsAsInvalid(promise: Promise<unknown>): Promise<void> {
   });
 }
 
-type PortName = Exclude<keyof Store, 'backend' | 'close'>;
-
 /** One call per member of every port; the type makes a new member, or a new port, a compile error until it is listed. */
 const EVERY_CALL = {
   entries: {
@@ -96,25 +94,27 @@ const EVERY_CALL = {
     onAppended: async (s) => s.events.onAppended(() => {}),
     purgeEvents: (s) => s.events.purgeEvents(new Date()),
   },
-  webhooks: {
-    addEndpoint: (s) => s.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_AAAA', createdAt: new Date() }),
-    listEndpoints: (s) => s.webhooks.listEndpoints(),
-    getEndpoint: (s) => s.webhooks.getEndpoint('whk_1'),
-    removeEndpoint: (s) => s.webhooks.removeEndpoint('whk_2'),
-    disableEndpoint: (s) => s.webhooks.disableEndpoint('whk_1', 'disabled by an operator'),
-    enableEndpoint: (s) => s.webhooks.enableEndpoint('whk_1'),
-    rotateSecret: (s) => s.webhooks.rotateSecret('whk_1', 'whsec_BBBB', new Date()),
-    leaseEndpoints: (s) => s.webhooks.leaseEndpoints('holder', 1000),
-    replayFrom: (s) => s.webhooks.replayFrom('whk_none', 0),
-    releaseLeases: (s) => s.webhooks.releaseLeases('holder'),
-    recordProgress: (s) =>
-      s.webhooks.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),
+  webhookEndpoints: {
+    addEndpoint: (s) =>
+      s.webhookEndpoints.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_AAAA', createdAt: new Date() }),
+    listEndpoints: (s) => s.webhookEndpoints.listEndpoints(),
+    getEndpoint: (s) => s.webhookEndpoints.getEndpoint('whk_1'),
+    removeEndpoint: (s) => s.webhookEndpoints.removeEndpoint('whk_2'),
+    disableEndpoint: (s) => s.webhookEndpoints.disableEndpoint('whk_1', 'disabled by an operator'),
+    enableEndpoint: (s) => s.webhookEndpoints.enableEndpoint('whk_1'),
+    rotateSecret: (s) => s.webhookEndpoints.rotateSecret('whk_1', 'whsec_BBBB', new Date()),
+    replayFrom: (s) => s.webhookEndpoints.replayFrom('whk_none', 0),
     recordAttempts: (s) =>
-      s.webhooks.recordAttempts([
+      s.webhookEndpoints.recordAttempts([
         { endpointId: 'whk_1', eventId: 'evt_test', seq: 0, attemptedAt: new Date(), status: 200, error: null, durationMs: 1, responseBody: null },
       ]),
-    listDeliveries: (s) => s.webhooks.listDeliveries('whk_1', 10),
-    purgeDeliveries: (s) => s.webhooks.purgeDeliveries(new Date()),
+    listDeliveries: (s) => s.webhookEndpoints.listDeliveries('whk_1', 10),
+  },
+  webhookDeliveries: {
+    leaseEndpoints: (s) => s.webhookDeliveries.leaseEndpoints('holder', 1000),
+    releaseLeases: (s) => s.webhookDeliveries.releaseLeases('holder'),
+    recordProgress: (s) =>
+      s.webhookDeliveries.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),
   },
   relays: {
     lease: (s) => s.relays.lease('relay', 'holder', 1000),
@@ -126,6 +126,7 @@ const EVERY_CALL = {
     ping: (s) => s.maintenance.ping(),
     purgeIdempotencyRecords: (s) => s.maintenance.purgeIdempotencyRecords(new Date()),
     purgeHistory: (s) => s.maintenance.purgeHistory(new Date()),
+    purgeDeliveries: (s) => s.maintenance.purgeDeliveries(new Date()),
   },
 } satisfies { [P in PortName]: Record<keyof Store[P], (s: Store) => Promise<unknown>> };
 

@@ -16,9 +16,10 @@ import type { LeaseAnswer, LeaseOrder } from '../support/lease-holder.js';
 import { change } from '../support/store.js';
 
 /**
- * The Webhooks port: endpoints that start at the log's head, keep their place when disabled, and
- * are delivered to by one lease holder at a time, whose progress (attempts and position together)
- * is recorded only while it still holds the lease.
+ * The webhook ports. WebhookEndpoints: endpoints that start at the log's head, keep their place
+ * when disabled, and their delivery log (pruned by Maintenance.purgeDeliveries). WebhookDeliveries:
+ * each endpoint delivered to by one lease holder at a time, whose progress (attempts and position
+ * together) is recorded only while it still holds the lease.
  */
 
 /** Long enough never to run out during a test: "the lease is live" must not depend on the machine's speed. */
@@ -81,14 +82,14 @@ async function nextMessage<M>(child: ChildProcess): Promise<M> {
 }
 
 for (const backend of BACKENDS) {
-  describe(`Webhooks on ${backend}`, { skip: await backendSkip(backend) }, () => {
+  describe(`WebhookEndpoints on ${backend}`, { skip: await backendSkip(backend) }, () => {
     it('adds an endpoint at the head of the log, enabled and with nothing failed; later events leave it there', async (t) => {
       const store = await openTestStore(backend, t);
       await appendEvents(store, 1n, 3);
       const head = await store.events.head();
       assert.equal(head, 3);
 
-      const added = await store.webhooks.addEndpoint(endpoint(1));
+      const added = await store.webhookEndpoints.addEndpoint(endpoint(1));
       assert.deepEqual(added, {
         ...endpoint(1),
         previousSecret: null,
@@ -102,67 +103,67 @@ for (const backend of BACKENDS) {
         lastFailure: null,
       });
       await appendEvents(store, 2n, 2);
-      assert.deepEqual(await store.webhooks.getEndpoint('whk_1'), added);
+      assert.deepEqual(await store.webhookEndpoints.getEndpoint('whk_1'), added);
     });
 
     it('on an empty log an endpoint starts at 0', async (t) => {
       const store = await openTestStore(backend, t);
-      assert.equal((await store.webhooks.addEndpoint(endpoint(1))).deliveredSeq, 0);
+      assert.equal((await store.webhookEndpoints.addEndpoint(endpoint(1))).deliveredSeq, 0);
     });
 
     it('lists endpoints oldest first; get answers one or undefined', async (t) => {
       const store = await openTestStore(backend, t);
-      assert.deepEqual(await store.webhooks.listEndpoints(), []);
-      for (const n of [3, 1, 2]) await store.webhooks.addEndpoint(endpoint(n));
-      const list = await store.webhooks.listEndpoints();
+      assert.deepEqual(await store.webhookEndpoints.listEndpoints(), []);
+      for (const n of [3, 1, 2]) await store.webhookEndpoints.addEndpoint(endpoint(n));
+      const list = await store.webhookEndpoints.listEndpoints();
       assert.deepEqual(ids(list), ['whk_1', 'whk_2', 'whk_3']);
-      assert.deepEqual(list[1], await store.webhooks.getEndpoint('whk_2'));
-      assert.equal(await store.webhooks.getEndpoint('whk_9'), undefined);
+      assert.deepEqual(list[1], await store.webhookEndpoints.getEndpoint('whk_2'));
+      assert.equal(await store.webhookEndpoints.getEndpoint('whk_9'), undefined);
     });
 
     it('removes an endpoint with its delivery log, and no other', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await store.webhooks.addEndpoint(endpoint(2));
-      await store.webhooks.recordAttempts([attempt('whk_1', 1), attempt('whk_2', 1), attempt('whk_1', 2)]);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(2));
+      await store.webhookEndpoints.recordAttempts([attempt('whk_1', 1), attempt('whk_2', 1), attempt('whk_1', 2)]);
 
-      assert.equal(await store.webhooks.removeEndpoint('whk_1'), true);
-      assert.equal(await store.webhooks.getEndpoint('whk_1'), undefined);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_2', 10), [attempt('whk_2', 1)]);
-      assert.equal(await store.webhooks.removeEndpoint('whk_1'), false);
+      assert.equal(await store.webhookEndpoints.removeEndpoint('whk_1'), true);
+      assert.equal(await store.webhookEndpoints.getEndpoint('whk_1'), undefined);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_2', 10), [attempt('whk_2', 1)]);
+      assert.equal(await store.webhookEndpoints.removeEndpoint('whk_1'), false);
 
       // The id is free again, and its new endpoint has no log.
-      await store.webhooks.addEndpoint(endpoint(1));
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
     });
 
     it('disable keeps the place and gives up the lease; enable clears the failures and the wait', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
       await appendEvents(store, 1n, 4);
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1']);
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1']);
       const failedAt = new Date(Date.UTC(2024, 5, 1));
       const retryAt = new Date(Date.UTC(2024, 5, 2));
-      const recorded = await store.webhooks.recordProgress(
+      const recorded = await store.webhookDeliveries.recordProgress(
         'whk_1',
         'a',
         progress(2, [attempt('whk_1', 3, 3, { status: 500 })], { failures: 3, nextAttemptAt: retryAt, lastFailureAt: failedAt, lastFailure: 'HTTP 500' }),
       );
       assert.equal(recorded, true);
 
-      assert.equal(await store.webhooks.disableEndpoint('whk_1', DISABLED_BY_OPERATOR), true);
-      const disabled = (await store.webhooks.getEndpoint('whk_1'))!;
+      assert.equal(await store.webhookEndpoints.disableEndpoint('whk_1', DISABLED_BY_OPERATOR), true);
+      const disabled = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
       assert.equal(disabled.enabled, false);
       assert.equal(disabled.disabledReason, DISABLED_BY_OPERATOR);
       assert.equal(disabled.deliveredSeq, 2);
       // Its holder no longer holds it, and its next flush is refused.
-      assert.deepEqual(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS), []);
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3)])), false);
-      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), [], 'a disabled endpoint is leased to no one');
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS), []);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3)])), false);
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS), [], 'a disabled endpoint is leased to no one');
 
-      assert.equal(await store.webhooks.enableEndpoint('whk_1'), true);
-      assert.deepEqual(await store.webhooks.getEndpoint('whk_1'), {
+      assert.equal(await store.webhookEndpoints.enableEndpoint('whk_1'), true);
+      assert.deepEqual(await store.webhookEndpoints.getEndpoint('whk_1'), {
         ...disabled,
         enabled: true,
         disabledReason: null,
@@ -170,85 +171,130 @@ for (const backend of BACKENDS) {
         nextAttemptAt: null,
       });
       // The lease was given up: another holder takes it at once.
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1']);
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1']);
 
-      assert.equal(await store.webhooks.disableEndpoint('whk_9', DISABLED_BY_OPERATOR), false);
-      assert.equal(await store.webhooks.enableEndpoint('whk_9'), false);
+      assert.equal(await store.webhookEndpoints.disableEndpoint('whk_9', DISABLED_BY_OPERATOR), false);
+      assert.equal(await store.webhookEndpoints.enableEndpoint('whk_9'), false);
+    });
+
+    it('replayFrom moves the place back and clears the failures; false for an unknown id', async (t) => {
+      const store = await openTestStore(backend, t);
+      await appendEvents(store, 1n, 2);
+      const added = await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await appendEvents(store, 2n, 3);
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      const head = await store.events.head();
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(head, [], { failures: 2, nextAttemptAt: new Date(Date.now() + 60_000) })), true);
+      assert.equal(await store.webhookEndpoints.replayFrom('whk_1', added.deliveredSeq), true);
+      const stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
+      assert.deepEqual([stands.deliveredSeq, stands.failures, stands.nextAttemptAt, stands.enabled], [added.deliveredSeq, 0, null, true]);
+      assert.equal(await store.webhookEndpoints.replayFrom('whk_none', 0), false);
     });
 
     it('rotating the secret keeps the one it replaces until the given time', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
       const until = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678));
-      const rotated = await store.webhooks.rotateSecret('whk_1', 'whsec_second', until);
+      const rotated = await store.webhookEndpoints.rotateSecret('whk_1', 'whsec_second', until);
       assert.deepEqual(
         { secret: rotated?.secret, previousSecret: rotated?.previousSecret, previousSecretUntil: rotated?.previousSecretUntil },
         { secret: 'whsec_second', previousSecret: 'whsec_secret1', previousSecretUntil: until },
       );
-      assert.deepEqual(await store.webhooks.getEndpoint('whk_1'), rotated);
+      assert.deepEqual(await store.webhookEndpoints.getEndpoint('whk_1'), rotated);
 
       const later = new Date(Date.UTC(2024, 0, 3));
-      const again = (await store.webhooks.rotateSecret('whk_1', 'whsec_third', later))!;
+      const again = (await store.webhookEndpoints.rotateSecret('whk_1', 'whsec_third', later))!;
       assert.deepEqual([again.secret, again.previousSecret, again.previousSecretUntil], ['whsec_third', 'whsec_second', later]);
-      assert.equal(await store.webhooks.rotateSecret('whk_9', 'whsec_x', later), undefined);
+      assert.equal(await store.webhookEndpoints.rotateSecret('whk_9', 'whsec_x', later), undefined);
     });
 
+    it('lists the newest attempts first, at most the limit; attempts outside the order move nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      const made = [1, 2, 3, 4, 5].map((seq) => attempt('whk_1', seq, seq, seq % 2 === 0 ? { status: 503, responseBody: null } : {}));
+      await store.webhookEndpoints.recordAttempts(made.slice(0, 2));
+      await store.webhookEndpoints.recordAttempts(made.slice(2));
+      const test = attempt('whk_1', 0, 30, { eventId: 'msg_test' });
+      await store.webhookEndpoints.recordAttempts([test]);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 3), [test, made[4], made[3]]);
+      assert.equal((await store.webhookEndpoints.listDeliveries('whk_1', 100)).length, 6);
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      await store.webhookEndpoints.recordAttempts([]);
+      // An attempt to an endpoint removed meanwhile goes with it.
+      await store.webhookEndpoints.recordAttempts([attempt('whk_9', 1)]);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_9', 10), []);
+    });
+
+    it('maintenance purges the attempts made before a time, of every endpoint', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(2));
+      await store.webhookEndpoints.recordAttempts([attempt('whk_1', 1, 1), attempt('whk_2', 1, 2), attempt('whk_1', 2, 10), attempt('whk_2', 2, 11)]);
+      const cutoff = new Date(Date.UTC(2024, 0, 1, 0, 0, 5));
+      assert.equal(await store.maintenance.purgeDeliveries(cutoff), 2);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt('whk_1', 2, 10)]);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_2', 10), [attempt('whk_2', 2, 11)]);
+      assert.equal(await store.maintenance.purgeDeliveries(cutoff), 0);
+    });
+  });
+
+  describe(`WebhookDeliveries on ${backend}`, { skip: await backendSkip(backend) }, () => {
     it('one holder at a time: a live lease is not taken, its holder renews it, a disabled or removed endpoint leaves its set', async (t) => {
       const store = await openTestStore(backend, t);
-      for (const n of [1, 2, 3]) await store.webhooks.addEndpoint(endpoint(n));
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1', 'whk_2', 'whk_3']);
-      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), []);
-      const renewed = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      for (const n of [1, 2, 3]) await store.webhookEndpoints.addEndpoint(endpoint(n));
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1', 'whk_2', 'whk_3']);
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS), []);
+      const renewed = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
       assert.deepEqual(
         renewed.map(({ leaseClaimedAt: _claimed, ...endpoint }) => endpoint),
-        await store.webhooks.listEndpoints(),
+        await store.webhookEndpoints.listEndpoints(),
         'the endpoints as they stand, oldest first',
       );
-      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), []);
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS), []);
 
       // A new endpoint goes to whoever asks first.
-      await store.webhooks.addEndpoint(endpoint(4));
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
+      await store.webhookEndpoints.addEndpoint(endpoint(4));
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
 
-      await store.webhooks.disableEndpoint('whk_2', DISABLED_BY_OPERATOR);
-      await store.webhooks.removeEndpoint('whk_3');
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1']);
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
+      await store.webhookEndpoints.disableEndpoint('whk_2', DISABLED_BY_OPERATOR);
+      await store.webhookEndpoints.removeEndpoint('whk_3');
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS)), ['whk_1']);
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
     });
 
     it('an expired lease goes to the next holder, and the old holder can no longer record', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await store.webhooks.addEndpoint(endpoint(2));
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('a', SHORT_LEASE_MS)), ['whk_1', 'whk_2']);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(2));
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('a', SHORT_LEASE_MS)), ['whk_1', 'whk_2']);
       await sleep(SHORT_LEASE_MS + 200);
 
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
-      assert.deepEqual(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS), []);
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
-      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'b', progress(1, [attempt('whk_1', 1)])), true);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS), []);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', progress(1, [attempt('whk_1', 1)])), true);
     });
 
     it('releasing its leases lets another holder claim them at once', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await store.webhooks.addEndpoint(endpoint(2));
-      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-      await store.webhooks.releaseLeases('b');
-      assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), [], "releasing another holder's leases releases nothing");
-      await store.webhooks.releaseLeases('a');
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [])), false);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(2));
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      await store.webhookDeliveries.releaseLeases('b');
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS), [], "releasing another holder's leases releases nothing");
+      await store.webhookDeliveries.releaseLeases('a');
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [])), false);
     });
 
     it("records the holder's attempts and progress together, and nothing for anyone else", async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
       await appendEvents(store, 1n, 3);
-      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
       const failedAt = new Date(Date.UTC(2024, 0, 1, 0, 0, 3));
       const retryAt = new Date(Date.UTC(2024, 0, 1, 0, 0, 8));
       const attempts = [
@@ -258,110 +304,104 @@ for (const backend of BACKENDS) {
       ];
       const flushed = progress(2, attempts, { failures: 1, nextAttemptAt: retryAt, lastFailureAt: failedAt, lastFailure: 'ECONNREFUSED' });
 
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'b', flushed), false, 'not the holder');
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
-      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', flushed), false, 'not the holder');
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
 
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', flushed), true);
-      const stands = (await store.webhooks.getEndpoint('whk_1'))!;
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', flushed), true);
+      const stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
       assert.deepEqual(
         [stands.deliveredSeq, stands.failures, stands.nextAttemptAt, stands.lastFailureAt, stands.lastFailure, stands.enabled],
         [2, 1, retryAt, failedAt, 'ECONNREFUSED', true],
       );
       // Newest first; the duration is kept in whole milliseconds.
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [{ ...attempts[2]!, durationMs: 4 }, attempts[1], attempts[0]]);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [{ ...attempts[2]!, durationMs: 4 }, attempts[1], attempts[0]]);
       // The lease is kept: the holder goes on.
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3, 9)])), true);
-      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.failures, 0);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3, 9)])), true);
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.failures, 0);
     });
 
     it('refuses the progress of a disabled or removed endpoint, recording nothing', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await store.webhooks.addEndpoint(endpoint(2));
-      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookEndpoints.addEndpoint(endpoint(2));
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
 
-      await store.webhooks.disableEndpoint('whk_1', DISABLED_BY_OPERATOR);
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
-      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      await store.webhookEndpoints.disableEndpoint('whk_1', DISABLED_BY_OPERATOR);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
 
-      await store.webhooks.removeEndpoint('whk_2');
-      assert.equal(await store.webhooks.recordProgress('whk_2', 'a', progress(1, [attempt('whk_2', 1)])), false);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_2', 10), []);
-      assert.equal(await store.webhooks.getEndpoint('whk_2'), undefined);
+      await store.webhookEndpoints.removeEndpoint('whk_2');
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_2', 'a', progress(1, [attempt('whk_2', 1)])), false);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_2', 10), []);
+      assert.equal(await store.webhookEndpoints.getEndpoint('whk_2'), undefined);
     });
 
     it('progress that disables the endpoint records its attempts, disables it and gives up its lease', async (t) => {
       const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
       const gone = attempt('whk_1', 2, 2, { status: 410, responseBody: 'gone' });
       const at = gone.attemptedAt;
       assert.equal(
-        await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1), gone], { failures: 1, lastFailureAt: at, lastFailure: 'HTTP 410', disable: DISABLED_GONE })),
+        await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1), gone], { failures: 1, lastFailureAt: at, lastFailure: 'HTTP 410', disable: DISABLED_GONE })),
         true,
       );
-      const disabled = (await store.webhooks.getEndpoint('whk_1'))!;
+      const disabled = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
       assert.deepEqual(
         [disabled.enabled, disabled.disabledReason, disabled.deliveredSeq, disabled.failures, disabled.lastFailure],
         [false, DISABLED_GONE, 1, 1, 'HTTP 410'],
       );
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [gone, attempt('whk_1', 1)]);
-      assert.deepEqual(await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS), []);
-      await store.webhooks.enableEndpoint('whk_1');
-      assert.deepEqual(ids(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1'], 'the lease was given up');
-    });
-
-    it('lists the newest attempts first, at most the limit; attempts outside the order move nothing', async (t) => {
-      const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      const made = [1, 2, 3, 4, 5].map((seq) => attempt('whk_1', seq, seq, seq % 2 === 0 ? { status: 503, responseBody: null } : {}));
-      await store.webhooks.recordAttempts(made.slice(0, 2));
-      await store.webhooks.recordAttempts(made.slice(2));
-      const test = attempt('whk_1', 0, 30, { eventId: 'msg_test' });
-      await store.webhooks.recordAttempts([test]);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 3), [test, made[4], made[3]]);
-      assert.equal((await store.webhooks.listDeliveries('whk_1', 100)).length, 6);
-      assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 0);
-      await store.webhooks.recordAttempts([]);
-      // An attempt to an endpoint removed meanwhile goes with it.
-      await store.webhooks.recordAttempts([attempt('whk_9', 1)]);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_9', 10), []);
-    });
-
-    it('purges the attempts made before a time, of every endpoint', async (t) => {
-      const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await store.webhooks.addEndpoint(endpoint(2));
-      await store.webhooks.recordAttempts([attempt('whk_1', 1, 1), attempt('whk_2', 1, 2), attempt('whk_1', 2, 10), attempt('whk_2', 2, 11)]);
-      const cutoff = new Date(Date.UTC(2024, 0, 1, 0, 0, 5));
-      assert.equal(await store.webhooks.purgeDeliveries(cutoff), 2);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [attempt('whk_1', 2, 10)]);
-      assert.deepEqual(await store.webhooks.listDeliveries('whk_2', 10), [attempt('whk_2', 2, 11)]);
-      assert.equal(await store.webhooks.purgeDeliveries(cutoff), 0);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [gone, attempt('whk_1', 1)]);
+      assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS), []);
+      await store.webhookEndpoints.enableEndpoint('whk_1');
+      assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1'], 'the lease was given up');
     });
 
     it('two holders leasing at once from two stores never both get an endpoint', async (t) => {
       const db = await createTestDatabase(backend, t);
       const [one, two] = [await db.open(), await db.open()];
-      for (let n = 1; n <= 8; n++) await one.webhooks.addEndpoint(endpoint(n));
+      for (let n = 1; n <= 8; n++) await one.webhookEndpoints.addEndpoint(endpoint(n));
       for (let round = 0; round < 10; round++) {
-        const [a, b] = await Promise.all([one.webhooks.leaseEndpoints('a', LONG_LEASE_MS), two.webhooks.leaseEndpoints('b', LONG_LEASE_MS)]);
+        const [a, b] = await Promise.all([one.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS), two.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)]);
         const both = ids(a).filter((id) => ids(b).includes(id));
         assert.deepEqual(both, [], `round ${round}: both hold ${both.join(', ')}`);
         assert.equal(a.length + b.length, 8, `round ${round}: every endpoint is held`);
-        await Promise.all([one.webhooks.releaseLeases('a'), two.webhooks.releaseLeases('b')]);
+        await Promise.all([one.webhookDeliveries.releaseLeases('a'), two.webhookDeliveries.releaseLeases('b')]);
       }
+    });
+
+    it('a renewal keeps the claim time; a new claim after enable, replay or release moves it on, and the old claim records nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 4);
+      const [first] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      const [renewed] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      assert.equal(renewed!.leaseClaimedAt.getTime(), first!.leaseClaimedAt.getTime(), 'a renewal keeps it');
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)]), first!.leaseClaimedAt), true);
+
+      const acts = [() => store.webhookEndpoints.enableEndpoint('whk_1'), () => store.webhookEndpoints.replayFrom('whk_1', 0), () => store.webhookDeliveries.releaseLeases('a')];
+      for (const operatorAct of acts) {
+        const [before] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+        await operatorAct();
+        if (operatorAct !== acts[2]) assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS), [], 'enable and replay end the claim, not the lease: no one else takes it');
+        assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, [attempt('whk_1', 2)]), before!.leaseClaimedAt), false, 'the claim ended');
+        const [again] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+        assert.ok(again!.leaseClaimedAt.getTime() > before!.leaseClaimedAt.getTime(), 'the same holder claimed it anew');
+        assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, []), before!.leaseClaimedAt), false, 'the old claim is fenced off');
+        assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, []), again!.leaseClaimedAt), true);
+      }
+      assert.equal((await store.webhookEndpoints.listDeliveries('whk_1', 10)).length, 1, 'only the first claim recorded an attempt');
     });
   });
 }
 
-describe('Webhooks on sqlite, from processes sharing the file', { skip: await backendSkip('sqlite') }, () => {
+describe('WebhookDeliveries on sqlite, from processes sharing the file', { skip: await backendSkip('sqlite') }, () => {
   it('two processes leasing at once never both get an endpoint', async (t) => {
     const db = await createTestDatabase('sqlite', t);
     const store = await db.open();
-    for (let n = 1; n <= 8; n++) await store.webhooks.addEndpoint(endpoint(n));
+    for (let n = 1; n <= 8; n++) await store.webhookEndpoints.addEndpoint(endpoint(n));
     const holders = ['a', 'b'].map((holder) => fork(LEASE_HOLDER, [db.location, holder], { execArgv: ['--import', 'tsx'] }));
     t.after(() => holders.forEach((h) => h.exitCode === null && h.signalCode === null && h.kill('SIGKILL')));
     await Promise.all(holders.map((h) => nextMessage(h)));
@@ -383,44 +423,3 @@ describe('Webhooks on sqlite, from processes sharing the file', { skip: await ba
     await Promise.all(holders.map((h) => once(h, 'exit')));
   });
 });
-
-for (const backend of BACKENDS) {
-  describe(`webhook leases are fenced by their claim on ${backend}`, { skip: await backendSkip(backend) }, () => {
-    it('a renewal keeps the claim time; a new claim after enable, replay or release moves it on, and the old claim records nothing', async (t) => {
-      const store = await openTestStore(backend, t);
-      await store.webhooks.addEndpoint(endpoint(1));
-      await appendEvents(store, 1n, 4);
-      const [first] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-      const [renewed] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-      assert.equal(renewed!.leaseClaimedAt.getTime(), first!.leaseClaimedAt.getTime(), 'a renewal keeps it');
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)]), first!.leaseClaimedAt), true);
-
-      const acts = [() => store.webhooks.enableEndpoint('whk_1'), () => store.webhooks.replayFrom('whk_1', 0), () => store.webhooks.releaseLeases('a')];
-      for (const operatorAct of acts) {
-        const [before] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-        await operatorAct();
-        if (operatorAct !== acts[2]) assert.deepEqual(await store.webhooks.leaseEndpoints('b', LONG_LEASE_MS), [], 'enable and replay end the claim, not the lease: no one else takes it');
-        assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(2, [attempt('whk_1', 2)]), before!.leaseClaimedAt), false, 'the claim ended');
-        const [again] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-        assert.ok(again!.leaseClaimedAt.getTime() > before!.leaseClaimedAt.getTime(), 'the same holder claimed it anew');
-        assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(2, []), before!.leaseClaimedAt), false, 'the old claim is fenced off');
-        assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(2, []), again!.leaseClaimedAt), true);
-      }
-      assert.equal((await store.webhooks.listDeliveries('whk_1', 10)).length, 1, 'only the first claim recorded an attempt');
-    });
-
-    it('replayFrom moves the place back and clears the failures; false for an unknown id', async (t) => {
-      const store = await openTestStore(backend, t);
-      await appendEvents(store, 1n, 2);
-      const added = await store.webhooks.addEndpoint(endpoint(1));
-      await appendEvents(store, 2n, 3);
-      await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-      const head = await store.events.head();
-      assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(head, [], { failures: 2, nextAttemptAt: new Date(Date.now() + 60_000) })), true);
-      assert.equal(await store.webhooks.replayFrom('whk_1', added.deliveredSeq), true);
-      const stands = (await store.webhooks.getEndpoint('whk_1'))!;
-      assert.deepEqual([stands.deliveredSeq, stands.failures, stands.nextAttemptAt, stands.enabled], [added.deliveredSeq, 0, null, true]);
-      assert.equal(await store.webhooks.replayFrom('whk_none', 0), false);
-    });
-  });
-}

@@ -9,7 +9,7 @@ import { loadConfig, type Config, type ConfigVariable } from '../../src/config.j
 import type { Environment, Scope } from '../../src/domain/api-key.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { openStore } from '../../src/store/open.js';
-import type { Store } from '../../src/store/store.js';
+import { PORT_NAMES, type PortName, type Store } from '../../src/store/store.js';
 import { openTestStore, type Backend } from './backends.js';
 import { ContractChecker, type OpenApiDoc } from './contract.js';
 
@@ -189,10 +189,8 @@ export function assertError(res: TestResponse, status: number, code: string, ind
   return body;
 }
 
-/** Each port of a store, and each member of each port. */
-type PortName = Exclude<keyof Store, 'backend' | 'close'>;
+/** Each member of each port of a store. */
 type PortMember = { [P in PortName]: keyof Store[P] }[PortName];
-const PORT_NAMES: readonly PortName[] = ['entries', 'changes', 'keys', 'history', 'events', 'webhooks', 'maintenance'];
 
 /** The real store, except that `member` (of whichever port has it) rejects with `error`: for the paths only a broken store reaches. */
 export function failingOn(store: Store, member: PortMember, error: Error): Store {

@@ -25,11 +25,11 @@ process.on('message', (order: LeaseOrder) => {
       return;
     }
     if (order === 'release') {
-      await store.webhooks.releaseLeases(holder);
+      await store.webhookDeliveries.releaseLeases(holder);
       process.send!({ ids: [] } satisfies LeaseAnswer);
       return;
     }
-    const held = await store.webhooks.leaseEndpoints(holder, order.lease);
+    const held = await store.webhookDeliveries.leaseEndpoints(holder, order.lease);
     process.send!({ ids: held.map((e) => e.id) } satisfies LeaseAnswer);
   })();
 });

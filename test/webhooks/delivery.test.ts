@@ -19,7 +19,7 @@ async function deliveringApp(t: TestContext, backend: (typeof BACKENDS)[number],
 
 /** Adds an endpoint for `receiver` and has the app's dispatcher claim it at once. */
 async function endpointFor(api: TestApp, receiver: Receiver): Promise<WebhookEndpoint> {
-  const endpoint = await api.store.webhooks.addEndpoint({ id: newEndpointId(), url: receiver.url, description: 'test receiver', secret: newWebhookSecret(), createdAt: new Date() });
+  const endpoint = await api.store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: receiver.url, description: 'test receiver', secret: newWebhookSecret(), createdAt: new Date() });
   await api.app.webhookDispatcher.leaseNow();
   return endpoint;
 }
@@ -48,7 +48,7 @@ async function until(condition: () => Promise<boolean>): Promise<void> {
 /** The endpoint as stored once `condition` holds for it. */
 async function storedWhen(api: TestApp, id: string, condition: (e: WebhookEndpoint) => boolean): Promise<WebhookEndpoint> {
   let stored: WebhookEndpoint | undefined;
-  await until(async () => ((stored = await api.store.webhooks.getEndpoint(id)) !== undefined && condition(stored)));
+  await until(async () => ((stored = await api.store.webhookEndpoints.getEndpoint(id)) !== undefined && condition(stored)));
   return stored!;
 }
 
@@ -81,7 +81,7 @@ for (const backend of BACKENDS) {
       receiver.answer = (_r, i) => (i === 0 ? { status: 500 } : i === 1 ? 'hang' : { status: 200 });
       await patches(api, 1, 1);
       await receiver.waitFor(2);
-      const log = () => api.store.webhooks.listDeliveries(endpoint.id, 10);
+      const log = () => api.store.webhookEndpoints.listDeliveries(endpoint.id, 10);
       await until(async () => (await log()).some((a) => /timed out/.test(a.error ?? '')));
       // The third attempt finds nobody listening (refused), the fourth a receiver again.
       await receiver.close();
@@ -136,7 +136,7 @@ for (const backend of BACKENDS) {
       assert.equal(receiver.received.length, 1);
       assert.ok(api.logs().some((l) => l.msg === 'webhook endpoint disabled' && l.reason === DISABLED_GONE), 'one line for the change of state');
       receiver.answer = () => ({ status: 200 });
-      assert.equal(await api.store.webhooks.enableEndpoint(endpoint.id), true);
+      assert.equal(await api.store.webhookEndpoints.enableEndpoint(endpoint.id), true);
       await api.app.webhookDispatcher.leaseNow();
       await receiver.waitFor(4);
       assert.deepEqual(quantities(receiver), [1, 1, 2, 3]);
@@ -155,7 +155,7 @@ for (const backend of BACKENDS) {
       assert.equal(failedLines.length, 2, 'one line per failed attempt that is retried');
       await patches(api, 2, 3);
       receiver.answer = () => ({ status: 204 });
-      await api.store.webhooks.enableEndpoint(endpoint.id);
+      await api.store.webhookEndpoints.enableEndpoint(endpoint.id);
       await api.app.webhookDispatcher.leaseNow();
       await receiver.waitFor(7);
       assert.deepEqual(quantities(receiver), [1, 1, 1, 1, 2, 3, 4]);
@@ -176,7 +176,7 @@ for (const backend of BACKENDS) {
       const api = await deliveringApp(t, backend);
       const endpoint = await endpointFor(api, receiver);
       const next = newWebhookSecret();
-      await api.store.webhooks.rotateSecret(endpoint.id, next, new Date(Date.now() + 24 * 3600_000));
+      await api.store.webhookEndpoints.rotateSecret(endpoint.id, next, new Date(Date.now() + 24 * 3600_000));
       await api.app.webhookDispatcher.leaseNow();
       await patches(api, 1, 1);
       await receiver.waitFor(1);
@@ -184,7 +184,7 @@ for (const backend of BACKENDS) {
       assert.equal(String(request.headers['webhook-signature']).split(' ').length, 2);
       assert.ok(receiver.verifies(request, endpoint.secret), 'the old secret verifies');
       assert.ok(receiver.verifies(request, next), 'the new secret verifies');
-      await api.store.webhooks.rotateSecret(endpoint.id, newWebhookSecret(), new Date(Date.now() - 1));
+      await api.store.webhookEndpoints.rotateSecret(endpoint.id, newWebhookSecret(), new Date(Date.now() - 1));
       await api.app.webhookDispatcher.leaseNow();
       await patches(api, 2, 1);
       await receiver.waitFor(2);
@@ -199,7 +199,7 @@ for (const backend of BACKENDS) {
       await patches(api, 1, 3);
       await receiver.waitFor(3);
       await storedWhen(api, endpoint.id, (e) => e.deliveredSeq === endpoint.deliveredSeq + 3);
-      assert.equal(await api.store.webhooks.replayFrom(endpoint.id, endpoint.deliveredSeq + 1), true);
+      assert.equal(await api.store.webhookEndpoints.replayFrom(endpoint.id, endpoint.deliveredSeq + 1), true);
       await api.app.webhookDispatcher.leaseNow();
       await receiver.waitFor(5);
       await patches(api, 4, 1);
@@ -212,13 +212,13 @@ for (const backend of BACKENDS) {
       const receiver = await startReceiver(t);
       const api = await deliveringApp(t, backend);
       const endpoint = await endpointFor(api, receiver);
-      await api.store.webhooks.disableEndpoint(endpoint.id, 'test');
+      await api.store.webhookEndpoints.disableEndpoint(endpoint.id, 'test');
       await api.app.webhookDispatcher.leaseNow();
       await patches(api, 1, 3);
       await new Promise((r) => setTimeout(r, 5));
       assert.ok((await api.store.events.purgeEvents(new Date())) > 0);
       const head = await api.store.events.head();
-      await api.store.webhooks.enableEndpoint(endpoint.id);
+      await api.store.webhookEndpoints.enableEndpoint(endpoint.id);
       await api.app.webhookDispatcher.leaseNow();
       await receiver.waitFor(1);
       await patches(api, 4, 1);

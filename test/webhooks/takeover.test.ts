@@ -30,7 +30,7 @@ function firstArrivals(receiver: Receiver): string[] {
 }
 
 async function addEndpoint(service: Service, receiver: Receiver) {
-  return service.store.webhooks.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date() });
+  return service.store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date() });
 }
 
 for (const backend of BACKENDS) {

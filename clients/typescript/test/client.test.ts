@@ -122,7 +122,7 @@ for (const backend of BACKENDS) {
     test('listWebhooks gives every endpoint\'s state to a key with webhooks:manage, never a secret; 403 forbidden to another', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http' });
       const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
-      await api.store.webhooks.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret, createdAt: new Date('2026-01-02T03:04:05.000Z') });
+      await api.store.webhookEndpoints.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: null, secret, createdAt: new Date('2026-01-02T03:04:05.000Z') });
       const apiKey = await makeKey(api.store, api.config.environment, ['webhooks:manage']);
       const list = await clientFor(api, { apiKey }).listWebhooks();
       assert.deepEqual(list.items.map((e) => [e.id, e.url, e.enabled, e.backlog, e.createdAt]), [['whk_till', 'https://till.example/hook', true, 0, '2026-01-02T03:04:05.000Z']]);

@@ -73,7 +73,7 @@ export const importCommand: Command = {
     }));
     let outcome: ImportOutcome;
     try {
-      outcome = await withStore(io, ({ changes }) =>
+      outcome = await withStore(io, ['changes'], ({ changes }) =>
         changes.importItems(source, {
           upsert: values.upsert ?? false,
           change: importChange(new Date()),

@@ -37,8 +37,8 @@ export const addCommand: Command = {
     if (values.help) return printHelp(io, ADD_HELP);
     const description = checkDescription(values.description);
     const url = await checkUrl(values.url, loadConfig(io.env).webhooksAllowPrivate);
-    const endpoint = await withStore(io, ({ webhooks }) =>
-      webhooks.addEndpoint({ id: newEndpointId(), url, description, secret: newWebhookSecret(), createdAt: new Date() }),
+    const endpoint = await withStore(io, ['webhookEndpoints'], ({ webhookEndpoints }) =>
+      webhookEndpoints.addEndpoint({ id: newEndpointId(), url, description, secret: newWebhookSecret(), createdAt: new Date() }),
     );
     if (values.json) {
       io.stdout(`${JSON.stringify({ id: endpoint.id, url: endpoint.url, secret: endpoint.secret, enabled: endpoint.enabled })}\n`);

@@ -37,7 +37,7 @@ export const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
-    const list = await withExistingStore(io, (store) => webhookList(store));
+    const list = await withExistingStore(io, ['webhookEndpoints', 'events'], (ports) => webhookList(ports));
     if (values.json) {
       io.stdout(`${JSON.stringify(list)}\n`);
     } else if (list.items.length === 0) {
@@ -71,9 +71,9 @@ export const deliveriesCommand: Command = {
     if (!(limit >= 1 && limit <= DELIVERIES_MAX)) {
       throw new CliError(`--limit must be a whole number from 1 to ${DELIVERIES_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
     }
-    const attempts = await withExistingStore(io, async ({ webhooks }) => {
-      if (!(await webhooks.getEndpoint(id))) throw noEndpoint(id);
-      return webhooks.listDeliveries(id, limit);
+    const attempts = await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }) => {
+      if (!(await webhookEndpoints.getEndpoint(id))) throw noEndpoint(id);
+      return webhookEndpoints.listDeliveries(id, limit);
     });
     if (values.json) {
       io.stdout(`${JSON.stringify(attempts.map(attemptJson))}\n`);

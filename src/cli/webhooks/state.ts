@@ -1,5 +1,5 @@
 import { backlogOf, DISABLED_BY_OPERATOR, PREVIOUS_SECRET_MS, type WebhookEndpoint } from '../../domain/webhook.js';
-import type { Store } from '../../store/store.js';
+import type { Events, WebhookEndpoints } from '../../store/store.js';
 import { newWebhookSecret } from '../../webhooks/secret.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
 import { CliError, EXIT_USAGE } from '../io.js';
@@ -74,8 +74,8 @@ export const removeCommand: Command = {
   async run(args, io) {
     const id = idOnly('remove', args, REMOVE_HELP, io);
     if (id === undefined) return 0;
-    await withExistingStore(io, async ({ webhooks }) => {
-      if (!(await webhooks.removeEndpoint(id))) throw noEndpoint(id);
+    await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }) => {
+      if (!(await webhookEndpoints.removeEndpoint(id))) throw noEndpoint(id);
     });
     io.stdout(`Removed webhook endpoint ${id} and its delivery log.\n`);
     return 0;
@@ -88,12 +88,12 @@ export const disableCommand: Command = {
   async run(args, io) {
     const id = idOnly('disable', args, DISABLE_HELP, io);
     if (id === undefined) return 0;
-    const message = await withExistingStore(io, async ({ webhooks }) => {
-      const endpoint = await webhooks.getEndpoint(id);
+    const message = await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }) => {
+      const endpoint = await webhookEndpoints.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
       // Already off: its reason (a 410, retries used up) says more than "by an operator" would.
       if (!endpoint.enabled) return `Webhook endpoint ${id} is already disabled: ${endpoint.disabledReason ?? 'no reason recorded'}.\n`;
-      if (!(await webhooks.disableEndpoint(id, DISABLED_BY_OPERATOR))) throw noEndpoint(id);
+      if (!(await webhookEndpoints.disableEndpoint(id, DISABLED_BY_OPERATOR))) throw noEndpoint(id);
       return `Disabled webhook endpoint ${id}: delivered up to seq ${endpoint.deliveredSeq}; "webhooks enable ${id}" resumes from there.\n`;
     });
     io.stdout(message);
@@ -102,8 +102,11 @@ export const disableCommand: Command = {
 };
 
 /** The endpoint as an operator's change left it, with its backlog: what enable and replay report. */
-async function standing(store: Pick<Store, 'webhooks' | 'events'>, id: string): Promise<{ endpoint: WebhookEndpoint; backlog: number; events: string }> {
-  const endpoint = await store.webhooks.getEndpoint(id);
+async function standing(
+  store: { webhookEndpoints: Pick<WebhookEndpoints, 'getEndpoint'>; events: Pick<Events, 'head'> },
+  id: string,
+): Promise<{ endpoint: WebhookEndpoint; backlog: number; events: string }> {
+  const endpoint = await store.webhookEndpoints.getEndpoint(id);
   if (!endpoint) throw noEndpoint(id);
   const backlog = backlogOf(await store.events.head(), endpoint);
   return { endpoint, backlog, events: `${backlog} event${backlog === 1 ? '' : 's'}` };
@@ -115,8 +118,8 @@ export const enableCommand: Command = {
   async run(args, io) {
     const id = idOnly('enable', args, ENABLE_HELP, io);
     if (id === undefined) return 0;
-    const { endpoint, events } = await withExistingStore(io, async (store) => {
-      if (!(await store.webhooks.enableEndpoint(id))) throw noEndpoint(id);
+    const { endpoint, events } = await withExistingStore(io, ['webhookEndpoints', 'events'], async (store) => {
+      if (!(await store.webhookEndpoints.enableEndpoint(id))) throw noEndpoint(id);
       return standing(store, id);
     });
     io.stdout(`Enabled webhook endpoint ${id}: delivery resumes after seq ${endpoint.deliveredSeq} (${events} waiting).\n`);
@@ -133,11 +136,11 @@ export const replayCommand: Command = {
     const id = endpointIdArgument('replay', positionals);
     const from = values.from === undefined || !/^[1-9]\d{0,15}$/.test(values.from) ? NaN : Number(values.from);
     if (!Number.isSafeInteger(from)) throw new CliError('webhooks replay needs --from SEQ, a whole number from 1', EXIT_USAGE);
-    const { endpoint, events } = await withExistingStore(io, async (store) => {
+    const { endpoint, events } = await withExistingStore(io, ['webhookEndpoints', 'events'], async (store) => {
       // Past the head it would pass over the events committed until then, unsent.
       const head = await store.events.head();
       if (from > head + 1) throw new CliError(`--from ${from} is past the newest event, seq ${head}: nothing there to deliver again`, EXIT_USAGE);
-      if (!(await store.webhooks.replayFrom(id, from - 1))) throw noEndpoint(id);
+      if (!(await store.webhookEndpoints.replayFrom(id, from - 1))) throw noEndpoint(id);
       return standing(store, id);
     });
     const when = endpoint.enabled ? 'now' : `once it is enabled ("petstore-inventory webhooks enable ${id}")`;
@@ -154,7 +157,7 @@ export const rotateSecretCommand: Command = {
     if (values.help) return printHelp(io, ROTATE_HELP);
     const id = endpointIdArgument('rotate-secret', positionals);
     const until = new Date(Date.now() + PREVIOUS_SECRET_MS);
-    const endpoint = await withExistingStore(io, ({ webhooks }) => webhooks.rotateSecret(id, newWebhookSecret(), until));
+    const endpoint = await withExistingStore(io, ['webhookEndpoints'], ({ webhookEndpoints }) => webhookEndpoints.rotateSecret(id, newWebhookSecret(), until));
     if (!endpoint) throw noEndpoint(id);
     if (values.json) {
       io.stdout(`${JSON.stringify({ id: endpoint.id, secret: endpoint.secret, previousSecretUntil: until.toISOString() })}\n`);

@@ -26,8 +26,8 @@ export const testCommand: Command = {
     const { values, positionals } = parseCommandArgs({ args, options: { help: HELP_OPTION }, strict: true, allowPositionals: true });
     if (values.help) return printHelp(io, TEST_HELP);
     const id = endpointIdArgument('test', positionals);
-    const { attempt, url, outcome } = await withExistingStore(io, async ({ webhooks }, config) => {
-      const endpoint = await webhooks.getEndpoint(id);
+    const { attempt, url, outcome } = await withExistingStore(io, ['webhookEndpoints'], async ({ webhookEndpoints }, config) => {
+      const endpoint = await webhookEndpoints.getEndpoint(id);
       if (!endpoint) throw noEndpoint(id);
       const now = new Date();
       const message = testMessage(endpoint.id, `evt_test_${randomBytes(12).toString('base64url')}`, now);
@@ -40,7 +40,7 @@ export const testCommand: Command = {
         sender.close();
       }
       const attempt = attemptRecord(endpoint.id, message, now, sent);
-      await webhooks.recordAttempts([attempt]);
+      await webhookEndpoints.recordAttempts([attempt]);
       return { attempt, url: endpoint.url, outcome: sent.outcome };
     });
     const line = `webhook.test ${attempt.eventId} to ${url}: ${failureText(outcome)} in ${attempt.durationMs} ms`;

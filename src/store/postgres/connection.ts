@@ -1,8 +1,8 @@
 import { Client, escapeIdentifier, Pool, types, type CustomTypesConfig, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
-import { postgresUrlProblem } from '../open.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
 import { statementResult, TransactionQuery } from './transaction-query.js';
+import { postgresUrlProblem } from './url.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
 export const POOL_MAX = 10;

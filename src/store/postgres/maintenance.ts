@@ -21,6 +21,10 @@ const STATEMENTS = {
     text: `DELETE FROM inventory_history h WHERE h.id > $1 AND h.id <= $2 AND h.at < $3
              AND EXISTS (SELECT 1 FROM inventory_history n WHERE n.pet_id = h.pet_id AND n.id > h.id)`,
   },
+  purgeDeliveries: {
+    name: 'webhook-purge',
+    text: 'DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE attempted_at < $1 LIMIT $2)',
+  },
 } as const satisfies Record<string, Statement>;
 
 /** The PostgreSQL store's durability, readiness and pruning. Each instance may prune: a step another runs at the same moment waits for it briefly and deletes nothing twice. */
@@ -58,6 +62,11 @@ export function maintenance({ pool, query, run }: Pooled): Maintenance {
         if (last === undefined) return { deleted: 0 };
         const deleted = (await query(STATEMENTS.pruneHistory, [after.toString(), last.toString(), before.toISOString()])).rowCount ?? 0;
         return more ? { deleted, next: last } : { deleted };
+      }),
+    purgeDeliveries: (before) =>
+      inBatches(0, async () => {
+        const deleted = (await query(STATEMENTS.purgeDeliveries, [before.toISOString(), PRUNE_BATCH])).rowCount ?? 0;
+        return deleted === PRUNE_BATCH ? { deleted, next: 0 } : { deleted };
       }),
   };
 }

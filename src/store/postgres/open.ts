@@ -14,7 +14,8 @@ import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
 import { relays } from './relays.js';
-import { webhooks } from './webhooks.js';
+import { webhookDeliveries } from './webhook-deliveries.js';
+import { webhookEndpoints } from './webhook-endpoints.js';
 
 /**
  * Opens a pool on the PostgreSQL database at `url`, applies pending migrations (once, however
@@ -68,7 +69,8 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     keys: keys(calls),
     history: history(calls),
     events: events(calls, log),
-    webhooks: webhooks(calls),
+    webhookEndpoints: webhookEndpoints(calls),
+    webhookDeliveries: webhookDeliveries(calls),
     relays: relays(calls),
     maintenance: maintenance(calls),
     close() {

@@ -128,6 +128,15 @@ export function runOn(db: Database.Database): Run {
   };
 }
 
+/** As `run`, for a write the writer commits: its rejection too is "cannot reach the store now" as StoreUnavailableError. */
+export async function committed<T>(run: Run, write: () => Promise<T>): Promise<T> {
+  try {
+    return await run(write);
+  } catch (err) {
+    throw asUnavailable(err);
+  }
+}
+
 /**
  * A housekeeping write on the event loop's connection, waiting at most MAINTENANCE_BUSY_TIMEOUT_MS
  * for the writer thread's lock: the wait blocks the loop, and these writes can fail (logged) and

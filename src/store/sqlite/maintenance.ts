@@ -20,6 +20,9 @@ export function maintenance(db: Database.Database, run: Run, writer: ChangeWrite
       `DELETE FROM inventory_history WHERE id > ? AND id <= ? AND at < ?
          AND NOT EXISTS (SELECT 1 FROM inventory i WHERE i.pet_id = inventory_history.pet_id AND i.last_history_id = inventory_history.id)`,
     ),
+    purgeDeliveries: db.prepare<[string, number]>(
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE attempted_at < ? LIMIT ${LIMIT})`,
+    ),
   };
   const pruneStep = db.transaction((after: bigint, cutoff: string) => {
     const head = stmt.historyHead.all(after, PRUNE_BATCH) as [id: bigint, at: string][];
@@ -59,6 +62,13 @@ export function maintenance(db: Database.Database, run: Run, writer: ChangeWrite
     async purgeHistory(before) {
       const cutoff = before.toISOString();
       return inBatches(0n, async (after) => run(() => briefly(db, () => pruneStep.immediate(after, cutoff))));
+    },
+    async purgeDeliveries(before) {
+      const cutoff = before.toISOString();
+      return inBatches(0, async () => {
+        const deleted = run(() => briefly(db, () => stmt.purgeDeliveries.run(cutoff, PRUNE_BATCH).changes));
+        return deleted === PRUNE_BATCH ? { deleted, next: 0 } : { deleted };
+      });
     },
   };
 }

@@ -12,7 +12,8 @@ import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
 import { relays } from './relays.js';
-import { webhooks } from './webhooks.js';
+import { webhookDeliveries } from './webhook-deliveries.js';
+import { webhookEndpoints } from './webhook-endpoints.js';
 import { inThreadWriter, threadWriter } from './writer.js';
 
 /**
@@ -65,7 +66,8 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     keys: keys(db, run),
     history: history(db, run),
     events: events(db, run, appended),
-    webhooks: webhooks(db, run, writer),
+    webhookEndpoints: webhookEndpoints(db, run, writer),
+    webhookDeliveries: webhookDeliveries(db, run, writer),
     relays: relays(db, run, writer),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {

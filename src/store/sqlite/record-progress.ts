@@ -39,7 +39,7 @@ interface ProgressRow {
   disable: string | null;
 }
 
-/** What recordProgress writes for Webhooks.recordProgress's arguments. */
+/** What recordProgress writes for WebhookDeliveries.recordProgress's arguments. */
 export function progressWrite(id: string, holder: string, p: DeliveryProgress, claimedAt: Date | undefined): ProgressWrite {
   return {
     row: {

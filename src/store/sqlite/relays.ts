@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Relays } from '../store.js';
-import { asUnavailable, type Run } from './connection.js';
+import { committed, type Run } from './connection.js';
 import type { ChangeWriter } from './writer.js';
 
 /**
@@ -27,13 +27,7 @@ export function relays(db: Database.Database, run: Run, writer: Pick<ChangeWrite
         const now = Date.now();
         return stmt.lease.get({ name, holder, now, until: now + leaseMs })?.position;
       }),
-    async recordPosition(name, holder, seq) {
-      try {
-        return await run(() => writer.recordPosition({ name, holder, seq }));
-      } catch (err) {
-        throw asUnavailable(err);
-      }
-    },
+    recordPosition: (name, holder, seq) => committed(run, () => writer.recordPosition({ name, holder, seq })),
     release: async (name, holder) => void run(() => stmt.release.run(name, holder)),
   };
 }

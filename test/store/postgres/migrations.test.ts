@@ -92,8 +92,8 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     `);
 
     const store = await db.open();
-    assert.deepEqual(await store.webhooks.listEndpoints(), []);
-    const added = await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
+    assert.deepEqual(await store.webhookEndpoints.listEndpoints(), []);
+    const added = await store.webhookEndpoints.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
     assert.equal(added.deliveredSeq, 42);
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });

@@ -143,8 +143,8 @@ test('a store of schema version 6 is migrated with no webhook endpoint; one adde
 
   const store = openSqliteStore(filename);
   t.after(() => store.close());
-  assert.deepEqual(await store.webhooks.listEndpoints(), []);
-  const added = await store.webhooks.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
+  assert.deepEqual(await store.webhookEndpoints.listEndpoints(), []);
+  const added = await store.webhookEndpoints.addEndpoint({ id: 'whk_1', url: 'https://example.com/hook', description: null, secret: 'whsec_x', createdAt: new Date() });
   assert.equal(added.deliveredSeq, 42);
 });
 

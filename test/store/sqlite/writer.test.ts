@@ -62,35 +62,35 @@ const endpoint = { id: 'whk_1', url: 'https://receiver.example.com/hook', descri
 test("a ':memory:' store records webhook progress on its own connection, fenced by the lease as the writer thread's", async (t) => {
   const store = openSqliteStore(':memory:');
   t.after(() => store.close());
-  await store.webhooks.addEndpoint(endpoint);
-  const [leased] = await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
-  assert.equal(await store.webhooks.recordProgress('whk_1', 'b', progress(1, [attempt(1)])), false, 'not the holder');
-  assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt(1)]), new Date(leased!.leaseClaimedAt.getTime() - 1)), false, 'an old claim');
-  assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
-  assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt(1)]), leased!.leaseClaimedAt), true);
-  await store.webhooks.recordAttempts([attempt(2)]);
-  assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [attempt(2), attempt(1)]);
-  assert.equal((await store.webhooks.getEndpoint('whk_1'))!.deliveredSeq, 1);
+  await store.webhookEndpoints.addEndpoint(endpoint);
+  const [leased] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+  assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', progress(1, [attempt(1)])), false, 'not the holder');
+  assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt(1)]), new Date(leased!.leaseClaimedAt.getTime() - 1)), false, 'an old claim');
+  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+  assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt(1)]), leased!.leaseClaimedAt), true);
+  await store.webhookEndpoints.recordAttempts([attempt(2)]);
+  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt(2), attempt(1)]);
+  assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 1);
   await store.close();
-  await assert.rejects(store.webhooks.recordProgress('whk_1', 'a', progress(2, [])), (err) => err instanceof StoreUnavailableError);
+  await assert.rejects(store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, [])), (err) => err instanceof StoreUnavailableError);
 });
 
 test('webhook progress the writer thread cannot commit (another connection holds the lock past the busy timeout) is refused as unavailable (503), and nothing of it is written', async (t) => {
   const filename = join(tempDir(t), 'w.db');
   const store = openSqliteStore(filename);
   t.after(() => store.close());
-  await store.webhooks.addEndpoint(endpoint);
-  await store.webhooks.leaseEndpoints('a', LONG_LEASE_MS);
+  await store.webhookEndpoints.addEndpoint(endpoint);
+  await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
   const other = new Connection(filename);
   other.exec('BEGIN IMMEDIATE');
   try {
-    await assert.rejects(store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt(1)])), (err) => err instanceof StoreUnavailableError);
-    await assert.rejects(store.webhooks.recordAttempts([attempt(2)]), (err) => err instanceof StoreUnavailableError);
+    await assert.rejects(store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt(1)])), (err) => err instanceof StoreUnavailableError);
+    await assert.rejects(store.webhookEndpoints.recordAttempts([attempt(2)]), (err) => err instanceof StoreUnavailableError);
   } finally {
     other.exec('ROLLBACK');
     other.close();
   }
-  assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), []);
-  assert.equal(await store.webhooks.recordProgress('whk_1', 'a', progress(1, [attempt(1)])), true, 'the retry goes through');
-  assert.deepEqual(await store.webhooks.listDeliveries('whk_1', 10), [attempt(1)]);
+  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+  assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt(1)])), true, 'the retry goes through');
+  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt(1)]);
 });

@@ -14,10 +14,10 @@ const FIELDS = ['id', 'url', 'description', 'enabled', 'disabledReason', 'delive
 const SECRETS = [1, 2, 3].map((byte) => `whsec_${Buffer.alloc(32, byte).toString('base64')}`);
 
 async function withEndpoints(api: TestApp): Promise<void> {
-  await api.store.webhooks.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: 'the till', secret: SECRETS[0]!, createdAt: new Date('2026-01-02T03:04:05.000Z') });
-  await api.store.webhooks.addEndpoint({ id: 'whk_shop', url: 'https://shop.example/hook', description: null, secret: SECRETS[1]!, createdAt: new Date('2026-01-03T00:00:00.000Z') });
+  await api.store.webhookEndpoints.addEndpoint({ id: 'whk_till', url: 'https://till.example/hook', description: 'the till', secret: SECRETS[0]!, createdAt: new Date('2026-01-02T03:04:05.000Z') });
+  await api.store.webhookEndpoints.addEndpoint({ id: 'whk_shop', url: 'https://shop.example/hook', description: null, secret: SECRETS[1]!, createdAt: new Date('2026-01-03T00:00:00.000Z') });
   // The previous secret is kept beside the new one: it must not show either.
-  await api.store.webhooks.rotateSecret('whk_shop', SECRETS[2]!, new Date(Date.now() + 86_400_000));
+  await api.store.webhookEndpoints.rotateSecret('whk_shop', SECRETS[2]!, new Date(Date.now() + 86_400_000));
 }
 
 for (const backend of BACKENDS) {
@@ -34,7 +34,7 @@ for (const backend of BACKENDS) {
       await withEndpoints(api);
       await patch(api, '1', { quantity: 4 });
       await patch(api, '1', { quantity: 5 });
-      await api.store.webhooks.disableEndpoint('whk_shop', DISABLED_BY_OPERATOR);
+      await api.store.webhookEndpoints.disableEndpoint('whk_shop', DISABLED_BY_OPERATOR);
 
       const res = await api.request({ method: 'GET', url: '/v1/webhooks', key });
       assert.equal(res.status, 200);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { markdownHtml } from '../../src/routes/docs-markdown.js';
+import { markdownHtml } from '../../src/docs-page/markdown.js';
 
 /** The Markdown of the document's descriptions as the reference page's first view shows it. */
 

@@ -1,4 +1,4 @@
-import { APP_ID } from './docs-start.js';
+import { APP_ID } from './start.js';
 
 /**
  * The style sheet of the reference page's first view (a file, as the page allows no inline style of

@@ -1,10 +1,10 @@
-import { escapeHtml, markdownHtml } from './docs-markdown.js';
+import { escapeHtml, markdownHtml } from './markdown.js';
 
 /**
  * The reference page's first view: the OpenAPI document as server-side HTML (the introduction with
  * the int64 warning and the error table, then each operation with its parameters, body and
  * responses), shown as soon as the page arrives, with no script. The interactive reference
- * replaces it once it has rendered (docs-start.ts).
+ * replaces it once it has rendered (start.ts).
  */
 
 /** The element that holds the first view, which the start script removes when the interactive reference takes over. */

@@ -9,7 +9,7 @@ import { listInventory } from '../../src/operations/list-inventory.js';
 import { updateInventory } from '../../src/operations/update-inventory.js';
 import { JSON_CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from '../../src/pipeline/pipeline.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { FIRST_VIEW_ID } from '../../src/routes/docs-first-view.js';
+import { FIRST_VIEW_ID } from '../../src/docs-page/first-view.js';
 import { ARTIFACTS, browserSkip, launchChromium, recordTraffic } from '../support/browser.js';
 import { requestBytes } from '../support/raw-http.js';
 import { assertError, buildTestApp, TRANSPORTS } from '../support/app.js';

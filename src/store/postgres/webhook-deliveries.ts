@@ -1,0 +1,69 @@
+import type { WebhookDeliveries } from '../store.js';
+import type { Pooled, Statement } from './connection.js';
+import { ATTEMPTS, attemptArrays, ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
+
+const STATEMENTS = {
+  // On the server's clock. A second holder's UPDATE waits for the first's row lock, then checks the
+  // row as the first left it (read committed re-reads an updated row): it finds the lease live and
+  // skips it, so two holders never both claim an endpoint.
+  lease: {
+    name: 'webhook-lease',
+    text: `WITH held AS (
+             UPDATE webhook_endpoints SET lease_holder = $1, lease_until = now() + $2::double precision * interval '1 millisecond',
+               -- Read as the row was: a live lease of this holder is renewed (its claim time kept); any
+               -- other is a new claim, in whole milliseconds (as a Date holds it), always after the last.
+               lease_since = CASE WHEN lease_holder = $1 AND lease_until >= now() THEN lease_since
+                 ELSE GREATEST(date_trunc('milliseconds', now()), lease_since + interval '1 millisecond') END
+             WHERE enabled AND (lease_holder = $1 OR lease_until IS NULL OR lease_until < now())
+             RETURNING ${ENDPOINT_COLUMNS}, lease_since AS "leaseClaimedAt")
+           SELECT * FROM held ORDER BY "createdAt", id`,
+  },
+  release: { name: 'webhook-release', text: 'UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = $1' },
+  // One statement, so atomic: the UPDATE checks the lease and locks the row (as FOR UPDATE would), and
+  // the attempts are inserted only for the row it updated. A takeover or an operator's disable or
+  // removal either commits first (then no row matches: nothing is written) or waits for this one.
+  progress: {
+    name: 'webhook-progress',
+    text: `WITH e AS (
+             UPDATE webhook_endpoints SET delivered_seq = $3, failures = $4, next_attempt_at = $5, last_failure_at = $6, last_failure = $7,
+               enabled = $8::text IS NULL, disabled_reason = $8::text,
+               lease_holder = CASE WHEN $8::text IS NULL THEN lease_holder END,
+               lease_until = CASE WHEN $8::text IS NULL THEN lease_until END
+             WHERE id = $1 AND lease_holder = $2 AND lease_until > now() AND enabled AND ($17::timestamptz IS NULL OR lease_since = $17)
+             RETURNING id),
+           inserted AS (
+             INSERT INTO webhook_deliveries (endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body)
+             SELECT e.id, a.event_id, a.seq, a.attempted_at, a.status, a.error, a.duration_ms, a.response_body
+             FROM e, ${ATTEMPTS(9)}
+             ORDER BY a.ordinality)
+           SELECT count(*)::integer AS recorded FROM e`,
+  },
+} as const satisfies Record<string, Statement>;
+
+/**
+ * The PostgreSQL store's webhook deliveries. Every write is one statement, so it needs no
+ * transaction held across round trips and no session state: leases are rows with an expiry on the
+ * server's clock, and it works behind a transaction-mode pooler.
+ */
+export function webhookDeliveries({ query }: Pooled): WebhookDeliveries {
+  return {
+    leaseEndpoints: async (holder, leaseMs) =>
+      (await query<EndpointRow & { leaseClaimedAt: Date }>(STATEMENTS.lease, [holder, leaseMs])).rows.map((row) => ({ ...toEndpoint(row), leaseClaimedAt: row.leaseClaimedAt })),
+    releaseLeases: async (holder) => void (await query(STATEMENTS.release, [holder])),
+    async recordProgress(id, holder, p, claimedAt) {
+      const values = [
+        id,
+        holder,
+        p.deliveredSeq,
+        p.failures,
+        p.nextAttemptAt?.toISOString() ?? null,
+        p.lastFailureAt?.toISOString() ?? null,
+        p.lastFailure,
+        p.disable ?? null,
+        ...attemptArrays(p.attempts.map((a) => ({ ...a, endpointId: id }))),
+        claimedAt?.toISOString() ?? null,
+      ];
+      return (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;
+    },
+  };
+}
