@@ -50,11 +50,12 @@ export const adjustCommand: Command = {
 };
 
 /**
- * Who a CLI adjustment is in the history: a key id no API key can have (theirs are `key_` and
- * hex), as `cli:import` for a stocktake, and a request id of its own (decisions 5.11).
+ * Who a CLI adjustment is: the CLI's change, whose event has source cli and no key nor request id;
+ * in the history a key id no API key can have (theirs are `key_` and hex), as `cli:import` for a
+ * stocktake, and a request id of its own (decisions 5.11).
  */
 export function adjustOrigin(at: Date): ChangeOrigin {
-  return { keyId: 'cli:adjust', keyName: 'adjust', requestId: `adjust-${randomUUID()}`, at };
+  return { source: 'cli', keyId: 'cli:adjust', keyName: 'adjust', requestId: `adjust-${randomUUID()}`, at };
 }
 
 /** The entry the adjustment left, or the refusal as the one line the CLI prints (exit 1). */

@@ -1,13 +1,12 @@
 // From values.ts, not the event's schema: the SQLite writer thread imports this file, and should not load TypeBox.
 import { EVENT_TYPES } from '../schemas/values.js';
-import type { ChangeReason, InventoryItem, PetStatus } from '../schemas/inventory.js';
-import type { InventoryEntry } from './inventory.js';
+import type { ChangeReason, PetStatus } from '../schemas/inventory.js';
 
 // Declared with the wire schema (a layer below), kept importable from here.
 export { EVENT_TYPES };
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Who made the change: a request to the API (the dashboard's too), or the operator's CLI (add, import, remove, first run). */
+/** Who made the change: a request to the API (the dashboard's too), or the operator's CLI (add, adjust, import, remove, first run). */
 export type EventSource = 'api' | 'cli';
 
 /**
@@ -60,27 +59,5 @@ export function eventJson(e: InventoryEvent): string {
   );
 }
 
-/** An event before the store gives it its seq, in the transaction of its change. */
+/** An event before the store gives it its seq, in the transaction of its change (made by domain eventOf). */
 export type NewEvent = Omit<InventoryEvent, 'seq'>;
-
-/**
- * Which event each write appends (the store's Changes rule). A change of quantity through the API
- * appends inventory.updated with its key and request and the entry as the change left it: both
- * stores write that one in SQL, from the change's history row and entry. SQLite builds the CLI's
- * with these; PostgreSQL writes the same columns in SQL, and the store contract suite holds both to them.
- */
-
-/** An entry the CLI created, or revived (a revival is a creation: no previous quantity). */
-export function createdEvent(item: InventoryItem, version: number, at: Date): NewEvent {
-  const { petId, status, quantity } = item;
-  return { type: 'inventory.created', occurredAt: at, petId, status, previousQuantity: null, quantity, version, reason: null, source: 'cli', keyId: null, requestId: null };
-}
-
-/**
- * An entry the CLI retired, from the entry as it was: its status, no quantity, and the version
- * after it (a retirement is a new version, so the event is newer than the entry's last change).
- */
-export function deletedEvent(before: InventoryEntry, at: Date): NewEvent {
-  const { petId, status, quantity } = before.item;
-  return { type: 'inventory.deleted', occurredAt: at, petId, status, previousQuantity: quantity, quantity: null, version: before.version + 1, reason: null, source: 'cli', keyId: null, requestId: null };
-}

@@ -63,11 +63,7 @@ export function replayBatchOutcome(text: string): ChangeBatchResult {
   return { ...decodeBatchOutcome(text), replayed: true };
 }
 
-/**
- * How many records an API key holding `held` (live or expired) is over its cap once `fresh` new
- * ones are added. A backend deletes that many of the key's expired records, oldest first; what it
- * could not delete refuses as many of the new keys, the last ones (recordsFull).
- */
+/** How many records an API key holding `held` (live or expired) is over its cap once `fresh` new ones are added (refusePastCap). */
 export function recordsOverCap(held: number, fresh: number, cap: number): number {
   return Math.max(0, held + fresh - cap);
 }
@@ -78,6 +74,50 @@ export type RecordsFull = Extract<ChangeResult, { kind: 'idempotency_records_ful
 /** The refusal of a new key past the cap: retry when the API key's oldest live record expires (undefined: none is live, so at once). */
 export function recordsFull(oldestLive: Date | undefined, now: Date): RecordsFull {
   return { kind: 'idempotency_records_full', retryAt: oldestLive ?? now };
+}
+
+/** A port's answer: a value where the backend answers in its transaction at once (SQLite), a promise where it waits (PostgreSQL). */
+export type Answer<T, Async extends boolean> = Async extends true ? Promise<T> : T;
+
+/**
+ * What the cap needs of a backend about one API key's records, inside the transaction that
+ * writes them, with the key's count locked (so it stays exact across processes).
+ */
+export interface RecordsCap<Async extends boolean> {
+  /** How many records the API key holds, live or expired. */
+  held(): Answer<number, Async>;
+  /** Deletes up to `count` of its expired records, oldest first (none the write reuses); how many it deleted. */
+  reclaimExpired(count: number): Answer<number, Async>;
+  /** When its oldest live record expires; undefined when none is live. */
+  oldestLive(): Answer<Date | undefined, Async>;
+}
+
+/** How many of a write's new keys the cap refuses (the last ones), and the refusal each gets. */
+export interface CapRefusal {
+  refused: number;
+  result: RecordsFull;
+}
+
+/**
+ * The per-key cap (decisions 7.2) for `fresh` new records of one API key, at `now`: past the cap,
+ * its expired records are deleted, oldest first, as many as needed; what that cannot make room
+ * for is refused, to retry when its oldest live record expires. Undefined when all fit. Returns
+ * what `cap` returns: a value from a synchronous port, a promise from an asynchronous one.
+ */
+export function refusePastCap<Async extends boolean>(cap: RecordsCap<Async>, fresh: number, limit: number, now: Date): Answer<CapRefusal | undefined, Async> {
+  return then(cap.held(), (held) => {
+    const over = recordsOverCap(held, fresh, limit);
+    if (over === 0) return undefined;
+    return then(cap.reclaimExpired(over), (reclaimed) => {
+      if (reclaimed >= over) return undefined;
+      return then(cap.oldestLive(), (oldest) => ({ refused: over - reclaimed, result: recordsFull(oldest, now) }));
+    });
+  }) as Answer<CapRefusal | undefined, Async>;
+}
+
+/** `next` of a port's answer: at once for a value, once it settles for a promise, so one sequence serves both kinds of port. */
+function then<T, U>(answer: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return answer instanceof Promise ? answer.then(next) : next(answer);
 }
 
 interface StoredEntry {

@@ -1,4 +1,5 @@
 import type { ChangeReason, InventoryItem } from '../schemas/inventory.js';
+import type { EventSource } from './event.js';
 import { QUANTITY_MAX, QUANTITY_MIN } from '../schemas/values.js';
 
 /** An entry with its version, which every change of its quantity increments (its ETag). */
@@ -22,6 +23,8 @@ export type CountChange = { quantity: number; delta?: undefined } | { delta: num
 
 /** Who made a change and when, as the history and the event log keep it. */
 export interface ChangeOrigin {
+  /** A request to the API, or the operator's CLI (pets adjust): its event says so, and carries the key and request ids only for the API's (decisions 5.9). */
+  source: EventSource;
   /** Who asked, for the history: the API key's id and name, never the key. */
   keyId: string;
   keyName: string;
@@ -131,19 +134,10 @@ export function repeatedPet(changes: readonly { petId: bigint }[]): number {
   return changes.findIndex(({ petId }) => seen.size === seen.add(petId).size);
 }
 
-/** Where a new count comes from: a request (PATCH, the dashboard), or a stocktake (pets import --upsert). */
-export type CountOrigin = 'request' | 'stocktake';
-
-/**
- * The no-op rule: whether setting `quantity` on an entry that holds `current` is written as a
- * change (a history row and a new version). A request's always is, even to the count the entry
- * holds (decisions 5.4): the client asked for that count, and the new version tells it so. A
- * stocktake's only when the count differs (decisions 5.8): it restates every count, and one that
- * holds changed nothing. Both imports apply it in SQL over the staged rows; the store contract
- * suite holds every backend to this function.
- */
-export function writesChange(origin: CountOrigin, current: number, quantity: number): boolean {
-  return origin === 'request' || current !== quantity;
+/** Throws when a ChangeBatch changes a pet twice: the caller's mistake (the API refuses it as 400 before), so the store writes nothing. */
+export function requireEachPetOnce(batch: ChangeBatch): void {
+  const repeated = repeatedPet(batch.changes);
+  if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
 }
 
 /** The strong ETag of an entry at `version` (RFC 9110 8.8.3). */

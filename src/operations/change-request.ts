@@ -49,6 +49,7 @@ export function changeOrigin(request: ChangeRequest, what: Fingerprinted, record
   const idempotencyKey = parseIdempotencyKey(headerValue(request, 'idempotency-key'));
   const at = new Date();
   return {
+    source: 'api',
     keyId: request.principal.keyId,
     keyName: request.principal.keyName,
     requestId: request.requestId,
@@ -122,10 +123,10 @@ export async function answerOneChange(
  * 2 µs for this one, against 0.1 µs for the literal), and this runs for every PATCH and adjustment.
  */
 function quantityChange(origin: ChangeOrigin, change: OneChange, condition: VersionCondition | undefined): QuantityChange {
-  const { keyId, keyName, requestId, at, idempotency } = origin;
+  const { source, keyId, keyName, requestId, at, idempotency } = origin;
   const { petId, count } = change;
   const reason = change.reason ?? null;
   return count.delta === undefined
-    ? { keyId, keyName, requestId, at, idempotency, quantity: count.quantity, petId, condition, reason }
-    : { keyId, keyName, requestId, at, idempotency, delta: count.delta, petId, condition, reason };
+    ? { source, keyId, keyName, requestId, at, idempotency, quantity: count.quantity, petId, condition, reason }
+    : { source, keyId, keyName, requestId, at, idempotency, delta: count.delta, petId, condition, reason };
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ChangeReason, PetId, PetStatus } from './inventory.js';
-import { EVENT_TYPES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
+import { EVENT_TYPE_MEANINGS, EVENT_TYPES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
 const Count = (description: string) =>
   Type.Union([Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX }), Type.Null()], { description });
@@ -13,7 +13,9 @@ export const InventoryEventSchema = Type.Object(
     type: Type.Unsafe<(typeof EVENT_TYPES)[number]>({
       type: 'string',
       enum: [...EVENT_TYPES],
-      description: 'inventory.created: an entry appeared; inventory.updated: its quantity or status changed; inventory.deleted: it was retired',
+      description: Object.entries(EVENT_TYPE_MEANINGS)
+        .map(([type, meaning]) => `${type}: ${meaning}`)
+        .join('; '),
     }),
     occurredAt: Type.String({ format: 'date-time', description: 'When the change was committed (RFC 3339, UTC)' }),
     data: Type.Object(

@@ -20,8 +20,17 @@ export const DELTA_MAX = QUANTITY_MAX;
  */
 export const CHANGE_REASONS = ['received', 'returned', 'correction', 'sold', 'damaged'] as const;
 
-/** What happened to an entry, as a change event's type: it appeared (or was revived), its quantity or status changed, it was retired. */
-export const EVENT_TYPES = ['inventory.created', 'inventory.updated', 'inventory.deleted'] as const;
+/**
+ * What happened to an entry, as a change event's type, with what each means (the schema's
+ * description): the one list of them. A new type is a line here, a kind of write that appends it
+ * (domain/write-kinds.ts) and a migration of each backend's CHECK on inventory_events.type.
+ */
+export const EVENT_TYPE_MEANINGS = {
+  'inventory.created': 'an entry appeared',
+  'inventory.updated': 'its quantity or status changed',
+  'inventory.deleted': 'it was retired',
+} as const;
+export const EVENT_TYPES = Object.keys(EVENT_TYPE_MEANINGS) as readonly (keyof typeof EVENT_TYPE_MEANINGS)[];
 
 /** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH), webhooks:manage (GET /v1/webhooks). */
 export const SCOPES = ['inventory:read', 'inventory:write', 'webhooks:manage'] as const;

@@ -55,12 +55,13 @@ export interface Entries {
 }
 
 /**
- * Writing the entries. Every write follows the same rules, in one transaction:
+ * Writing the entries. Every write follows the same rules, in one transaction, as the domain
+ * table of write kinds (domain/write-kinds.ts) has them:
  * - a change of quantity writes its history row (decisions 5.4; the no-op rule is
  *   domain `writesChange`); creating, retiring or reviving an entry writes none;
  * - every creation, revival, change of quantity that writes a history row, and retirement
- *   appends one event (Events): applyChange's with source api and the change's key and request,
- *   the others' with source cli; an idempotent replay or a refused change appends none;
+ *   appends one event (Events): a change's with the source of its origin (the API's with its key
+ *   and request), the others' with source cli; an idempotent replay or a refused change appends none;
  * - the store version is bumped last, so versions commit in order and changesSince never misses a
  *   committed write, from any process or instance;
  * - a change with an idempotency key follows domain/idempotency.ts: replayed, refused, or applied

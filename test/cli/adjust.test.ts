@@ -22,7 +22,7 @@ test('parseDeltaText: a non-zero signed integer within ±2147483647, written pla
 
 for (const backend of BACKENDS) {
   describe(`pets adjust on ${backend}`, { skip: await backendSkip(backend) }, () => {
-    test('moves the count by the delta, prints the entry, and writes the history and event as cli:adjust with the reason', async (t) => {
+    test('moves the count by the delta, prints the entry, writes the history as cli:adjust and an event of source cli, with the reason', async (t) => {
       const db = await createTestDatabase(backend, t);
       const url = db.databaseUrl;
       assert.equal((await run(url, 'pets', 'add', '--pet-id', String(TWO_53_PLUS_1), '--status', 'available', '--quantity', '5')).code, 0);
@@ -47,10 +47,11 @@ for (const backend of BACKENDS) {
       );
       assert.match(rows[0]!.requestId, /^adjust-[0-9a-f-]{36}$/);
       assert.notEqual(rows[0]!.requestId, rows[1]!.requestId, 'a request id per run');
+      // The CLI's change, as every change the CLI makes: source cli, no key id nor request id (the history row keeps them).
       const events = (await store.events.readEvents(0, 100)).items.filter((e) => e.type === 'inventory.updated');
       assert.deepEqual(
-        events.map((e) => [e.petId, e.previousQuantity, e.quantity, e.reason, e.keyId, e.requestId]),
-        [[TWO_53_PLUS_1, 5, 3, 'sold', 'cli:adjust', rows[1]!.requestId], [TWO_53_PLUS_1, 3, 7, null, 'cli:adjust', rows[0]!.requestId]],
+        events.map((e) => [e.petId, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId]),
+        [[TWO_53_PLUS_1, 5, 3, 2, 'sold', 'cli', null, null], [TWO_53_PLUS_1, 3, 7, 3, null, 'cli', null, null]],
       );
     });
 

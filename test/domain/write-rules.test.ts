@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { encodeOutcome, judgeIdempotency, recordsFull, recordsOverCap } from '../../src/domain/idempotency.js';
-import { judgeChange, repeatedPet, writesChange, type InventoryEntry } from '../../src/domain/inventory.js';
+import { encodeOutcome, judgeIdempotency, recordsFull, recordsOverCap, refusePastCap, type RecordsCap } from '../../src/domain/idempotency.js';
+import { judgeChange, repeatedPet, requireEachPetOnce, type InventoryEntry } from '../../src/domain/inventory.js';
+import { writesChange } from '../../src/domain/write-kinds.js';
 import { QUANTITY_MAX } from '../../src/schemas/values.js';
 
 const ENTRY: InventoryEntry = { item: { petId: 9007199254740993n, quantity: 5, status: 'pending' }, version: 3 };
@@ -48,6 +49,13 @@ test('repeatedPet: the index of the first change that repeats an earlier petId, 
   assert.equal(repeatedPet([{ petId: 9007199254740993n }, { petId: 9007199254740992n }, { petId: 9007199254740993n }]), 2, 'every digit compared');
 });
 
+test('requireEachPetOnce throws for a batch that changes a pet twice, naming the change that repeats it', () => {
+  const origin = { source: 'api', keyId: 'key_test', keyName: 'test', requestId: 'r', at: new Date() } as const;
+  const change = (petId: bigint) => ({ petId, quantity: 1, reason: null });
+  assert.doesNotThrow(() => requireEachPetOnce({ ...origin, changes: [change(1n), change(2n)] }));
+  assert.throws(() => requireEachPetOnce({ ...origin, changes: [change(1n), change(2n), change(1n)] }), /^Error: changes\[2\] repeats the petId of an earlier change/);
+});
+
 test('judgeIdempotency: new, written over, replayed or refused (decisions 5.6)', () => {
   const outcome = encodeOutcome({ kind: 'updated', entry: ENTRY });
   assert.deepEqual(judgeIdempotency(undefined, 'fp'), { kind: 'new' });
@@ -87,9 +95,54 @@ test('the per-key cap: how many records past it, and the refusal that waits for 
   assert.deepEqual(recordsFull(undefined, now), { kind: 'idempotency_records_full', retryAt: now }, 'none live: at once');
 });
 
+/** A key's records as a port sees them: how many it holds, how many of them expired, when its oldest live one expires; and the calls made. */
+function capOver(held: number, expired: number, oldestLive: Date | undefined) {
+  const calls: string[] = [];
+  const cap: RecordsCap<false> = {
+    held: () => (calls.push('held'), held),
+    reclaimExpired: (count) => (calls.push(`reclaimExpired ${count}`), Math.min(count, expired)),
+    oldestLive: () => (calls.push('oldestLive'), oldestLive),
+  };
+  const asynchronous: RecordsCap<true> = {
+    held: async () => cap.held(),
+    reclaimExpired: async (count) => cap.reclaimExpired(count),
+    oldestLive: async () => cap.oldestLive(),
+  };
+  return { cap, asynchronous, calls };
+}
+
+test('refusePastCap: within the cap nothing more is asked; over it, expired records are reclaimed first, then the last new keys refused until the oldest live one expires (decisions 7.2)', async () => {
+  const now = new Date('2026-11-26T10:00:00Z');
+  const oldest = new Date('2026-11-26T11:00:00Z');
+  const cases = [
+    { name: 'within the cap', held: 9, expired: 0, fresh: 1, expected: undefined, calls: ['held'] },
+    { name: 'over it, enough expired', held: 10, expired: 3, fresh: 2, expected: undefined, calls: ['held', 'reclaimExpired 2'] },
+    {
+      name: 'over it, too few expired',
+      held: 10,
+      expired: 1,
+      fresh: 3,
+      expected: { refused: 2, result: { kind: 'idempotency_records_full', retryAt: oldest } },
+      calls: ['held', 'reclaimExpired 3', 'oldestLive'],
+    },
+  ] as const;
+  for (const c of cases) {
+    const sync = capOver(c.held, c.expired, oldest);
+    assert.deepEqual(refusePastCap(sync.cap, c.fresh, 10, now), c.expected, `${c.name}: a synchronous port`);
+    assert.deepEqual(sync.calls, c.calls, `${c.name}: what it asked`);
+    const async = capOver(c.held, c.expired, oldest);
+    const answer = refusePastCap(async.asynchronous, c.fresh, 10, now);
+    assert.ok(answer instanceof Promise, `${c.name}: an asynchronous port's answer is a promise`);
+    assert.deepEqual(await answer, c.expected, `${c.name}: an asynchronous port`);
+    assert.deepEqual(async.calls, c.calls, `${c.name}: what it asked asynchronously`);
+  }
+  const noneLive = capOver(10, 0, undefined);
+  assert.deepEqual(refusePastCap(noneLive.cap, 1, 10, now), { refused: 1, result: { kind: 'idempotency_records_full', retryAt: now } }, 'none live: at once');
+});
+
 test('writesChange: a request always writes, a stocktake only a count that differs (decisions 5.4, 5.8)', () => {
-  assert.equal(writesChange('request', 4, 4), true);
-  assert.equal(writesChange('request', 4, 5), true);
-  assert.equal(writesChange('stocktake', 4, 4), false);
-  assert.equal(writesChange('stocktake', 4, 5), true);
+  assert.equal(writesChange('updated', 4, 4), true);
+  assert.equal(writesChange('updated', 4, 5), true);
+  assert.equal(writesChange('imported', 4, 4), false);
+  assert.equal(writesChange('imported', 4, 5), true);
 });

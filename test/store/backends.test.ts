@@ -5,7 +5,8 @@ import { PORT_NAMES } from '../../src/store/store.js';
 /**
  * Each backend does the same jobs in files of the same names, under the same names, so the second
  * is read by analogy with the first: open the store, migrate, apply a batch of changes, apply a
- * ChangeBatch (all or nothing), import, and one file per port. What only one backend needs (SQLite's writer thread, PostgreSQL's pool)
+ * ChangeBatch (all or nothing), import, record what a write does (the change log), and one file
+ * per port. What only one backend needs (SQLite's writer thread, PostgreSQL's pool)
  * lives beside them under names of its own.
  */
 const JOBS: Record<string, readonly string[]> = {
@@ -14,6 +15,7 @@ const JOBS: Record<string, readonly string[]> = {
   'apply-batch': ['applyBatch'],
   'apply-change-batch': ['applyChangeBatch'],
   import: ['importItems'],
+  'change-log': ['appendEvents', 'insertHistory'],
   // One file per port, named as the port (webhookEndpoints: webhook-endpoints.ts), exporting the function of its name.
   ...Object.fromEntries(PORT_NAMES.map((port) => [port.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), [port]])),
 };

@@ -1,20 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, type IdempotencyRecord } from '../../src/domain/idempotency.js';
-import {
-  judgeChange,
-  writesChange,
-  type ChangeResult,
-  type CountChange,
-  type CountOrigin,
-  type InventoryEntry,
-  type VersionCondition,
-} from '../../src/domain/inventory.js';
+import type { InventoryEvent } from '../../src/domain/event.js';
+import { judgeChange, type ChangeResult, type CountChange, type InventoryEntry, type VersionCondition } from '../../src/domain/inventory.js';
+import { eventOf, writesChange, WRITE_KINDS, type WriteFacts, type WriteKind } from '../../src/domain/write-kinds.js';
 import { QUANTITY_MAX } from '../../src/schemas/values.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import type { Store } from '../../src/store/store.js';
 import { BACKENDS, backendSkip, createTestDatabase, openTestStore, type TestDatabase } from '../support/backends.js';
-import { adjustment, change, importPlan, importSource } from '../support/store.js';
+import { adjustment, change, changeBatch, eventsAfter, importPlan, importSource } from '../support/store.js';
 
 /**
  * The rules every write follows live once, in src/domain; where a backend judges in SQL, these
@@ -158,16 +152,16 @@ for (const backend of BACKENDS) {
     it('the no-op rule: a request always writes a change, a stocktake only a count that differs (decisions 5.4, 5.8)', async (t) => {
       const db = await createTestDatabase(backend, t);
       const store = await db.open();
-      const cases: { origin: CountOrigin; current: number; quantity: number }[] = [
-        { origin: 'request', current: 4, quantity: 4 },
-        { origin: 'request', current: 4, quantity: 5 },
-        { origin: 'stocktake', current: 4, quantity: 4 },
-        { origin: 'stocktake', current: 4, quantity: 5 },
+      const cases: { origin: Extract<WriteKind, 'updated' | 'imported'>; current: number; quantity: number }[] = [
+        { origin: 'updated', current: 4, quantity: 4 },
+        { origin: 'updated', current: 4, quantity: 5 },
+        { origin: 'imported', current: 4, quantity: 4 },
+        { origin: 'imported', current: 4, quantity: 5 },
       ];
       await store.changes.addItems(cases.map((c, i) => item(BigInt(i + 1), c.current)));
       for (const [i, c] of cases.entries()) {
         const petId = BigInt(i + 1);
-        if (c.origin === 'request') await store.changes.applyChange(change(petId, c.quantity));
+        if (c.origin === 'updated') await store.changes.applyChange(change(petId, c.quantity));
         else await store.changes.importItems(importSource([item(petId, c.quantity)]), importPlan(true));
         const written = writesChange(c.origin, c.current, c.quantity);
         const entry = await store.entries.getEntry(petId);
@@ -176,6 +170,153 @@ for (const backend of BACKENDS) {
         assert.deepEqual(entry, { item: item(petId, c.quantity), version: written ? 2 : 1 }, `${name}: version`);
         assert.deepEqual(rows.map((r) => [r.previousQuantity, r.quantity]), written ? [[c.current, c.quantity]] : [], `${name}: history`);
       }
+    });
+  });
+}
+
+/** A write of one pet and the facts domain eventOf makes its event of, or none when it writes nothing. */
+interface WriteCase {
+  name: string;
+  kind: WriteKind;
+  write: (store: Store) => Promise<unknown>;
+  /** The facts of the write, from the entry before it (undefined: none, or retired); undefined when it writes nothing. */
+  facts: (before: InventoryEntry | undefined, retired: InventoryEntry | undefined) => WriteFacts | undefined;
+}
+
+const WHEN = new Date('2026-11-26T10:00:00.000Z');
+const API = { source: 'api', keyId: 'key_test', requestId: 'req-test' } as const;
+
+/** Each kind of write, by every path that makes it; pet 1 is held at 5 (version 1), pet 2 retired at 3 (version 2), pet 3 never added. */
+const WRITES: readonly WriteCase[] = [
+  {
+    name: 'pets add of a new entry',
+    kind: 'created',
+    write: (store) => store.changes.addItems([item(3n, 7)]),
+    facts: () => ({ petId: 3n, status: 'available', before: null, after: 7, version: 1, at: WHEN }),
+  },
+  {
+    name: 'pets add of a retired entry (a revival)',
+    kind: 'created',
+    write: (store) => store.changes.addItems([item(2n, 7)]),
+    facts: (_, retired) => ({ petId: 2n, status: 'available', before: null, after: 7, version: retired!.version + 1, at: WHEN }),
+  },
+  {
+    name: 'pets import of a new entry',
+    kind: 'created',
+    write: (store) => store.changes.importItems(importSource([item(3n, 7)]), importPlan(true, WHEN)),
+    facts: () => ({ petId: 3n, status: 'available', before: null, after: 7, version: 1, at: WHEN }),
+  },
+  {
+    name: 'pets import of a retired entry (a revival)',
+    kind: 'created',
+    write: (store) => store.changes.importItems(importSource([item(2n, 7)]), importPlan(true, WHEN)),
+    facts: (_, retired) => ({ petId: 2n, status: 'available', before: null, after: 7, version: retired!.version + 1, at: WHEN }),
+  },
+  {
+    name: 'a PATCH',
+    kind: 'updated',
+    write: (store) => store.changes.applyChange(change(1n, 9, { at: WHEN, reason: 'received' })),
+    facts: (held) => ({ ...changed(held!, 9), reason: 'received', origin: API }),
+  },
+  {
+    name: 'a PATCH to the count held',
+    kind: 'updated',
+    write: (store) => store.changes.applyChange(change(1n, 5, { at: WHEN })),
+    facts: (held) => ({ ...changed(held!, 5), reason: null, origin: API }),
+  },
+  {
+    name: 'an adjustment',
+    kind: 'updated',
+    write: (store) => store.changes.applyChange(adjustment(1n, -2, { at: WHEN, reason: 'sold' })),
+    facts: (held) => ({ ...changed(held!, 3), reason: 'sold', origin: API }),
+  },
+  {
+    name: 'a change of a batch',
+    kind: 'updated',
+    write: (store) => store.changes.applyBatch(changeBatch([{ petId: 1n, delta: 4 }], { at: WHEN })),
+    facts: (held) => ({ ...changed(held!, 9), reason: null, origin: API }),
+  },
+  {
+    name: 'pets adjust (a change of the CLI)',
+    kind: 'updated',
+    write: (store) => store.changes.applyChange(adjustment(1n, 1, { source: 'cli', keyId: 'cli:adjust', keyName: 'adjust', requestId: 'adjust-1', at: WHEN })),
+    facts: (held) => ({ ...changed(held!, 6), reason: null, origin: { source: 'cli', keyId: 'cli:adjust', requestId: 'adjust-1' } }),
+  },
+  {
+    name: 'a stocktake of another count',
+    kind: 'imported',
+    write: (store) => store.changes.importItems(importSource([item(1n, 8)]), importPlan(true, WHEN)),
+    facts: (held) => changed(held!, 8),
+  },
+  {
+    name: 'a stocktake of the count held',
+    kind: 'imported',
+    write: (store) => store.changes.importItems(importSource([item(1n, 5)]), importPlan(true, WHEN)),
+    facts: (held) => (writesChange('imported', held!.item.quantity, 5) ? changed(held!, 5) : undefined),
+  },
+  {
+    name: 'pets remove',
+    kind: 'deleted',
+    write: (store) => store.changes.retireEntry(1n, { force: true, at: WHEN }),
+    facts: (held) => changed(held!, 5),
+  },
+];
+
+/** The facts of a write that sets a held entry's count to `quantity`. */
+function changed(held: InventoryEntry, quantity: number): WriteFacts {
+  return { petId: held.item.petId, status: held.item.status, before: held.item.quantity, after: quantity, version: held.version + 1, at: WHEN };
+}
+
+/** An event as compared: without its seq, and its time where the store takes it from its own clock (a creation, a removal's given one aside). */
+function comparable({ seq: _seq, occurredAt, ...rest }: Partial<InventoryEvent> & ReturnType<typeof eventOf>, kind: WriteKind): object {
+  return kind === 'created' ? rest : { ...rest, occurredAt };
+}
+
+for (const backend of BACKENDS) {
+  describe(`What each kind of write records on ${backend}, held to the domain table of write kinds`, { skip: await backendSkip(backend) }, () => {
+    for (const c of WRITES) {
+      it(`${c.name}: the event eventOf('${c.kind}') makes of it, and a history row as WRITE_KINDS says`, async (t) => {
+        const store = await openTestStore(backend, t);
+        await store.changes.addItems([item(1n, 5), item(2n, 3)]);
+        await store.changes.applyChange(change(2n, 3));
+        await store.changes.retireEntry(2n, { force: true, at: new Date() });
+        const held = await store.entries.getEntry(1n);
+        const retired = { item: item(2n, 3), version: 3 };
+        const head = await store.events.head();
+        const historyBefore = await Promise.all([1n, 2n, 3n].map(async (petId) => (await store.history.listHistory(petId, { limit: 10 }))?.length ?? 0));
+        await c.write(store);
+        const facts = c.facts(held, retired);
+        const events = await eventsAfter(store, head);
+        assert.deepEqual(
+          events.map((e) => comparable(e, c.kind)),
+          facts ? [comparable(eventOf(c.kind, facts), c.kind)] : [],
+        );
+        const historyAfter = await Promise.all([1n, 2n, 3n].map(async (petId) => (await store.history.listHistory(petId, { limit: 10 }))?.length ?? 0));
+        const written = facts && WRITE_KINDS[c.kind].history ? [facts.petId] : [];
+        assert.deepEqual(
+          [1n, 2n, 3n].filter((_, i) => historyAfter[i] !== historyBefore[i]),
+          written,
+          'the pets that got a history row',
+        );
+      });
+    }
+
+    it("changes of the API and of the CLI committed together each carry their own source, and the key and request ids only the API's", async (t) => {
+      const store = await openTestStore(backend, t);
+      const pets = [1n, 2n, 3n, 4n, 5n];
+      await store.changes.addItems(pets.map((petId) => item(petId, 5)));
+      const head = await store.events.head();
+      const sources = ['api', 'cli', 'cli', 'api', 'cli'] as const;
+      // Sent together, they share a batch: runs of each source, in the order sent.
+      const results = await Promise.all(pets.map((petId, i) => store.changes.applyChange(adjustment(petId, 1, { source: sources[i], requestId: `req-${i}`, at: WHEN }))));
+      assert.deepEqual(results.map((r) => r.kind), Array<string>(5).fill('updated'));
+      const events = (await eventsAfter(store, head)).sort((a, b) => (a.petId < b.petId ? -1 : 1));
+      assert.deepEqual(
+        events.map((e) => [e.petId, e.source, e.keyId, e.requestId]),
+        pets.map((petId, i) => [petId, sources[i], sources[i] === 'api' ? 'key_test' : null, sources[i] === 'api' ? `req-${i}` : null]),
+      );
+      const rows = await Promise.all(pets.map(async (petId) => (await store.history.listHistory(petId, { limit: 1 }))![0]!));
+      assert.deepEqual(rows.map((r) => [r.keyId, r.requestId]), pets.map((_, i) => ['key_test', `req-${i}`]), 'the history keeps who asked, whatever the source');
     });
   });
 }

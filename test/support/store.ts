@@ -14,7 +14,7 @@ type ChangeExtra = Partial<ChangeOrigin & Pick<EntryChange, 'condition' | 'reaso
 
 /** The origin of a test key's change or batch: its key, request and time. */
 function origin(): ChangeOrigin {
-  return { keyId: 'key_test', keyName: 'test key', requestId: 'req-test', at: new Date() };
+  return { source: 'api', keyId: 'key_test', keyName: 'test key', requestId: 'req-test', at: new Date() };
 }
 
 /** A change setting the quantity, as a test key would make it; `extra` overrides any other field. */

@@ -36,7 +36,16 @@ export async function generate(documentText) {
   const names = [...int64Properties(JSON.parse(documentText))].sort();
   const list = `\n/** Object members whose schema is int64: read as BigInt from the JSON text, never through a float. */\n` +
     `export const INT64_PROPERTIES: readonly string[] = ${JSON.stringify(names)};\n`;
-  return HEADER + astToString(nodes) + list;
+  const eventTypes = `\n/** Every type of change event, as the document's InventoryEvent names them: the events the stream's reader yields. */\n` +
+    `export const INVENTORY_EVENT_TYPES: readonly components["schemas"]["InventoryEvent"]["type"][] = ${JSON.stringify(inventoryEventTypes(JSON.parse(documentText)))};\n`;
+  return HEADER + astToString(nodes) + list + eventTypes;
+}
+
+/** The enum of the InventoryEvent schema's type; a document without it is not the service's. */
+function inventoryEventTypes(document) {
+  const types = document.components?.schemas?.InventoryEvent?.properties?.type?.enum;
+  if (!Array.isArray(types) || types.length === 0) throw new Error('the document has no enum of InventoryEvent types (components.schemas.InventoryEvent.properties.type.enum)');
+  return types;
 }
 
 /** Names of object properties whose schema (after local $refs) has format int64, anywhere in the document. */

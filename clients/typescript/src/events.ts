@@ -1,8 +1,9 @@
 import { errorFromAnswer, eventsHeadOf, unexpectedAnswer, type InventoryApiError } from './errors.js';
+import { INVENTORY_EVENT_TYPES } from './generated/openapi.js';
 import { parseJson } from './json.js';
 import { retryDelay, type FetchLike, type RetryPolicy } from './retry.js';
 import { SseParser } from './sse.js';
-import type { FollowedEvent, InventoryEvent, InventoryEventType } from './types.js';
+import type { FollowedEvent, InventoryEvent } from './types.js';
 
 export interface FollowOptions {
   /** Follow from the event after this seq (a seq from listEvents, X-Events-Head, or an event); default: from the head when following starts. */
@@ -26,7 +27,8 @@ export interface FollowContext {
   policy: RetryPolicy;
 }
 
-const EVENT_TYPES: readonly string[] = ['inventory.created', 'inventory.updated', 'inventory.deleted'] satisfies InventoryEventType[];
+/** The types to yield, generated from the document: a type the service adds is there once the client is generated again. */
+const EVENT_TYPES: readonly string[] = INVENTORY_EVENT_TYPES;
 const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 
 /**

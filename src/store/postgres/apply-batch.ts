@@ -1,7 +1,9 @@
 import type { QueryResult, QueryResultRow } from 'pg';
-import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, recordsFull, recordsOverCap, type RecordsFull } from '../../domain/idempotency.js';
-import { idempotencySlot, judgeChange, type ChangeOutcome, type ChangeResult, type IdempotencyRequest, type QuantityChange } from '../../domain/inventory.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, type RecordsCap } from '../../domain/idempotency.js';
+import { idempotencySlot, judgeChange, type ChangeOutcome, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
+import type { FactsSql } from '../write-kinds-sql.js';
+import { appendEvents, bumpStoreState, insertHistory } from './change-log.js';
 import type { Statement } from './connection.js';
 
 export type Query = <R extends QueryResultRow>(statement: Statement, values: unknown[]) => Promise<QueryResult<R>>;
@@ -16,62 +18,67 @@ export interface Database {
   omitEvents?: boolean;
 }
 
+/** An applied change (a row of ok) as the facts of its write. */
+const APPLIED: FactsSql = {
+  at: 'ok.at',
+  petId: 'ok.pet_id',
+  status: 'ok.status',
+  before: 'ok.previous',
+  after: 'ok.quantity',
+  version: 'ok.new_version',
+  reason: 'ok.reason',
+  source: 'ok.source',
+  keyId: 'ok.key_id',
+  requestId: 'ok.request_id',
+};
+
 /**
  * Applies a batch of changes (each pet at most once) in one statement, so one round trip and
  * one commit. Rows are locked in petId order, and store_state only once all of them are: bump's
  * count(*) reads cur to the end (EXISTS alone could stop at its first row). So, as in every other
- * write, store_state is the last lock taken, and batches of several instances cannot deadlock.
- * Every change gets one result row, in the order given: cur is the entry before the change
- * (absent: no entry, or a retired one), newVersion is set when it was applied.
+ * write, store_state is the last lock taken (change-log.ts), and batches of several instances
+ * cannot deadlock. Every change gets one result row, in the order given: cur is the entry before
+ * the change (absent: no entry, or a retired one), newVersion is set when it was applied.
  *
- * Each applied change appends its event (ev), with a seq taken from store_state.events_head in
- * the same update that bumps the store version: that row lock is held until commit, and a
- * transaction is visible before its locks are released, so the next writer takes its seqs only
- * once these are visible. Seqs are handed out in commit (and visibility) order: no reader can see
- * seq n+1 before n (decisions 5.10). The NOTIFY ($10) is sent from the same update, so only when
- * something was applied, and delivered at commit.
+ * Each applied change writes its history row (hist) and appends its event (ev), kind updated of
+ * the domain table, with a seq taken from store_state.events_head in the same update that bumps
+ * the store version, and the NOTIFY ($11) with it (change-log.ts), so only when something was applied.
  *
  * A change sets its quantity ($2), or moves the count it finds in its locked row by a delta ($9,
  * null for a set), in bigint so that no sum overflows before it is judged. ok mirrors domain
  * judgeChange: the If-Match condition, then the count within 0..2147483647; a change it leaves out
  * is classified by judgeChange itself, on the row it found (applyChanges), so the rule lives once.
+ * $10 is each change's source (api or cli), which its event carries.
  */
 export const CHANGE_BATCH = changeBatch(true);
 
 /**
- * CHANGE_BATCH as it was before the event log: no event, no events head, no NOTIFY (and no $10).
+ * CHANGE_BATCH as it was before the event log: no event, no events head, no NOTIFY (and no $11).
  * Only for a store opened with omitChangeEvents, which the bench alone does to measure the log's cost.
  */
 export const CHANGE_BATCH_WITHOUT_EVENTS = changeBatch(false);
 
 /** The text of CHANGE_BATCH, with the event log's parts or without them; built once per variant. */
 function changeBatch(withEvents: boolean): Statement {
-  const bump = withEvents
-    ? `UPDATE store_state SET version = version + 1, events_head = events_head + (SELECT count(*) FROM ok)
-                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok)
-                  RETURNING version, events_head, pg_notify($10, events_head::text)`
-    : `UPDATE store_state SET version = version + 1
-                  WHERE id = 1 AND (SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok) RETURNING version`;
+  const bump = bumpStoreState(withEvents ? { count: '(SELECT count(*) FROM ok)', notify: '$11' } : undefined, {
+    when: '(SELECT count(*) FROM cur) > 0 AND EXISTS (SELECT 1 FROM ok)',
+  });
   const ev = withEvents
     ? `
-         ev AS (INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-                SELECT bump.events_head - (SELECT count(*) FROM ok) + row_number() OVER (ORDER BY ok.ord), 'inventory.updated', ok.at, ok.pet_id,
-                       ok.status, ok.previous, ok.quantity, ok.new_version, ok.reason, 'api', ok.key_id, ok.request_id
-                FROM ok, bump),`
+         ev AS (${appendEvents('bump.events_head - (SELECT count(*) FROM ok) + row_number() OVER (ORDER BY ok.ord)', 'updated', APPLIED, 'ok, bump')}),`
     : '';
   return {
     name: withEvents ? 'inventory-change-batch' : 'inventory-change-batch-without-events',
-    text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[])
-                    WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, delta, ord)),
+    text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[])
+                    WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, delta, source, ord)),
          cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
                  ORDER BY pet_id FOR UPDATE),
-         n AS (SELECT c.pet_id, c.at, c.key_id, c.key_name, c.request_id, c.reason, c.versions, c.ord, cur.quantity AS previous, cur.status, cur.version,
+         n AS (SELECT c.pet_id, c.at, c.key_id, c.key_name, c.request_id, c.reason, c.versions, c.source, c.ord, cur.quantity AS previous, cur.status, cur.version,
                       CASE WHEN c.delta IS NULL THEN c.quantity ELSE cur.quantity::bigint + c.delta END AS quantity
                FROM c JOIN cur ON cur.pet_id = c.pet_id),
          ok AS (SELECT n.*, n.version + 1 AS new_version FROM n
                 WHERE (n.versions IS NULL OR n.version = ANY(n.versions::bigint[])) AND n.quantity BETWEEN 0 AND 2147483647),
-         hist AS (INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
-                  SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord),
+         hist AS (${insertHistory('SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord')}),
          bump AS (${bump}),${ev}
          upd AS (UPDATE inventory i SET quantity = ok.quantity, version = i.version + 1, change_seq = bump.version, updated_at = ok.at
                  FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version, i.quantity)
@@ -170,8 +177,12 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
       // Only a key without any record takes a new row; a record that exists is written over in place.
       const fresh = ofKey.filter((c) => verdicts.get(c)!.kind === 'new');
       const reused = ofKey.filter((c) => recordOf(c)).map((c) => hashOf.get(c)!);
-      const refused = await refusePastCap(query, keyId, fresh, held.get(keyId) ?? 0, reused);
-      for (const c of refused?.changes ?? []) earlier.set(c, refused!.result);
+      const first = fresh[0];
+      if (!first) continue;
+      const cap = recordsCap(query, keyId, held.get(keyId) ?? 0, first.at, reused);
+      const past = await refusePastCap(cap, fresh.length, first.idempotency.recordsPerKey, first.at);
+      // The last new keys are the ones refused.
+      for (const c of past ? fresh.slice(Math.max(0, fresh.length - past.refused)) : []) earlier.set(c, past!.result);
     }
 
     const toApply = changes.filter((c) => !earlier.has(c));
@@ -184,26 +195,17 @@ export async function applyBatch(db: Database, changes: readonly QuantityChange[
 }
 
 /**
- * The writes of one API key (the last ones: changes, or one ChangeBatch) that would take its
- * records past its cap (domain recordsOverCap), and their refusal; undefined when all fit.
- * Expired records past the cap are deleted first, as many as needed, so only live records refuse.
+ * An API key's records as domain refusePastCap asks for them, at `now`, in the transaction that
+ * locked its count (LOCK_COUNTS read `held`): the expired ones it may delete are not those the
+ * write reuses (`reused`, their hashes), which it writes over in place.
  */
-export async function refusePastCap<W extends { at: Date; idempotency: IdempotencyRequest }>(
-  query: Query,
-  keyId: string,
-  fresh: readonly W[],
-  held: number,
-  reused: readonly string[],
-): Promise<{ changes: readonly W[]; result: RecordsFull } | undefined> {
-  const first = fresh[0];
-  if (!first) return undefined;
-  const now = first.at.toISOString();
-  let over = recordsOverCap(held, fresh.length, first.idempotency.recordsPerKey);
-  if (over === 0) return undefined;
-  over -= (await query(RECLAIM_EXPIRED, [keyId, now, reused, over])).rowCount ?? 0;
-  if (over <= 0) return undefined;
-  const oldest = (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, now])).rows[0]?.oldest ?? undefined;
-  return { changes: fresh.slice(Math.max(0, fresh.length - over)), result: recordsFull(oldest, first.at) };
+export function recordsCap(query: Query, keyId: string, held: number, now: Date, reused: readonly string[]): RecordsCap<true> {
+  const at = now.toISOString();
+  return {
+    held: async () => held,
+    reclaimExpired: async (count) => (await query(RECLAIM_EXPIRED, [keyId, at, reused, count])).rowCount ?? 0,
+    oldestLive: async () => (await query<{ oldest: Date | null }>(OLDEST_LIVE, [keyId, at])).rows[0]?.oldest ?? undefined,
+  };
 }
 
 function saveValues(keyed: readonly Keyed[], hashOf: (c: Keyed) => string, outcomeOf: (c: Keyed) => Applied): unknown[] {
@@ -230,6 +232,7 @@ export async function applyChanges(query: Query, changes: readonly QuantityChang
     changes.map((c) => c.reason),
     changes.map(versions),
     changes.map((c) => c.delta ?? null),
+    changes.map((c) => c.source),
     ...(db.omitEvents ? [] : [db.channel]),
   ]);
   return changes.map((change, i): Applied => {

@@ -1,7 +1,7 @@
-import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
-import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
+import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, replayBatchOutcome } from '../../domain/idempotency.js';
+import { judgeChange, requireEachPetOnce, type BatchOutcome, type ChangeBatch, type ChangeBatchResult, type InventoryEntry } from '../../domain/inventory.js';
 import type { PetStatus } from '../../schemas/inventory.js';
-import { applyChanges, FIND_KEYS, LOCK_COUNTS, refusePastCap, SAVE_OUTCOMES, type Database, type RecordRow } from './apply-batch.js';
+import { applyChanges, FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Database, type RecordRow } from './apply-batch.js';
 import type { Statement } from './connection.js';
 
 /** The batch's entries, locked in petId order as every write locks them (CHANGE_BATCH locks them again, already held). */
@@ -28,8 +28,7 @@ interface EntryRow {
  * as in every write, so batches and changes of several instances cannot deadlock.
  */
 export async function applyChangeBatch(db: Database, batch: ChangeBatch): Promise<ChangeBatchResult> {
-  const repeated = repeatedPet(batch.changes);
-  if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+  requireEachPetOnce(batch);
   const { changes, ...origin } = batch;
   const idem = origin.idempotency;
   const keyHash = idem && idempotencyKeyHash(idem.key);
@@ -40,8 +39,8 @@ export async function applyChangeBatch(db: Database, batch: ChangeBatch): Promis
       const verdict = judgeIdempotency(record, idem.fingerprint, replayBatchOutcome);
       if (verdict.kind === 'answer') return verdict.result;
       if (verdict.kind === 'new') {
-        const refused = await refusePastCap(query, origin.keyId, [{ at: origin.at, idempotency: idem }], held, []);
-        if (refused) return refused.result;
+        const past = await refusePastCap(recordsCap(query, origin.keyId, held, origin.at, []), 1, idem.recordsPerKey, origin.at);
+        if (past) return past.result;
       }
     }
     const petIds = changes.map((c) => c.petId).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -2,6 +2,7 @@ import { repeatedPet, type ChangeBatch, type ChangeBatchResult, type ChangeResul
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
 import { DuplicatePetError, type Changes } from '../store.js';
+import { appendEvents, bumpStoreState } from './change-log.js';
 import type { EventLog } from './events.js';
 import { inTransaction, type Pooled, type Statement } from './connection.js';
 import { ITEM_COLUMNS } from './entries.js';
@@ -19,15 +20,16 @@ const STATEMENTS = {
              version = inventory.version + 1, updated_at = excluded.updated_at
            WHERE inventory.retired_at IS NOT NULL RETURNING pet_id AS "petId"`,
   },
-  // store_state last, as in every write: the store version, and the seqs of the entries' events (see CHANGE_BATCH), in petId order.
+  // store_state last, as in every write (change-log.ts): the store version, and the seqs of the entries' events, in petId order.
   stampInserted: {
     name: 'inventory-stamp-inserted',
-    text: `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + cardinality($1::bigint[]) WHERE id = 1
-                      RETURNING version, events_head, pg_notify($2, events_head::text)),
-                e AS (INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-                      SELECT s.events_head - cardinality($1::bigint[]) + row_number() OVER (ORDER BY i.pet_id), 'inventory.created', i.updated_at,
-                             i.pet_id, i.status, NULL, i.quantity, i.version, NULL, 'cli', NULL, NULL
-                      FROM inventory i, s WHERE i.pet_id = ANY($1::bigint[]))
+    text: `WITH s AS (${bumpStoreState({ count: 'cardinality($1::bigint[])', notify: '$2' })}),
+                e AS (${appendEvents(
+                  's.events_head - cardinality($1::bigint[]) + row_number() OVER (ORDER BY i.pet_id)',
+                  'created',
+                  { at: 'i.updated_at', petId: 'i.pet_id', status: 'i.status', after: 'i.quantity', version: 'i.version' },
+                  'inventory i, s WHERE i.pet_id = ANY($1::bigint[])',
+                )})
            UPDATE inventory SET change_seq = s.version FROM s WHERE pet_id = ANY($1::bigint[])`,
   },
   // The entry's row first, then store_state, as in every write; the version is bumped only when it retires.
@@ -35,12 +37,15 @@ const STATEMENTS = {
   // A retirement is a new version of the entry (decisions 5.9), so its event is newer than the entry's last change.
   retire: {
     name: 'inventory-retire',
-    text: `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + 1 WHERE id = 1
-                      RETURNING version, events_head, pg_notify($3, events_head::text)),
+    text: `WITH s AS (${bumpStoreState({ count: '1', notify: '$3' })}),
                 r AS (UPDATE inventory SET retired_at = $2, updated_at = $2, change_seq = s.version, version = inventory.version + 1
                       FROM s WHERE pet_id = $1 RETURNING inventory.pet_id, inventory.status, inventory.quantity, inventory.version)
-           INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-           SELECT s.events_head, 'inventory.deleted', $2::timestamptz, r.pet_id, r.status, r.quantity, NULL, r.version, NULL, 'cli', NULL, NULL FROM s, r`,
+           ${appendEvents(
+             's.events_head',
+             'deleted',
+             { at: '$2::timestamptz', petId: 'r.pet_id', status: 'r.status', before: 'r.quantity', after: 'r.quantity', version: 'r.version' },
+             's, r',
+           )}`,
   },
 } as const satisfies Record<string, Statement>;
 
@@ -49,7 +54,7 @@ const STATEMENTS = {
  * statement per batch (one round trip, one commit), or one transaction when changes carry
  * idempotency keys (apply-batch.ts). Creations and retirements lock their rows first and
  * store_state last, as every write does, so writers of several instances never deadlock; each
- * appends its events with seqs taken in that last update (see CHANGE_BATCH). A ChangeBatch is one
+ * appends its events with seqs taken in that last update (change-log.ts). A ChangeBatch is one
  * transaction of its own (`applyBatch`, apply-change-batch.ts).
  */
 export function changes(

@@ -4,6 +4,8 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { BULK_WRITE } from '../store.js';
+import { reasonSql, writesChangeSql } from '../write-kinds-sql.js';
+import { appendEvents, bumpStoreState, insertHistory } from './change-log.js';
 import { beginStatement, BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS, type StorePool } from './connection.js';
 
 /**
@@ -13,10 +15,14 @@ import { beginStatement, BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS, type
 const CREATE_STAGING = `CREATE TEMP TABLE import_rows (
   seq bigint NOT NULL, line bigint NOT NULL, item bigint, pet_id bigint NOT NULL, quantity integer NOT NULL, status text NOT NULL) ON COMMIT DROP`;
 const COPY_STAGING = 'COPY import_rows (seq, line, item, pet_id, quantity, status) FROM STDIN';
-/** The events of the import, staged before the writes (they need the entries as they were), numbered 1.. in petId order. */
+/**
+ * The writes of the import whose events it appends, staged before the writes (they need the entries
+ * as they were), numbered 1.. in petId order: each a creation or a stocktake's count (domain write
+ * kinds created and imported), with the facts its event is made of at the append.
+ */
 const CREATE_EVENTS = `CREATE TEMP TABLE import_events (
-  ord bigint NOT NULL, type text NOT NULL, pet_id bigint NOT NULL, status text NOT NULL, previous_quantity integer, quantity integer NOT NULL,
-  version bigint NOT NULL, reason text) ON COMMIT DROP`;
+  ord bigint NOT NULL, created boolean NOT NULL, pet_id bigint NOT NULL, status text NOT NULL, before integer, after integer NOT NULL,
+  version bigint NOT NULL) ON COMMIT DROP`;
 
 /**
  * The staged rows whose petId has an entry, live or retired, read before any lock: once the new
@@ -49,16 +55,18 @@ const CONFLICT_COUNT = (rows: Staged) => `SELECT count(*) AS n FROM ${rows} s JO
 /** Locks the entries the import may write, in petId order as every write does, so it cannot deadlock with a batch of changes. */
 const LOCK_EXISTING = `SELECT count(*) AS n FROM (SELECT 1 FROM inventory i WHERE i.pet_id IN (SELECT pet_id FROM import_existing)
   ORDER BY i.pet_id FOR UPDATE) l`;
+/** A staged row (s) whose entry (i) the import creates (none) or revives (retired): a creation. */
+const CREATES = 'i.pet_id IS NULL OR i.retired_at IS NOT NULL';
+/** A staged row whose entry the import counts, live: its count written only when the no-op rule (domain writesChange) says. */
+const COUNTS = `i.retired_at IS NULL AND ${writesChangeSql('imported', 'i.quantity', 's.quantity')}`;
 /** What an import does to the entries that were there; with its creations, the total decides how the store version tells readers. */
-const WRITES = `SELECT count(*) FILTER (WHERE i.pet_id IS NULL OR i.retired_at IS NOT NULL) AS created,
-    count(*) FILTER (WHERE i.retired_at IS NULL AND i.quantity <> s.quantity) AS updated
+const WRITES = `SELECT count(*) FILTER (WHERE ${CREATES}) AS created, count(*) FILTER (WHERE ${COUNTS}) AS updated
   FROM import_existing s LEFT JOIN inventory i ON i.pet_id = s.pet_id`;
-/** Each change of quantity, as a PATCH writes it. */
-const HISTORY = `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason)
-  SELECT i.pet_id, i.quantity, s.quantity, $1, $2, $3, $4, 'correction' FROM import_existing s JOIN inventory i ON i.pet_id = s.pet_id
-  WHERE i.retired_at IS NULL AND i.quantity <> s.quantity ORDER BY i.pet_id`;
+/** Each change of quantity, as a PATCH writes it, with the reason of a stocktake's. */
+const HISTORY = insertHistory(`SELECT i.pet_id, i.quantity, s.quantity, $1, $2, $3, $4, ${reasonSql('imported')}
+  FROM import_existing s JOIN inventory i ON i.pet_id = s.pet_id WHERE ${COUNTS} ORDER BY i.pet_id`);
 const UPDATE = `UPDATE inventory i SET quantity = s.quantity, version = i.version + 1, updated_at = $1, change_seq = $2
-  FROM import_existing s WHERE i.pet_id = s.pet_id AND i.retired_at IS NULL AND i.quantity <> s.quantity`;
+  FROM import_existing s WHERE i.pet_id = s.pet_id AND ${COUNTS}`;
 const REVIVE = `UPDATE inventory i SET quantity = s.quantity, status = s.status, retired_at = NULL, version = i.version + 1,
     updated_at = $1, change_seq = $2
   FROM import_existing s WHERE i.pet_id = s.pet_id AND i.retired_at IS NOT NULL`;
@@ -71,34 +79,33 @@ const NEW_ROWS = 'import_rows s WHERE NOT EXISTS (SELECT 1 FROM import_existing 
  */
 const CREATE = `INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at, change_seq)
   SELECT s.pet_id, s.quantity, s.status, $1, $1, $2 FROM ${NEW_ROWS}`;
-/** A new entry's event (its version is 1), as columns of import_events; `ord` is given apart. */
-const CREATED_EVENT = `'inventory.created' AS type, s.pet_id, s.status, NULL::integer AS previous_quantity, s.quantity, 1::bigint AS version, NULL::text AS reason`;
+/** A new entry's write (its version is 1), as columns of import_events; `ord` is given apart. */
+const CREATED_WRITE = 'true AS created, s.pet_id, s.status, NULL::integer AS before, s.quantity AS after, 1::bigint AS version';
 /**
  * The new entries' events, each at its row's place among the file's in petId order, leaving the
  * places of the rows of entries that were there to their events: of a file in petId order, that
  * place is the file order; else every row is numbered once (import_existing's too).
  */
-const STAGE_CREATED = `INSERT INTO import_events (ord, type, pet_id, status, previous_quantity, quantity, version, reason)
-  SELECT s.seq + 1, ${CREATED_EVENT} FROM ${NEW_ROWS}`;
+const STAGE_CREATED = `INSERT INTO import_events (ord, created, pet_id, status, before, after, version)
+  SELECT s.seq + 1, ${CREATED_WRITE} FROM ${NEW_ROWS}`;
 const NUMBER_AND_STAGE_CREATED = `WITH n AS MATERIALIZED (SELECT s.*, row_number() OVER (ORDER BY s.pet_id) AS ord FROM import_rows s),
   x AS (UPDATE import_existing x SET ord = n.ord FROM n WHERE n.pet_id = x.pet_id)
-  INSERT INTO import_events (ord, type, pet_id, status, previous_quantity, quantity, version, reason)
-  SELECT s.ord, ${CREATED_EVENT} FROM n s WHERE NOT EXISTS (SELECT 1 FROM import_existing x WHERE x.pet_id = s.pet_id)`;
+  INSERT INTO import_events (ord, created, pet_id, status, before, after, version)
+  SELECT s.ord, ${CREATED_WRITE} FROM n s WHERE NOT EXISTS (SELECT 1 FROM import_existing x WHERE x.pet_id = s.pet_id)`;
 /**
  * An import that only creates, of a file in petId order: each staged row is an event, its file
  * order (seq, from 0) its place. Read at the append, so nothing is staged twice.
  */
-const CREATED_IN_FILE_ORDER = `(SELECT s.seq + 1 AS ord, ${CREATED_EVENT} FROM import_rows s)`;
+const CREATED_IN_FILE_ORDER = `(SELECT s.seq + 1 AS ord, ${CREATED_WRITE} FROM import_rows s)`;
 /**
- * The event of every entry that was there and the import will write (a revival is a creation), with
+ * The write of every entry that was there and the import will write (a revival is a creation), with
  * the version the write will give it, at `ord`: the same rules as the writes above ($1: upsert).
  * An entry the import created has the file's quantity, so none is here.
  */
-const STAGE_EVENTS = (ord: string) => `INSERT INTO import_events (ord, type, pet_id, status, previous_quantity, quantity, version, reason)
-  SELECT ${ord}, CASE WHEN c.created THEN 'inventory.created' ELSE 'inventory.updated' END, s.pet_id, s.status,
-    CASE WHEN c.created THEN NULL ELSE i.quantity END, s.quantity, coalesce(i.version + 1, 1), CASE WHEN c.created THEN NULL ELSE 'correction' END
-  FROM import_existing s LEFT JOIN inventory i ON i.pet_id = s.pet_id, LATERAL (SELECT i.pet_id IS NULL OR i.retired_at IS NOT NULL AS created) c
-  WHERE c.created OR ($1 AND i.quantity <> s.quantity)`;
+const STAGE_EVENTS = (ord: string) => `INSERT INTO import_events (ord, created, pet_id, status, before, after, version)
+  SELECT ${ord}, c.created, s.pet_id, s.status, i.quantity, s.quantity, coalesce(i.version + 1, 1)
+  FROM import_existing s LEFT JOIN inventory i ON i.pet_id = s.pet_id, LATERAL (SELECT ${CREATES} AS created) c
+  WHERE c.created OR ($1 AND ${COUNTS})`;
 /** With the creations: each event at the place its row was given. Alone: numbered 1.. in petId order. */
 const EXISTING_ORD = { withCreations: 's.ord', alone: 'row_number() OVER (ORDER BY s.pet_id)' } as const;
 /**
@@ -108,27 +115,27 @@ const EXISTING_ORD = { withCreations: 's.ord', alone: 'row_number() OVER (ORDER 
 const ORDER_EVENTS = `UPDATE import_events e SET ord = r.n
   FROM (SELECT pet_id, row_number() OVER (ORDER BY pet_id) AS n FROM import_events) r WHERE e.pet_id = r.pet_id`;
 /**
- * With the bump of store_state, last as in every write: the staged events take the seqs after the
- * head, in the same update (see CHANGE_BATCH), and the NOTIFY ($3) goes with it. $1: how many, $2: when.
+ * With the bump of store_state, last as in every write: the staged writes' events take the seqs
+ * after the head, in the same update (change-log.ts), and the NOTIFY ($3) goes with it. $1: how many, $2: when.
  */
-const APPEND_EVENTS = (events: string) => `e AS (INSERT INTO inventory_events
-      (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-    SELECT s.events_head - $1::bigint + e.ord, e.type, $2::timestamptz, e.pet_id, e.status, e.previous_quantity, e.quantity, e.version, e.reason,
-      'cli', NULL, NULL
-    FROM ${events} e, s)`;
-const BUMP_RETURNING = 'RETURNING version, events_head, pg_notify($3, events_head::text)';
+const APPEND_EVENTS = (events: string) =>
+  `e AS (${appendEvents(
+    's.events_head - $1::bigint + e.ord',
+    { when: 'e.created', kind: 'created', otherwise: 'imported' },
+    { at: '$2::timestamptz', petId: 'e.pet_id', status: 'e.status', before: 'e.before', after: 'e.after', version: 'e.version' },
+    `${events} e, s`,
+  )})`;
+const BUMP = { count: '$1::bigint', notify: '$3' };
 /**
  * A few entries written: they carry WRITING until the store version, bumped last as in every
  * write, is known, and then that version. Many: readers are told to read the whole list again
  * (reload_from), which spares an update of every row written.
  */
 const WRITING = -1;
-const STAMP_WRITTEN = (events: string) => `WITH s AS (UPDATE store_state SET version = version + 1, events_head = events_head + $1::bigint WHERE id = 1
-    ${BUMP_RETURNING}),
+const STAMP_WRITTEN = (events: string) => `WITH s AS (${bumpStoreState(BUMP)}),
   ${APPEND_EVENTS(events)}
   UPDATE inventory SET change_seq = s.version FROM s WHERE change_seq = ${WRITING}`;
-const BUMP_FOR_RELOAD = (events: string) => `WITH s AS (UPDATE store_state SET version = version + 1, reload_from = version + 1, events_head = events_head + $1::bigint WHERE id = 1
-    ${BUMP_RETURNING}),
+const BUMP_FOR_RELOAD = (events: string) => `WITH s AS (${bumpStoreState(BUMP, { reload: true })}),
   ${APPEND_EVENTS(events)}
   SELECT 1`;
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { encodeOutcome, idempotencyKeyHash, judgeIdempotency } from '../../domain/idempotency.js';
+import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap } from '../../domain/idempotency.js';
 import { judgeChange, type ChangeResult, type QuantityChange } from '../../domain/inventory.js';
 import { appendsEvent } from '../appended.js';
 import { changeStatements } from './change-statements.js';
@@ -50,8 +50,8 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
     if (idem) {
       const verdict = judgeIdempotency(write.findRecord(change.keyId, keyHash!, change.at), idem.fingerprint);
       if (verdict.kind === 'answer') return verdict.result;
-      const full = verdict.kind === 'new' ? write.overCap(change.keyId, idem.recordsPerKey, change.at) : undefined;
-      if (full) return full;
+      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(change.keyId, change.at), 1, idem.recordsPerKey, change.at) : undefined;
+      if (full) return full.result;
     }
     // A delta moves the count read here, under the write lock: no other change can come between.
     const verdict = judgeChange(write.entry(change.petId), change);
@@ -69,11 +69,11 @@ function applierOn(db: Database.Database, omitEvents: boolean): Applier {
   /** Applies each change, then, if any changed an entry, their events, the store version and the change log: last, as in every write. */
   const applyAll = (changes: readonly QuantityChange[], each: (change: QuantityChange) => BatchResult): BatchResult[] => {
     const results = changes.map(each);
-    const petIds: bigint[] = [];
+    const applied: QuantityChange[] = [];
     results.forEach((r, i) => {
-      if (appendsEvent(r)) petIds.push(changes[i]!.petId);
+      if (appendsEvent(r)) applied.push(changes[i]!);
     });
-    write.recordApplied(petIds, omitEvents);
+    write.recordApplied(applied, omitEvents);
     return results;
   };
   // A nested better-sqlite3 transaction is a savepoint: a change that throws rolls back alone.

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, replayBatchOutcome } from '../../domain/idempotency.js';
-import { judgeChange, repeatedPet, type BatchOutcome, type ChangeBatch, type ChangeBatchResult } from '../../domain/inventory.js';
+import { encodeBatchOutcome, idempotencyKeyHash, judgeIdempotency, refusePastCap, replayBatchOutcome } from '../../domain/idempotency.js';
+import { judgeChange, type BatchOutcome, type ChangeBatch, type ChangeBatchResult } from '../../domain/inventory.js';
 import type { BatchOptions } from './apply-batch.js';
 import { changeStatements } from './change-statements.js';
 
@@ -10,11 +10,10 @@ import { changeStatements } from './change-statements.js';
  * refused past the cap), then each change judged by domain judgeChange on the entry it finds, in
  * the order given. The first that cannot apply refuses the batch and nothing is written but the
  * refusal's idempotency record; otherwise each change writes its history row and entry, and the
- * events, the store version and the change log come last, once, as in every write.
+ * events, the store version and the change log come last, once, as in every write. Each pet at
+ * most once: the store's applyBatch refuses a repeat before it reaches here (domain requireEachPetOnce).
  */
 export function applyChangeBatch(db: Database.Database, batch: ChangeBatch, options: BatchOptions = {}): ChangeBatchResult {
-  const repeated = repeatedPet(batch.changes);
-  if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
   let apply = appliers.get(db);
   if (!apply) appliers.set(db, (apply = applierOn(db)));
   return apply.immediate(batch, options.omitEvents ?? false);
@@ -34,8 +33,8 @@ function applierOn(db: Database.Database): Applier {
     if (idem) {
       const verdict = judgeIdempotency(write.findRecord(origin.keyId, keyHash!, origin.at), idem.fingerprint, replayBatchOutcome);
       if (verdict.kind === 'answer') return verdict.result;
-      const full = verdict.kind === 'new' ? write.overCap(origin.keyId, idem.recordsPerKey, origin.at) : undefined;
-      if (full) return full;
+      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(origin.keyId, origin.at), 1, idem.recordsPerKey, origin.at) : undefined;
+      if (full) return full.result;
     }
     const outcome = judgeAndApply();
     if (idem) write.saveRecord(origin.keyId, keyHash!, idem, encodeBatchOutcome(outcome), origin.at);
@@ -50,7 +49,10 @@ function applierOn(db: Database.Database): Applier {
         verdicts.push(verdict);
       }
       const entries = changes.map((change, i) => write.apply({ ...origin, ...change }, verdicts[i]!));
-      write.recordApplied(changes.map((c) => c.petId), omitEvents);
+      write.recordApplied(
+        changes.map(({ petId }) => ({ petId, source: origin.source })),
+        omitEvents,
+      );
       return { kind: 'applied', entries };
     }
   });

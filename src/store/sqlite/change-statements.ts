@@ -1,10 +1,9 @@
 import type Database from 'better-sqlite3';
-import { recordsFull, recordsOverCap, type IdempotencyRecord, type RecordsFull } from '../../domain/idempotency.js';
+import type { IdempotencyRecord, RecordsCap } from '../../domain/idempotency.js';
 import type { judgeChange, IdempotencyRequest, InventoryEntry, QuantityChange } from '../../domain/inventory.js';
-import { changeLogWriter } from './change-log.js';
-import { LIMIT } from './connection.js';
+import { changeLog } from './change-log.js';
+import { LIMIT, perConnection } from './connection.js';
 import { linkedEntryReader } from './entries.js';
-import { isoTime } from './iso-time.js';
 
 /** What a change applies: the entry it found, and the count judgeChange set. */
 type Applicable = Extract<ReturnType<typeof judgeChange>, { kind: 'apply' }>;
@@ -17,59 +16,31 @@ type Applicable = Extract<ReturnType<typeof judgeChange>, { kind: 'apply' }>;
 export interface ChangeStatements {
   /** The entry a change finds, or undefined (none, or retired). */
   entry(petId: bigint): InventoryEntry | undefined;
-  /** Writes an applied change's history row and entry; the entry as the change leaves it. */
+  /** Writes an applied change through the change log (change-log.ts): its history row and the entry; the entry as the change leaves it. */
   apply(change: QuantityChange, verdict: Applicable): InventoryEntry;
   /**
-   * Records the changes applied in this transaction, once, after the last of them (their pets, in
-   * order; none: nothing to record): an inventory.updated event (domain/event.ts) for each, made of
-   * its history row and entry by one statement rather than one per change, unless `omitEvents`;
-   * then the store version, the events head and the change log (change-log.ts), last as in every write.
+   * Records the changes applied in this transaction, once, after the last of them (in order; none:
+   * nothing to record): their events unless `omitEvents`, then the store version, the events head
+   * and the change log (change-log.ts), last as in every write.
    */
-  recordApplied(petIds: readonly bigint[], omitEvents: boolean): void;
+  recordApplied(applied: readonly Pick<QuantityChange, 'petId' | 'source'>[], omitEvents: boolean): void;
   /** The record of an API key's idempotency key (by its hash), expired ones too (reusing one takes no new row, so never counts against the cap). */
   findRecord(keyId: string, keyHash: string, now: Date): IdempotencyRecord | undefined;
   /** Stores an outcome under the key's hash (an expired or outcome-less record is written over). */
   saveRecord(keyId: string, keyHash: string, idem: IdempotencyRequest, outcome: string, now: Date): void;
   /**
-   * Whether one more record takes an API key past its cap (domain recordsOverCap), read from its
-   * count (idempotency_counts, kept by triggers), so a PATCH never counts rows. Expired records are
-   * deleted first, as many as needed (the oldest), and only live ones refuse. Under SQLite's one
-   * write lock, so the count is exact across processes.
+   * An API key's records as domain refusePastCap asks for them, at `now`: its count read from
+   * idempotency_counts (kept by triggers), so a PATCH never counts rows. Under SQLite's one write
+   * lock, so the count is exact across processes.
    */
-  overCap(keyId: string, cap: number, now: Date): RecordsFull | undefined;
+  recordsCap(keyId: string, now: Date): RecordsCap<false>;
 }
-
-/**
- * ChangeStatements.recordApplied's events: the transaction's changes wrote the newest history rows, one
- * each, with consecutive ids, so the last :count are theirs; a pet changes at most once a transaction
- * (group-commit.ts, domain repeatedPet), so its entry holds the status and version its change left.
- * The bound is written out in the WHERE, so SQLite reads a range of rowids, not the whole history.
- */
-export const UPDATED_EVENTS = `INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-  SELECT (SELECT events_head FROM store_state WHERE id = 1) + h.id - ((SELECT max(id) FROM inventory_history) - :count), 'inventory.updated', h.at,
-         h.pet_id, i.status, h.previous_quantity, h.quantity, i.version, h.reason, 'api', h.key_id, h.request_id
-  FROM inventory_history h JOIN inventory i ON i.pet_id = h.pet_id
-  WHERE h.id > (SELECT max(id) FROM inventory_history) - :count
-  ORDER BY h.id`;
-
-const statementsOf = new WeakMap<Database.Database, ChangeStatements>();
 
 /** The connection's ChangeStatements, prepared at its first change. */
-export function changeStatements(db: Database.Database): ChangeStatements {
-  let made = statementsOf.get(db);
-  if (!made) statementsOf.set(db, (made = prepareStatements(db)));
-  return made;
-}
+export const changeStatements = perConnection(prepareStatements);
 
 function prepareStatements(db: Database.Database): ChangeStatements {
   const stmt = {
-    // The previous quantity and the link to the pet's newest history row come from the entry read (under the write lock, so current).
-    insertHistory: db.prepare(
-      `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    update: db.prepare('UPDATE inventory SET quantity = ?, version = version + 1, last_history_id = last_insert_rowid(), updated_at = ? WHERE pet_id = ?'),
-    updatedEvents: db.prepare(UPDATED_EVENTS),
     findIdempotency: db.prepare('SELECT fingerprint, outcome, expires_at <= ? AS expired FROM idempotency_records WHERE api_key_id = ? AND key_hash = ?'),
     saveIdempotency: db.prepare(
       `INSERT INTO idempotency_records (api_key_id, key_hash, fingerprint, outcome, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -84,7 +55,7 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     oldestLive: db.prepare('SELECT min(expires_at) FROM idempotency_records WHERE api_key_id = ? AND expires_at > ?').pluck(),
   };
   const read = linkedEntryReader(db);
-  const logWrite = changeLogWriter(db);
+  const log = changeLog(db);
   // Each entry read here, to the newest history row it had: apply links the next row to it. Kept per entry, not as
   // the last read, since a ChangeBatch reads all its entries before it applies any (apply-change-batch.ts).
   const links = new WeakMap<InventoryEntry, bigint | null>();
@@ -96,19 +67,11 @@ function prepareStatements(db: Database.Database): ChangeStatements {
       return found.entry;
     },
     apply(change, { current, quantity }) {
-      const at = isoTime(change.at);
-      const prevId = links.get(current);
-      if (prevId === undefined) throw new Error('a change applies only to an entry its statements read');
-      stmt.insertHistory.run(change.petId, current.item.quantity, quantity, at, change.keyId, change.keyName, change.requestId, change.reason, prevId);
-      stmt.update.run(quantity, at, change.petId);
-      // No RETURNING: the new version is the one read + 1, under the write lock.
-      return { item: { ...current.item, quantity }, version: current.version + 1 };
+      const lastHistoryId = links.get(current);
+      if (lastHistoryId === undefined) throw new Error('a change applies only to an entry its statements read');
+      return log.change(change, current, lastHistoryId, quantity);
     },
-    recordApplied(petIds, omitEvents) {
-      if (petIds.length === 0) return;
-      if (!omitEvents) stmt.updatedEvents.run({ count: petIds.length });
-      logWrite(petIds, omitEvents ? 0 : petIds.length);
-    },
+    recordApplied: (applied, omitEvents) => log.changed(applied, omitEvents),
     findRecord(keyId, keyHash, now) {
       const found = stmt.findIdempotency.get(now.toISOString(), keyId, keyHash) as
         | { fingerprint: string; outcome: string | null; expired: number }
@@ -118,13 +81,16 @@ function prepareStatements(db: Database.Database): ChangeStatements {
     saveRecord(keyId, keyHash, idem, outcome, now) {
       stmt.saveIdempotency.run(keyId, keyHash, idem.fingerprint, outcome, now.toISOString(), idem.expiresAt.toISOString());
     },
-    overCap(keyId, cap, now) {
-      const over = recordsOverCap(Number(stmt.count.get(keyId) ?? 0), 1, cap);
-      if (over === 0) return undefined;
+    recordsCap(keyId, now) {
       const at = now.toISOString();
-      if (stmt.reclaim.run(keyId, at, over).changes >= over) return undefined;
-      const oldest = stmt.oldestLive.get(keyId, at) as string | null;
-      return recordsFull(oldest === null ? undefined : new Date(oldest), now);
+      return {
+        held: () => Number(stmt.count.get(keyId) ?? 0),
+        reclaimExpired: (count) => stmt.reclaim.run(keyId, at, count).changes,
+        oldestLive() {
+          const oldest = stmt.oldestLive.get(keyId, at) as string | null;
+          return oldest === null ? undefined : new Date(oldest);
+        },
+      };
     },
   };
 }

@@ -1,11 +1,11 @@
 import type Database from 'better-sqlite3';
-import { repeatedPet, type ChangeBatch, type ChangeBatchResult, type ChangeResult, type QuantityChange, type RetireOutcome } from '../../domain/inventory.js';
+import { requireEachPetOnce, type ChangeBatch, type ChangeBatchResult, type ChangeResult, type QuantityChange, type RetireOutcome } from '../../domain/inventory.js';
+import type { WriteFacts } from '../../domain/write-kinds.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { GroupCommit } from '../group-commit.js';
-import { createdEvent, deletedEvent, type NewEvent } from '../../domain/event.js';
 import type { AppendedSignal } from '../appended.js';
 import { DuplicatePetError, type Changes } from '../store.js';
-import { changeLogWriter } from './change-log.js';
+import { changeLog } from './change-log.js';
 import { asUnavailable, type Run } from './connection.js';
 import { entryReader } from './entries.js';
 import { importItems } from './import.js';
@@ -36,23 +36,24 @@ export function changes(
   // A retirement is a new version of the entry (decisions 5.9): its event is newer than the entry's last change.
   const retire = db.prepare('UPDATE inventory SET retired_at = ?, updated_at = ?, version = version + 1 WHERE pet_id = ?');
   const entry = entryReader(db);
-  const logWrite = changeLogWriter(db);
+  const log = changeLog(db);
   const insertItems = db.transaction((items: readonly InventoryItem[], at: Date) => {
     const iso = at.toISOString();
-    const events = items.map((item): NewEvent => {
-      const version = insertItem.get(item.petId, item.quantity, item.status, iso, iso) as number | undefined;
-      if (version === undefined) throw new DuplicatePetError(item.petId);
-      return createdEvent(item, Number(version), at);
+    const created = items.map(({ petId, quantity, status }): WriteFacts => {
+      const version = insertItem.get(petId, quantity, status, iso, iso) as number | undefined;
+      if (version === undefined) throw new DuplicatePetError(petId);
+      return { petId, status, before: null, after: quantity, version: Number(version), at };
     });
-    logWrite(items.map((i) => i.petId), events);
+    log.wrote('created', created);
   });
   const retireEntry = db.transaction((petId: bigint, force: boolean, at: Date): RetireOutcome => {
     const found = entry(petId);
     if (!found) return { kind: 'not_found' };
-    if (found.item.quantity > 0 && !force) return { kind: 'in_stock', item: found.item };
+    const { item, version } = found;
+    if (item.quantity > 0 && !force) return { kind: 'in_stock', item };
     retire.run(at.toISOString(), at.toISOString(), petId);
-    logWrite([petId], [deletedEvent(found, at)]);
-    return { kind: 'retired', item: found.item };
+    log.wrote('deleted', [{ petId, status: item.status, before: item.quantity, after: item.quantity, version: version + 1, at }]);
+    return { kind: 'retired', item };
   });
   let importing = false;
 
@@ -60,8 +61,7 @@ export function changes(
     applyChange: (change) => groupCommit.submit(change),
     async applyBatch(batch) {
       // Before the queue: a caller's mistake, not the store's, so it never takes the writer's turn.
-      const repeated = repeatedPet(batch.changes);
-      if (repeated >= 0) throw new Error(`changes[${repeated}] repeats the petId of an earlier change: a batch changes each pet once`);
+      requireEachPetOnce(batch);
       return batches.submit(batch);
     },
     async addItems(items) {

@@ -30,6 +30,16 @@ export const LIMIT = '(? + 0)';
 /** A bound LIMIT (or OFFSET) written bare, in any of SQLite's forms of parameter: what Connection.prepare refuses. */
 const BARE_BOUND_LIMIT = /\b(?:LIMIT|OFFSET)\s+(?:\?\d*|[:@$][\w]+)/i;
 
+/** `make` run once per connection, at its first call there: what it prepares is shared by every caller on that connection. */
+export function perConnection<T>(make: (db: Database.Database) => T): (db: Database.Database) => T {
+  const made = new WeakMap<Database.Database, T>();
+  return (db) => {
+    let value = made.get(db);
+    if (value === undefined) made.set(db, (value = make(db)));
+    return value;
+  };
+}
+
 /** Every connection and statement this thread made, kept reachable until the thread exits (see Connection). */
 const keptUntilExit: object[] = [];
 

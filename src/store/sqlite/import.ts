@@ -3,9 +3,17 @@ import { firstConflicts, ImportStoppedError, locationOf, type ImportConflict, ty
 import type { PetStatus } from '../../schemas/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../../domain/pet-id.js';
 import { BULK_WRITE } from '../store.js';
-import { changeLogWriter } from './change-log.js';
+import { reasonSql, writesChangeSql, type FactsSql } from '../write-kinds-sql.js';
+import { appendEvents, changeLog, insertHistory } from './change-log.js';
 
 type ConflictRow = [line: bigint, index: bigint | null, petId: bigint, stored: string, given: string];
+
+/** A staged row (s) and the entry of its petId (i), if any, as the facts of the write the import makes of it. */
+const STAGED: FactsSql = { at: ':at', petId: 's.pet_id', status: 's.status', before: 'i.quantity', after: 's.quantity', version: 'coalesce(i.version + 1, 1)' };
+/** A staged row whose entry the import creates (none) or revives (retired): a creation. */
+const CREATES = 'i.pet_id IS NULL OR i.retired_at IS NOT NULL';
+/** A staged row whose entry the import counts, live: its count written only when the no-op rule (domain writesChange) says. */
+const COUNTS = `i.retired_at IS NULL AND ${writesChangeSql('imported', 'i.quantity', 's.quantity')}`;
 
 /**
  * The SQLite store's import: batches staged in a temporary table on this connection (keyed by
@@ -45,7 +53,7 @@ type Importer = (source: ImportSource, plan: ImportPlan) => Promise<ImportOutcom
 const importers = new WeakMap<Database.Database, Importer>();
 
 function importerOn(db: Database.Database): Importer {
-  const logWrite = changeLogWriter(db);
+  const log = changeLog(db);
   db.exec(`CREATE TEMP TABLE IF NOT EXISTS import_rows (
     pet_id INTEGER PRIMARY KEY, line INTEGER NOT NULL, item INTEGER, quantity INTEGER NOT NULL, status TEXT NOT NULL
   ) STRICT`);
@@ -78,10 +86,9 @@ function importerOn(db: Database.Database): Importer {
     lastHistoryId: db.prepare('SELECT coalesce(max(id), 0) FROM inventory_history').pluck().safeIntegers(true),
     // Each change of quantity, chained to the pet's previous row, as a PATCH writes it.
     history: db.prepare(
-      `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason, prev_id)
-       SELECT i.pet_id, i.quantity, s.quantity, :at, :keyId, :keyName, :requestId, 'correction', i.last_history_id
+      insertHistory(`SELECT i.pet_id, i.quantity, s.quantity, :at, :keyId, :keyName, :requestId, ${reasonSql('imported')}, i.last_history_id
        FROM temp.import_rows s JOIN inventory i ON i.pet_id = s.pet_id
-       WHERE s.pet_id BETWEEN :from AND :upto AND i.retired_at IS NULL AND i.quantity <> s.quantity ORDER BY s.pet_id`,
+       WHERE s.pet_id BETWEEN :from AND :upto AND ${COUNTS} ORDER BY s.pet_id`),
     ),
     // The rows history just wrote (ids past `after`) carry the new quantities and link the entries to them.
     update: db.prepare(
@@ -89,16 +96,15 @@ function importerOn(db: Database.Database): Importer {
        FROM (SELECT id, pet_id, quantity FROM inventory_history WHERE id > :after) AS h WHERE inventory.pet_id = h.pet_id`,
     ),
     // The event of every entry the import will write, before it writes them (a revival is a creation), in petId order, with the seqs after
-    // the head: under the write lock none else is handed out until the import commits. The same columns as the writes below.
+    // the head: under the write lock none else is handed out until the import commits. The same rows as the writes below.
     events: db.prepare(
-      `INSERT INTO inventory_events (seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id)
-       SELECT (SELECT events_head FROM store_state WHERE id = 1) + row_number() OVER (ORDER BY s.pet_id),
-              CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN 'inventory.created' ELSE 'inventory.updated' END, :at, s.pet_id, s.status,
-              CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN NULL ELSE i.quantity END, s.quantity, coalesce(i.version + 1, 1),
-              CASE WHEN i.pet_id IS NULL OR i.retired_at IS NOT NULL THEN NULL ELSE 'correction' END, 'cli', NULL, NULL
-       FROM temp.import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id
-       WHERE s.pet_id BETWEEN :from AND :upto AND (i.pet_id IS NULL OR i.retired_at IS NOT NULL OR (:upsert = 1 AND i.quantity <> s.quantity))
-       ORDER BY s.pet_id`,
+      appendEvents(
+        '(SELECT events_head FROM store_state WHERE id = 1) + row_number() OVER (ORDER BY s.pet_id)',
+        { when: CREATES, kind: 'created', otherwise: 'imported' },
+        STAGED,
+        `temp.import_rows s LEFT JOIN inventory i ON i.pet_id = s.pet_id
+         WHERE s.pet_id BETWEEN :from AND :upto AND (${CREATES} OR (:upsert = 1 AND ${COUNTS})) ORDER BY s.pet_id`,
+      ),
     ),
     revive: db.prepare(
       `UPDATE inventory SET quantity = s.quantity, status = s.status, retired_at = NULL, version = version + 1, updated_at = :at
@@ -161,8 +167,8 @@ function importerOn(db: Database.Database): Importer {
     }
     const created = stmt.revive.run({ at, ...chunk }).changes + stmt.create.run({ at, ...chunk }).changes;
     const written = created + updated;
-    if (written > BULK_WRITE) logWrite('bulk', events);
-    else if (written > 0) logWrite(stmt.written.all() as bigint[], events);
+    if (written > BULK_WRITE) log.commit('bulk', events);
+    else if (written > 0) log.commit(stmt.written.all() as bigint[], events);
     return { created, updated, unchanged: staged - written };
   });
 

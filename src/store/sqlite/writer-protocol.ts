@@ -61,6 +61,8 @@ export interface BatchMessage {
   reasons: (ChangeReason | null)[];
   /** By index, for the changes that carry one (most carry neither). */
   conditions: Record<number, VersionCondition>;
+  /** By index, the changes of the CLI (pets adjust): every other is the API's. */
+  cli: Record<number, true>;
   idempotency: Record<number, Omit<IdempotencyRequest, 'expiresAt'> & { expiresAt: number }>;
 }
 
@@ -77,6 +79,7 @@ export function encodeBatch(changes: readonly QuantityChange[]): BatchMessage {
     requestIds: [],
     reasons: [],
     conditions: {},
+    cli: {},
     idempotency: {},
   };
   // One loop filling every column: TypedArray.from with a mapping function takes V8's slow, generic path.
@@ -91,6 +94,7 @@ export function encodeBatch(changes: readonly QuantityChange[]): BatchMessage {
     message.requestIds.push(c.requestId);
     message.reasons.push(c.reason);
     if (c.condition) message.conditions[i] = c.condition;
+    if (c.source === 'cli') message.cli[i] = true;
     if (c.idempotency) message.idempotency[i] = { ...c.idempotency, expiresAt: c.idempotency.expiresAt.getTime() };
   }
   return message;
@@ -105,11 +109,12 @@ export function decodeBatch(m: BatchMessage): QuantityChange[] {
     const requestId = m.requestIds[i]!;
     const reason = m.reasons[i]!;
     const at = new Date(m.at[i]!);
+    const source = m.cli[i] ? 'cli' : 'api';
     // Two literals, not a spread: each a fixed shape, built without copying properties one by one.
     const change: QuantityChange =
       m.deltas[i] === 1
-        ? { petId, delta: m.quantities[i]!, keyId, keyName, requestId, reason, at }
-        : { petId, quantity: m.quantities[i]!, keyId, keyName, requestId, reason, at };
+        ? { petId, delta: m.quantities[i]!, source, keyId, keyName, requestId, reason, at }
+        : { petId, quantity: m.quantities[i]!, source, keyId, keyName, requestId, reason, at };
     const condition = m.conditions[i];
     if (condition) change.condition = condition;
     const idem = m.idempotency[i];

@@ -7,18 +7,18 @@ import { deliveryRow, progressWrite } from '../../../src/store/sqlite/record-pro
 import { decodeBatch, decodeResults, encodeBatch, encodeResults, type WriterReply, type WriterRequest } from '../../../src/store/sqlite/writer-protocol.js';
 import { adjustment, change, changeBatch } from '../../support/store.js';
 
-test('a batch and its results cross to the writer thread and back unchanged', () => {
+test('a batch and its results cross to the writer thread and back unchanged, the CLI\'s changes still the CLI\'s', () => {
   const at = new Date('2026-11-24T10:00:00.123Z');
   const changes: QuantityChange[] = [
     change(INT64_MAX, 2147483647, { at }),
     change(INT64_MIN, 0, { at, reason: 'received', condition: { anyVersion: false, versions: [3, 4] } }),
     change(2n ** 53n + 1n, 7, { at, condition: { anyVersion: true }, idempotency: { key: 'k-1', fingerprint: 'f', expiresAt: new Date(at.getTime() + 1000), recordsPerKey: 3 } }),
-    change(-1n, 1, { at, reason: 'correction' }),
+    change(-1n, 1, { at, reason: 'correction', source: 'cli' }),
     change(5n, 5, { at }),
     change(6n, 6, { at }),
     adjustment(7n, -1, { at, reason: 'sold' }),
     adjustment(8n, 2147483647, { at, condition: { anyVersion: false, versions: [9] } }),
-    adjustment(9n, -2147483647, { at, reason: 'damaged' }),
+    adjustment(9n, -2147483647, { at, reason: 'damaged', source: 'cli', keyId: 'cli:adjust' }),
   ];
   // structuredClone is what postMessage does to the message.
   assert.deepEqual(decodeBatch(structuredClone(encodeBatch(changes))), changes);

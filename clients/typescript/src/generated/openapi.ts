@@ -2213,3 +2213,6 @@ export interface operations {
 
 /** Object members whose schema is int64: read as BigInt from the JSON text, never through a float. */
 export const INT64_PROPERTIES: readonly string[] = ["petId"];
+
+/** Every type of change event, as the document's InventoryEvent names them: the events the stream's reader yields. */
+export const INVENTORY_EVENT_TYPES: readonly components["schemas"]["InventoryEvent"]["type"][] = ["inventory.created","inventory.updated","inventory.deleted"];

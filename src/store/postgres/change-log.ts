@@ -1,0 +1,47 @@
+import { EVENT_COLUMNS, eventValues, type FactsSql, type KindsSql } from '../write-kinds-sql.js';
+
+/**
+ * What a write of entries records on PostgreSQL, for every write (the group commit's changes, a
+ * ChangeBatch, the CLI's add, adjust and remove, the first run, an import), as the domain table
+ * of write kinds says (domain/write-kinds.ts): history rows, events, and last the store version.
+ * A write here is one statement (or ends with one) for one round trip and one commit, so these
+ * are the parts its CTEs are made of, not statements of their own.
+ *
+ * Every write bumps store_state last, as the last lock it takes: rows are locked first (in petId
+ * order), so writers of several instances never deadlock. Its events take their seqs from
+ * store_state.events_head in that same update: the row lock is held until commit, and a
+ * transaction is visible before its locks are released, so the next writer takes its seqs only
+ * once these are visible. Seqs are handed out in commit (and visibility) order: no reader can see
+ * seq n+1 before n (decisions 5.10). The NOTIFY of the event log goes with that update, so it is
+ * sent only by a write that bumped, and delivered at commit.
+ */
+
+/** What a write's bump of store_state does to the event log: how many events it appends (SQL), and the NOTIFY channel's parameter. */
+export interface AppendedSql {
+  count: string;
+  notify: string;
+}
+
+/**
+ * The update of store_state that ends every write (a CTE's statement): the store version, and with
+ * `appended` the events head and the NOTIFY, returning version and events_head. `when`: only if it
+ * holds (a batch that applied something); `reload`: readers of changesSince read the whole list.
+ */
+export function bumpStoreState(appended: AppendedSql | undefined, options: { when?: string; reload?: boolean } = {}): string {
+  const set = ['version = version + 1', ...(options.reload ? ['reload_from = version + 1'] : []), ...(appended ? [`events_head = events_head + ${appended.count}`] : [])];
+  const returning = appended ? `version, events_head, pg_notify(${appended.notify}, events_head::text)` : 'version';
+  return `UPDATE store_state SET ${set.join(', ')} WHERE id = 1${options.when ? ` AND ${options.when}` : ''} RETURNING ${returning}`;
+}
+
+/**
+ * The one insert of events: those of the rows of `from` (a FROM clause, with its WHERE), each of
+ * its kind, numbered by `seq` from the events head the bump of store_state returned.
+ */
+export function appendEvents(seq: string, kinds: KindsSql, facts: FactsSql, from: string): string {
+  return `INSERT INTO inventory_events (seq, ${EVENT_COLUMNS.join(', ')}) SELECT ${seq}, ${eventValues(kinds, facts)} FROM ${from}`;
+}
+
+/** The insert of history rows, one per change of count, from a SELECT of its columns. */
+export function insertHistory(select: string): string {
+  return `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason) ${select}`;
+}
