@@ -2,33 +2,20 @@
  * The floor of a webhook delivery: one event POSTed at a time to one endpoint over one kept-alive
  * connection, signed to Standard Webhooks with the service's own signing (src/webhooks/signing.ts),
  * each answer read before the next is sent, and nothing else: no store to read the event from, no
- * delivery log, no JSON made per event (the body is the one given), no address guard. What a
- * delivery costs a core with nothing else around it, beside what the service's costs
- * (webhooks.ts, "deliveries to one endpoint").
+ * delivery log, no JSON made per event (the body is the one given), no address guard, and no HTTP
+ * client: the request written as bytes on a socket, an answer taken to end at its blank line (the
+ * bench's receiver answers 204, without a body). What a delivery costs a core with nothing else
+ * around it, beside what the service's costs (webhooks.ts, "deliveries to one endpoint"); the same
+ * over the service's own HTTP client is bare-sender-undici.ts.
  *
- * Env: HOOK_URL (http://host:port/path), BARE_EVENT (the body, an event as the service delivers it),
- * COUNT (deliveries, at least 1), BARE_SECRET (optional: the signing secret, else a new one). Prints
- * one BareSenderReport as JSON when done; exits 1 on an answer not 2xx.
+ * Env and output: bare-sender-input.ts. Exits 1 on an answer not 2xx.
  */
 import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { webhookHeaders } from '../src/webhooks/signing.js';
-import { newWebhookSecret } from '../src/webhooks/secret.js';
-import { requiredEnv } from './env.js';
+import { bareSenderInput, type BareSenderReport } from './bare-sender-input.js';
 
-/** What the sender prints when done, one line of JSON: the deliveries, their wall time, and its CPU (user + system, all threads) over them. */
-export interface BareSenderReport {
-  deliveries: number;
-  seconds: number;
-  cpuUs: number;
-}
-
-const url = new URL(requiredEnv('HOOK_URL'));
-const body = requiredEnv('BARE_EVENT');
-const count = Number(requiredEnv('COUNT'));
-if (!Number.isInteger(count) || count < 1) throw new Error('COUNT must be a positive integer');
-// A test passes its own secret to verify the signatures; the bench lets each run make one.
-const secrets = [process.env.BARE_SECRET ?? newWebhookSecret()];
+const { url, body, count, warmup, secrets } = bareSenderInput();
 const length = Buffer.byteLength(body);
 
 /** One attempt of event `i`: the request whole, written in one write. */
@@ -46,9 +33,13 @@ let sent = 0;
 let pending = '';
 let started = 0;
 let cpu: NodeJS.CpuUsage | undefined;
-socket.on('connect', () => {
+/** Starts the timing: at the connection, or once the warm-up's deliveries were answered. */
+const startTiming = (): void => {
   started = performance.now();
   cpu = process.cpuUsage();
+};
+socket.on('connect', () => {
+  if (warmup === 0) startTiming();
   socket.write(request(sent++));
 });
 socket.on('data', (chunk: string) => {
@@ -62,9 +53,10 @@ socket.on('data', (chunk: string) => {
     process.stderr.write(`bare sender: the endpoint answered ${status}\n`);
     process.exit(1);
   }
+  if (sent === warmup) startTiming();
   if (sent < count) return void socket.write(request(sent++));
   const used = process.cpuUsage(cpu);
-  const report: BareSenderReport = { deliveries: count, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system };
+  const report: BareSenderReport = { deliveries: count - warmup, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system };
   process.stdout.write(`${JSON.stringify(report)}\n`);
   socket.end();
 });

@@ -5,13 +5,13 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStore } from '../src/store/open.js';
 import { newEndpointId, newWebhookSecret } from '../src/webhooks/secret.js';
-import type { BareSenderReport } from './bare-sender.js';
+import type { BareSenderReport } from './bare-sender-input.js';
 import { createDatabase, type Backend } from './databases.js';
 import { patch } from './events.js';
 import type { LoadGenerator } from './load.js';
 import { percentile } from './load-spec.js';
 import type { BenchOptions } from './options.js';
-import { ratio, type Row, type Section } from './report.js';
+import { ratio, type Check, type Row, type Section } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
 import { alternateRounds, bestRun, eachRun, roundsOf, roundsText, type Side } from './side-by-side.js';
@@ -19,7 +19,7 @@ import { CLOCK_TICKS, cpuTicks, spawnChild, TSX_NODE } from './processes.js';
 import { startServer } from './servers.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
-export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000 } as const;
+export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000, cpuOfBareSender: 1.5 } as const;
 
 /** Endpoints registered on the loaded server of the PATCH comparison. */
 const ENDPOINTS = 10;
@@ -27,6 +27,11 @@ const ENDPOINTS = 10;
 const LAG_PACE_MS = 10;
 /** Past this, a PATCH's delivery counts as missing. */
 const LAG_WAIT_MS = 5000;
+/**
+ * Deliveries (at most; a quarter of a small backlog) before the CPU a delivery is timed, the service's
+ * and the bare senders' alike: the first thousand include compiling the HTTP client's code, once a process.
+ */
+const WARMUP_MAX = 1000;
 /** No delivery for this long: a server's backlog is delivered (one at a time, each answered at once). */
 export const QUIET_MS = 500;
 /** The longest wait for a backlog to be delivered. */
@@ -143,13 +148,17 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
       durationSeconds: options.quick ? 1 : 3,
     });
     const backlog = result.ok;
+    const warmup = Math.min(WARMUP_MAX, Math.floor(backlog / 4));
     let last = 0;
+    let warmTicks: number | undefined;
     let lastTicks: number | undefined;
     let event = '';
     const all = new Promise<void>((resolve) => {
       receiver.onDelivery = (body, at) => {
         last = at;
         event = body;
+        // The held first one, then the warm-up's.
+        if (receiver.count === 1 + warmup) warmTicks = cpuTicks(server.pid);
         if (receiver.count < backlog) return;
         lastTicks = cpuTicks(server.pid);
         resolve();
@@ -158,42 +167,43 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
     // The held first delivery has reached the receiver (the dispatcher claims the endpoint at start).
     while (receiver.arrived === 0) await sleep(10);
     const released = performance.now();
-    const releasedTicks = cpuTicks(server.pid);
     receiver.hold = undefined;
     release();
     await Promise.race([all, sleep(120_000).then(() => Promise.reject(new Error(`only ${receiver.count} of ${backlog} deliveries in 120 s`)))]);
     const delivered = backlog - 1;
     const perSecond = delivered / ((last - released) / 1000);
-    // The server did nothing else meanwhile (the load had ended): its CPU over the drain is its deliveries'.
-    const cpuUs = releasedTicks === undefined || lastTicks === undefined ? undefined : ((lastTicks - releasedTicks) / CLOCK_TICKS.perSecond) * 1e6;
+    // The server did nothing else meanwhile (the load had ended): its CPU over the drain past the warm-up is those deliveries'.
+    const timed = delivered - warmup;
+    const cpuUs = warmTicks === undefined || lastTicks === undefined ? undefined : ((lastTicks - warmTicks) / CLOCK_TICKS.perSecond) * 1e6;
     // PATCHes still in flight when the load stopped made events too: the bare sender starts once those are delivered.
     await receiver.quiet(QUIET_MS, DRAIN_MAX_MS);
-    const bare = await bareDeliveries(url, event, delivered);
+    const bare = await bareDeliveries('bench/bare-sender.ts', url, event, delivered, warmup);
+    const bareUndici = await bareDeliveries('bench/bare-sender-undici.ts', url, event, delivered, warmup);
     notes.push(
       `${scenario}: ${backlog.toLocaleString('en-US')} events from a PATCH load (${PATCH_CONNECTIONS} connections) queued behind a held first delivery, ` +
         `then delivered one at a time over one keep-alive connection to a receiver in the bench process; timed from the release to the last 2xx, ` +
-        'the server\'s CPU (all threads, /proc/PID/stat) read at both ends. The bare sender (bare-sender.ts, on the server core) sends as many, one at a time ' +
+        `the server's CPU (all threads, /proc/PID/stat) read once ${warmup.toLocaleString('en-US')} of them were delivered (its code warm: the first include compiling it) and at the last. ` +
+        'The bare senders (on the server core) send as many, the same number before their timing starts, one at a time ' +
         'over one kept-alive connection to the same receiver, each signed by the service\'s own signing, with the body of the service\'s last delivery as it is: ' +
-        'no store read, no delivery log, no JSON made per event: what a delivery costs a core with nothing else around it',
+        'no store read, no delivery log, no JSON made per event: what a delivery costs a core with nothing else around it; the socket one writes ' +
+        'the bytes and takes an answer to end at its blank line, the undici one (bare-sender-undici.ts) goes through the service\'s own HTTP client ' +
+        '(undici, a kept-alive connection, the answer parsed), so the service\'s CPU against it is what the store, the delivery log and the worker add',
     );
+    const cpuPerDelivery = cpuUs === undefined ? undefined : cpuUs / timed;
     return [
       {
         scenario,
         server: `service (${backlog.toLocaleString('en-US')} events)`,
         checks: [
           { text: `${Math.round(perSecond).toLocaleString('en-US')} deliveries/s`, target: `≥ ${WEBHOOK_TARGETS.deliveriesPerSecond}`, met: perSecond >= WEBHOOK_TARGETS.deliveriesPerSecond },
-          { text: cpuUs === undefined ? 'CPU/delivery unknown (no /proc)' : `${(cpuUs / delivered).toFixed(0)} µs CPU/delivery` },
-          ratio(perSecond / (bare.deliveries / bare.seconds), 'bare sender'),
+          { text: cpuPerDelivery === undefined ? 'CPU/delivery unknown (no /proc)' : `${cpuPerDelivery.toFixed(0)} µs CPU/delivery` },
+          cpuAgainst(cpuPerDelivery, bareCpu(bareUndici), 'bare sender (undici)', WEBHOOK_TARGETS.cpuOfBareSender),
+          cpuAgainst(cpuPerDelivery, bareCpu(bare), 'bare sender (socket)'),
+          ratio(perSecond / perSecondOf(bare), 'bare sender (socket)'),
         ],
       },
-      {
-        scenario,
-        server: `bare sender (${bare.deliveries.toLocaleString('en-US')} events)`,
-        checks: [
-          { text: `${Math.round(bare.deliveries / bare.seconds).toLocaleString('en-US')} deliveries/s` },
-          { text: `${(bare.cpuUs / bare.deliveries).toFixed(0)} µs CPU/delivery` },
-        ],
-      },
+      bareRow(scenario, 'bare sender (undici)', bareUndici),
+      bareRow(scenario, 'bare sender (socket)', bare),
     ];
   } finally {
     release();
@@ -202,9 +212,31 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
   }
 }
 
-/** `count` deliveries of `event` to `url` by the bare sender (bare-sender.ts), pinned to the server core: what it printed. */
-async function bareDeliveries(url: string, event: string, count: number): Promise<BareSenderReport> {
-  const sender = spawnChild([...TSX_NODE, 'bench/bare-sender.ts'], { core: 'server', env: { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count) } });
+/** A bare sender's CPU a delivery. */
+const bareCpu = (report: BareSenderReport): number => report.cpuUs / report.deliveries;
+/** A bare sender's deliveries a second. */
+const perSecondOf = (report: BareSenderReport): number => report.deliveries / report.seconds;
+
+/** A bare sender's row: its rate and its CPU a delivery. */
+function bareRow(scenario: string, name: string, report: BareSenderReport): Row {
+  return {
+    scenario,
+    server: `${name} (${report.deliveries.toLocaleString('en-US')} events)`,
+    checks: [{ text: `${Math.round(perSecondOf(report)).toLocaleString('en-US')} deliveries/s` }, { text: `${bareCpu(report).toFixed(0)} µs CPU/delivery` }],
+  };
+}
+
+/** The service's CPU a delivery as a multiple of a bare sender's, met when at most `atMost` (no target when absent). */
+function cpuAgainst(service: number | undefined, bare: number, of: string, atMost?: number): Check {
+  const target = atMost === undefined ? {} : { target: `≤ ${atMost}` };
+  if (service === undefined) return { text: `CPU against ${of} unknown (no /proc)`, ...target };
+  const value = service / bare;
+  return { text: `${value.toFixed(2)}× ${of}'s CPU`, ...target, ...(atMost === undefined ? {} : { met: value <= atMost }) };
+}
+
+/** `count` deliveries of `event` to `url` by a bare sender (`file`), pinned to the server core: what it printed. */
+async function bareDeliveries(file: string, url: string, event: string, count: number, warmup: number): Promise<BareSenderReport> {
+  const sender = spawnChild([...TSX_NODE, file], { core: 'server', env: { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count), BARE_WARMUP: String(warmup) } });
   const how = await sender.exited;
   if (how !== '0') throw new Error(`the bare sender exited with ${how}:\n${sender.output()}`);
   return JSON.parse(sender.output().trim().split('\n').at(-1)!) as BareSenderReport;

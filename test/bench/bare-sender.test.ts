@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import type { BareSenderReport } from '../../bench/bare-sender.js';
+import type { BareSenderReport } from '../../bench/bare-sender-input.js';
 import { spawnChild, TSX_NODE } from '../../bench/processes.js';
 import { newWebhookSecret } from '../../src/webhooks/secret.js';
 
@@ -41,51 +41,66 @@ async function receiver(status: number) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, received, seen, close: () => server.close() };
 }
 
-/** The bare sender run to its end against a receiver answering `status`: how it exited, what it printed, what the receiver got. */
-async function run(t: TestContext, status: number, count: number) {
+/** The bare senders: the file, and how many of COUNT deliveries it times (the undici one leaves out its first, which connects). */
+const SENDERS = [
+  { file: 'bench/bare-sender.ts', timed: (count: number) => count },
+  { file: 'bench/bare-sender-undici.ts', timed: (count: number) => count - 1 },
+];
+
+/** A bare sender run to its end against a receiver answering `status`: how it exited, what it printed, what the receiver got. */
+async function run(t: TestContext, file: string, status: number, count: number, warmup?: number) {
   const hooks = await receiver(status);
   t.after(() => hooks.close());
-  const sender = spawnChild([...TSX_NODE, 'bench/bare-sender.ts'], {
-    env: { ...process.env, HOOK_URL: hooks.url, BARE_EVENT: EVENT, COUNT: String(count), BARE_SECRET: SECRET },
+  const sender = spawnChild([...TSX_NODE, file], {
+    env: { ...process.env, HOOK_URL: hooks.url, BARE_EVENT: EVENT, COUNT: String(count), BARE_SECRET: SECRET, ...(warmup !== undefined && { BARE_WARMUP: String(warmup) }) },
   });
   const how = await sender.exited;
   return { how, output: sender.output(), received: hooks.received, seen: hooks.seen };
 }
 
-test('bare-sender: delivers the event COUNT times, one at a time, signed to Standard Webhooks, and prints what it took', TEST, async (t) => {
-  const before = Math.floor(Date.now() / 1000);
-  const { how, output, received, seen } = await run(t, 204, 25);
-  assert.equal(how, '0', output);
-  const printed = JSON.parse(output.trim().split('\n').at(-1)!) as BareSenderReport;
-  assert.equal(printed.deliveries, 25);
-  assert.ok(printed.seconds > 0 && printed.cpuUs > 0, JSON.stringify(printed));
-  assert.equal(received.length, 25);
-  assert.equal(seen.mostAtOnce, 1, 'the next delivery is sent only once the last was answered');
-  assert.deepEqual(
-    received.map((r) => r.headers['webhook-id']),
-    Array.from({ length: 25 }, (_, i) => `evt_${i}`),
-  );
-  const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64');
-  for (const { headers, body } of received) {
-    assert.equal(body, EVENT);
-    const timestamp = Number(headers['webhook-timestamp']);
-    assert.ok(timestamp >= before && timestamp <= Math.ceil(Date.now() / 1000), `webhook-timestamp ${timestamp}`);
-    const id = headers['webhook-id'] as string;
-    const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
-    assert.equal(headers['webhook-signature'], `v1,${expected}`);
-  }
-});
+for (const { file, timed } of SENDERS) {
+  test(`${file}: delivers the event COUNT times, one at a time, signed to Standard Webhooks, and prints what it took`, TEST, async (t) => {
+    const before = Math.floor(Date.now() / 1000);
+    const { how, output, received, seen } = await run(t, file, 204, 25);
+    assert.equal(how, '0', output);
+    const printed = JSON.parse(output.trim().split('\n').at(-1)!) as BareSenderReport;
+    assert.equal(printed.deliveries, timed(25));
+    assert.ok(printed.seconds > 0 && printed.cpuUs > 0, JSON.stringify(printed));
+    assert.equal(received.length, 25);
+    assert.equal(seen.mostAtOnce, 1, 'the next delivery is sent only once the last was answered');
+    assert.deepEqual(
+      received.map((r) => r.headers['webhook-id']),
+      Array.from({ length: 25 }, (_, i) => `evt_${i}`),
+    );
+    const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64');
+    for (const { headers, body } of received) {
+      assert.equal(body, EVENT);
+      const timestamp = Number(headers['webhook-timestamp']);
+      assert.ok(timestamp >= before && timestamp <= Math.ceil(Date.now() / 1000), `webhook-timestamp ${timestamp}`);
+      const id = headers['webhook-id'] as string;
+      const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
+      assert.equal(headers['webhook-signature'], `v1,${expected}`);
+    }
+  });
 
-test('bare-sender: a COUNT that is not a positive integer is refused before anything is sent', TEST, async (t) => {
-  const { how, output, received } = await run(t, 204, 0);
-  assert.notEqual(how, '0');
-  assert.match(output, /COUNT must be a positive integer/);
-  assert.equal(received.length, 0);
-});
+  test(`${file}: the BARE_WARMUP first deliveries go before the timing, and only the rest are counted`, TEST, async (t) => {
+    const { how, output, received } = await run(t, file, 204, 12, 5);
+    assert.equal(how, '0', output);
+    assert.equal((JSON.parse(output.trim().split('\n').at(-1)!) as BareSenderReport).deliveries, 7);
+    assert.equal(received.length, 12);
+  });
 
-test('bare-sender: an answer that is not 2xx stops it with exit code 1', TEST, async (t) => {
-  const { how, output, received } = await run(t, 500, 5);
-  assert.equal(how, '1');
-  assert.match(output, /the endpoint answered 500/);
-  assert.equal(received.length, 1, 'nothing is sent after the refused delivery');
-});
+  test(`${file}: a COUNT that is not a positive integer is refused before anything is sent`, TEST, async (t) => {
+    const { how, output, received } = await run(t, file, 204, 0);
+    assert.notEqual(how, '0');
+    assert.match(output, /COUNT must be a positive integer/);
+    assert.equal(received.length, 0);
+  });
+
+  test(`${file}: an answer that is not 2xx stops it with exit code 1`, TEST, async (t) => {
+    const { how, output, received } = await run(t, file, 500, 5);
+    assert.equal(how, '1');
+    assert.match(output, /the endpoint answered 500/);
+    assert.equal(received.length, 1, 'nothing is sent after the refused delivery');
+  });
+}

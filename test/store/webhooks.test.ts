@@ -321,6 +321,17 @@ for (const backend of BACKENDS) {
       assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.failures, 0);
     });
 
+    it('records a flush of many attempts whole and in order, however the backend batches its rows', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 3);
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      // Two and a half of the SQLite store's statements of fifty rows, one failed among them.
+      const attempts = Array.from({ length: 123 }, (_, i) => attempt('whk_1', i + 1, i, i === 60 ? { status: null, error: 'ECONNRESET', responseBody: null } : {}));
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(123, attempts)), true);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 200), attempts.toReversed());
+    });
+
     it('refuses the progress of a disabled or removed endpoint, recording nothing', async (t) => {
       const store = await openTestStore(backend, t);
       await store.webhookEndpoints.addEndpoint(endpoint(1));

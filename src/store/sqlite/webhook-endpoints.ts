@@ -83,7 +83,7 @@ export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<C
         return row && toEndpoint(row);
       }),
     replayFrom: async (id, after) => run(() => stmt.replay.run(after, id).changes === 1),
-    recordAttempts: (attempts) => committed(run, () => writer.recordAttempts(attempts.map(deliveryRow))),
+    recordAttempts: (attempts) => committed(run, () => writer.recordAttempts(attempts.map((a) => deliveryRow(a)))),
     listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
   };
 }
