@@ -179,6 +179,30 @@ describe('per-key rate limit shared through Redis', () => {
     assert.equal(lines('rate limit: Redis is back'), 1);
   });
 
+  test('Redis that stops answering: no request fails; each is answered, decided alone once a step times out, the limit still applied', async (t) => {
+    const { prefix } = await redisPrefix(t);
+    const proxy = new TcpProxy({ host: new URL(REDIS_URL).hostname, port: Number(new URL(REDIS_URL).port || 6379) });
+    await proxy.start();
+    t.after(() => proxy.cut());
+    const limit = 40;
+    const api = await buildTestApp(t, {
+      transport: 'http',
+      items: PETS,
+      config: { RATE_LIMIT_PER_MINUTE: String(limit), REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: prefix },
+    });
+    await waitFor(() => api.logs().some((l) => l.msg === 'rate limit: counts shared through Redis'));
+    const get = () => api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
+    const first = await inFreshWindow(get, (res) => rateLimitOf(res).t);
+    assert.equal(first.status, 200);
+    proxy.freeze();
+    // All at once: the ones the allowance held covers at once, the others wait for a step that never comes back, then decide alone.
+    const answers = await Promise.all([...Array<number>(limit + 5)].map(() => get()));
+    const statuses = answers.map((a) => a.status);
+    assert.equal(statuses.filter((s) => s === 200).length, limit - 1, 'the limit holds, counted alone');
+    for (const refused of answers.filter((a) => a.status !== 200)) assertError(refused, 429, 'rate_limited');
+    assert.equal((await api.request({ method: 'GET', url: '/readyz' })).status, 200);
+  });
+
   describe('two instances on one PostgreSQL schema', { skip: POSTGRES_SKIP }, () => {
     test('130 requests at once with one key over both, limit 60: exactly 60 admitted, every other one 429 rate_limited (decisions 7.10)', async (t) => {
       const limit = 60;
