@@ -17,10 +17,10 @@ export interface BenchOptions {
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
   /** One scenario alone (the start-up only when it is the one), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
+  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'ratelimit' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|scaling|startup|tills|webhooks]
+export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|ratelimit|scaling|startup|tills|webhooks]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -37,6 +37,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
                     group-commit servers, with CPU per request; GET with 100 event streams open); needs wrk
   --only events     only the change events (PATCH with the event log against without it, the time from a
                     PATCH's 200 to its event on a stream, idle streams one process holds)
+  --only ratelimit  only the shared rate limit (GET with REDIS_URL against without it, side by side, on the
+                    first of --backends)
   --only scaling    only the scaling table (1, 2 and 3 instances on one PostgreSQL database, directly and
                     through PgBouncer in transaction mode: GET and PATCH per second, CPU, commits per second)
   --only startup    only the start-up (--help, keys list, serve until /readyz and serve --workers 2, against
@@ -49,12 +51,13 @@ against the textbook Express peer; prints the table and, in a full run, writes b
   --load        load generator (default: wrk when installed, else autocannon)
   -h, --help    show this help
 
-BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test).
+BENCH_POSTGRES_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
+BENCH_REDIS_URL the Redis of the rate-limit scenario (default redis://127.0.0.1:6379).
 `;
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'scaling', 'startup', 'tills', 'webhooks'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'ratelimit', 'scaling', 'startup', 'tills', 'webhooks'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

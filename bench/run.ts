@@ -18,6 +18,7 @@ import { dashboardSection } from './dashboard.js';
 import { docsSection } from './docs.js';
 import { durableSection } from './durable.js';
 import { eventsSection } from './events.js';
+import { rateLimitSection } from './rate-limit.js';
 import { scalingSection } from './scaling.js';
 import { tillsSection } from './tills.js';
 import { webhooksSection } from './webhooks.js';
@@ -96,6 +97,11 @@ async function main(argv: string[]): Promise<number> {
         const tills = `Tills on ${TITLES[backend]}`;
         show(skip ? { title: tills, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await tillsSection(backend, tills, options));
       }
+    }
+    if (options.only === undefined || options.only === 'ratelimit') {
+      // One backend is enough: the limiter runs before the store is read.
+      const backend = options.backends[0]!;
+      show(await rateLimitSection(backend, `Rate limit shared through Redis (${TITLES[backend]})`, options, load));
     }
     if ((options.only === undefined || options.only === 'scaling') && options.backends.includes('postgres')) {
       const skip = await postgresSkipReason();

@@ -122,11 +122,11 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   const throttle = new FailureThrottle(config.authFailuresPerMinute);
   const loopDelay = config.maxEventLoopDelayMs > 0 ? new EventLoopDelay(config.maxEventLoopDelayMs) : undefined;
   // The Redis client is loaded only when REDIS_URL asks for it: some forty modules every other start does without.
-  const sharedCounts =
+  const sharedAllowances =
     config.rateLimitPerMinute > 0 && config.redisUrl
-      ? (await import('./limits/redis-counts.js')).redisCounts(config.redisUrl, config.redisKeyPrefix, app.log)
+      ? (await import('./limits/redis-allowances.js')).redisAllowances(config.redisUrl, config.redisKeyPrefix, app.log)
       : undefined;
-  const rateLimiter = config.rateLimitPerMinute > 0 ? new RateLimiter(config.rateLimitPerMinute, sharedCounts) : undefined;
+  const rateLimiter = config.rateLimitPerMinute > 0 ? new RateLimiter(config.rateLimitPerMinute, sharedAllowances) : undefined;
   const standard = standardRules({ isClosing: () => closing, throttle, authenticator, loopDelay, rateLimiter, corsOrigins: config.corsOrigins });
   const pipeline = new RequestPipeline(rules ? rules(standard) : standard, {
     clientAddress: clientAddressReader(config.trustProxy),

@@ -71,7 +71,7 @@ test('an import() that runs back up the layers fails the lint as a static import
   ]);
   await assertAllowed([
     ['src/store/open.ts', "await import('./sqlite/open.js');"],
-    ['src/app.ts', "await import('./limits/redis-counts.js');"],
+    ['src/app.ts', "await import('./limits/redis-allowances.js');"],
     ['src/cli/serve.ts', "await import('../server.js');"],
   ]);
 });

@@ -83,7 +83,7 @@ export interface BatchOptions extends ChangeOptions {
    * Takes `count` more requests from the caller's per-key rate limit (the pipeline took the
    * request's first), or answers the refusal when they do not fit; absent without a limit.
    */
-  chargeRequests?: ((count: number) => ApiError | undefined) | undefined;
+  chargeRequests?: ((count: number) => Promise<ApiError | undefined>) | undefined;
 }
 
 const checkEnvelope = compileSchemaValidator({ schema: Type.Object({ changes: Type.Unknown() }, { additionalProperties: false }), httpPart: 'body' });
@@ -99,7 +99,7 @@ const CHANGE_ACCEPTS: AcceptedInput = { query: {}, bodyFields: Object.keys(Batch
  */
 export async function answerInventoryBatch(changes: Pick<Changes, 'applyBatch'>, request: BatchRequest, options: BatchOptions): Promise<Answer> {
   const entryChanges = readBatch(request.body, options.maxChanges);
-  const refused = options.chargeRequests?.(entryChanges.length - 1);
+  const refused = await options.chargeRequests?.(entryChanges.length - 1);
   if (refused) throw refused;
   const origin = changeOrigin(request, { operationId: applyInventoryBatch.operationId, target: '', body: request.body }, options.idempotencyRecordsPerKey);
   const result = await changes.applyBatch({ ...origin, changes: entryChanges });

@@ -50,7 +50,7 @@ export interface OperationRequest {
   /** The body, parsed, and checked by the declaration's schema unless the operation checks it itself. */
   body: unknown;
   /** Takes `count` more requests from the caller's per-key rate limit (the pipeline took the request's first), or answers the refusal; absent without a limit. */
-  chargeRequests?: ((count: number) => ApiError | undefined) | undefined;
+  chargeRequests?: ((count: number) => Promise<ApiError | undefined>) | undefined;
 }
 
 /** The request of the operation `S`, typed from its declaration: its query, body, petId and principal. */

@@ -1,8 +1,8 @@
 import { ApiError } from '../errors.js';
 import type { EventLoopDelay } from '../limits/event-loop-delay.js';
-import type { RateLimiter } from '../limits/rate-limiter.js';
+import type { RateDecision, RateLimiter } from '../limits/rate-limiter.js';
 import type { RequestContext } from './context.js';
-import { memoryRule, type Rule } from './pipeline.js';
+import { memoryRule, UNDECIDED, type Rule, type Verdict } from './pipeline.js';
 
 /** The liveness check answers whatever the load: a busy process is alive, and must not be restarted for it. */
 function isLiveness(url: string): boolean {
@@ -26,19 +26,30 @@ export function overloaded(delay: Pick<EventLoopDelay, 'overloaded'>): Rule {
 /**
  * Requests per API key per minute (RATE_LIMIT_PER_MINUTE), after authentication: every answer to
  * a key carries RateLimit-Policy and RateLimit, and past the limit it is 429 with Retry-After,
- * the seconds to the window's reset (the RateLimit header's t). Decided from memory in both lanes.
+ * the seconds to the window's reset (the RateLimit header's t). Decided from memory while the
+ * process holds an allowance of the key (or has no Redis); otherwise the request waits for one
+ * step to Redis, which the fast lane leaves to Fastify (decisions 7.10).
  */
 export function rateLimit(limiter: RateLimiter): Rule {
-  return memoryRule('rate limit', (ctx) => {
-    const principal = ctx.principal;
-    if (principal === null) return undefined;
-    const decision = limiter.take(principal.keyId, Date.now());
+  const settle = (ctx: RequestContext, decision: RateDecision): Verdict => {
     ctx.answerHeaders['ratelimit-policy'] = limiter.policyHeader;
     ctx.answerHeaders.ratelimit = limiter.rateLimitHeader(decision);
     if (decision.admitted) return undefined;
     const retryAfter = String(decision.resetSeconds);
     return new ApiError('rate_limited', `This API key has made its ${limiter.limit} requests of this minute; retry in ${retryAfter} s.`, { 'retry-after': retryAfter });
-  });
+  };
+  return {
+    name: 'rate limit',
+    now(ctx) {
+      if (ctx.principal === null) return undefined;
+      const decision = limiter.takeNow(ctx.principal.keyId);
+      return decision ? settle(ctx, decision) : UNDECIDED;
+    },
+    async check(ctx) {
+      if (ctx.principal === null) return undefined;
+      return settle(ctx, await limiter.take(ctx.principal.keyId));
+    },
+  };
 }
 
 /**
@@ -47,10 +58,10 @@ export function rateLimit(limiter: RateLimiter): Rule {
  * says what is left after them. When they do not fit, 429 with Retry-After, and the header says
  * what is left as it was, since nothing more was taken.
  */
-export function takeMore(limiter: RateLimiter, ctx: RequestContext, count: number): ApiError | undefined {
+export async function takeMore(limiter: RateLimiter, ctx: RequestContext, count: number): Promise<ApiError | undefined> {
   const principal = ctx.principal;
   if (principal === null || count <= 0) return undefined;
-  const decision = limiter.take(principal.keyId, Date.now(), count);
+  const decision = await limiter.take(principal.keyId, count);
   ctx.answerHeaders.ratelimit = limiter.rateLimitHeader(decision);
   if (decision.admitted) return undefined;
   const retryAfter = String(decision.resetSeconds);
