@@ -139,11 +139,17 @@ for (const backend of BACKENDS) {
       const cases: [string[], RegExp][] = [
         [['--url', 'https://127.0.0.1/hook'], /^petstore-inventory: --url is refused: .*127\.0\.0\.1/],
         [['--url', 'http://127.0.0.1/hook'], /^petstore-inventory: --url is refused: /],
+        [['--url', 'https://localhost/hook'], /^petstore-inventory: --url is refused: localhost resolves to (127\.0\.0\.1|::1), a private/],
         [['--url', 'not a url'], /^petstore-inventory: --url is refused: /],
         [[], /needs --url URL/],
         [['--url', 'https://127.0.0.1/hook', '--description', 'a\nb'], /--description must not contain control characters/],
       ];
       for (const [args, message] of cases) assertFailed(await run('webhooks', 'add', ...args), 2, message);
+      // The word is said once: the guard's reason carries no "refused" of its own.
+      assert.equal(
+        (await run('webhooks', 'add', '--url', 'https://127.0.0.1:9/x')).err,
+        'petstore-inventory: --url is refused: 127.0.0.1 is a private address (loopback, private, link-local, multicast or unspecified); WEBHOOKS_ALLOW_PRIVATE=true allows it\n',
+      );
       const credentials = await run('webhooks', 'add', '--url', 'https://user:hunter2@127.0.0.1/hook');
       assertFailed(credentials, 2, /--url is refused/);
       assert.ok(!credentials.err.includes('hunter2'), 'a password in the URL is not echoed');
