@@ -41,10 +41,11 @@ export interface BannerTarget {
   firstPetId: bigint | undefined;
 }
 
-/** The first-run banner: the new key, shown once, with curl lines ready to paste. */
+/** The first-run banner: the new key, shown once, with curl lines ready to paste, and where the dashboard and the API reference are. */
 export function firstRunBanner(key: string, { host: listenHost, port, firstPetId }: BannerTarget): string {
   const host = ['0.0.0.0', '::', ''].includes(listenHost) ? 'localhost' : listenHost;
-  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`;
+  const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const base = `${origin}/v1`;
   const petId = firstPetId ?? 1n;
   const lines = [
     '',
@@ -68,6 +69,12 @@ export function firstRunBanner(key: string, { host: listenHost, port, firstPetId
       '',
     );
   }
-  lines.push('More keys: ./bin/petstore-inventory keys create --name NAME --scope inventory:read', '');
+  lines.push(
+    `The staff dashboard (sign in with the key): ${origin}/dashboard`,
+    `The API reference: ${origin}/docs`,
+    '',
+    'More keys: ./bin/petstore-inventory keys create --name NAME --scope inventory:read',
+    '',
+  );
   return lines.join('\n');
 }

@@ -20,8 +20,13 @@ export interface ConnectionOptions {
   warn: (fields: Record<string, unknown>, message: string) => void;
 }
 
-/** A connection that sent nothing since its last answer for this long is closed at the end of a drain (a fresh one gets time to send). */
+/**
+ * During a drain, a connection that sent nothing since its last answer (or since the drain began)
+ * for this long is closed: a fresh one, or one just answered, gets time to send its next request.
+ */
 export const DRAIN_IDLE_GRACE_MS = 250;
+/** How often a drain looks for connections idle past their grace. */
+const DRAIN_SWEEP_MS = 25;
 /**
  * The drain ends this long after its last connection closed, unless a new one opens: a client
  * whose connection an answer closed reconnects within milliseconds, and is answered (decisions 7.5).
@@ -69,9 +74,9 @@ interface Connection {
  *   answers a request whose body has not arrived in time with 408 and closes its connection.
  * - At `maxConnections`, the longest-idle connection is closed to admit a new one; with none idle,
  *   the new one gets 503 and is closed. Idle connections thus never lock out a new client.
- * - `drain` closes each connection after its next answer until none is left or its time is up
- *   (and not before its minimum time, if any),
- *   then stops listening and closes the idle ones, and resolves once no connection is left.
+ * - `drain` closes each connection after its next answer, and each idle one once it has sent
+ *   nothing for DRAIN_IDLE_GRACE_MS, until none is left or its time is up (and not before its
+ *   minimum time, if any), then stops listening, and resolves once no connection is left.
  * - A stream (`streaming`) is an answer with no end of its own: no answer timeout applies to it,
  *   and a drain ends it at its start, so the drain never waits for one.
  *
@@ -174,29 +179,46 @@ export class ConnectionManager {
   }
 
   /**
-   * Drains: every answer from now on closes its connection (Connection: close) for `drainMs`, or
-   * less when no connection is left (at once when none is open), but never less than `minDrainMs`;
-   * then the listener closes (`onStopListening` is told), and each idle connection is closed;
-   * resolves when none is left. Requests already sent are answered.
+   * Drains: every answer from now on closes its connection (Connection: close), and a connection
+   * idle for DRAIN_IDLE_GRACE_MS is closed, for `drainMs`, or less when no connection is left (at
+   * once when none is open), but never less than `minDrainMs`; then the listener closes
+   * (`onStopListening` is told); resolves when no connection is left. Requests already sent are
+   * answered.
    */
   async drain(drainMs: number, onStopListening: () => void = () => {}, minDrainMs = 0): Promise<void> {
     this.draining = true;
     for (const conn of this.#open.values()) {
       if (conn.res && !conn.res.headersSent && !conn.queue?.length) conn.res.shouldKeepAlive = false;
     }
+    // The grace counts from now for every idle connection: the sweep's clock may be a second old, and one answered just
+    // before the signal may be about to send its next request.
+    const now = Date.now();
+    for (const conn of this.#idle) conn.idleSince = now;
     // Streams never end by themselves: ended now, their clients reconnect elsewhere while this instance drains.
     for (const conn of [...this.#open.values()]) conn.endStream?.();
-    await this.#drainTime(drainMs, minDrainMs);
+    // An idle keep-alive connection (a browser tab's, a client pool's spare) would otherwise hold the drain for all its
+    // time: closed once it has sent nothing for the grace, as a keep-alive timeout would close it.
+    const sweep = setInterval(() => this.#closeIdlePastGrace(), DRAIN_SWEEP_MS);
+    try {
+      await this.#drainTime(drainMs, minDrainMs);
+    } finally {
+      clearInterval(sweep);
+    }
     const server = this.#server;
     // Stop accepting without closing idle connections at once (http.Server#close would): a fresh one may be sending.
     if (server?.listening) NetServer.prototype.close.call(server);
     onStopListening();
     while (this.#open.size > 0) {
-      this.#clock = Date.now();
-      for (const conn of this.#idle) {
-        if (conn.socket.bytesRead === conn.bytesAtIdle && this.#clock - conn.idleSince >= DRAIN_IDLE_GRACE_MS) this.#forget(conn, true);
-      }
-      await sleep(25);
+      this.#closeIdlePastGrace();
+      await sleep(DRAIN_SWEEP_MS);
+    }
+  }
+
+  /** Closes each connection that has sent nothing for DRAIN_IDLE_GRACE_MS since it became idle (bytes since then are a request on its way). */
+  #closeIdlePastGrace(): void {
+    this.#clock = Date.now();
+    for (const conn of this.#idle) {
+      if (conn.socket.bytesRead === conn.bytesAtIdle && this.#clock - conn.idleSince >= DRAIN_IDLE_GRACE_MS) this.#forget(conn, true);
     }
   }
 

@@ -1,12 +1,13 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { errorAnswer } from '../operations/answer.js';
+import { OPERATIONS } from '../operations/index.js';
 import { validationToApiError, type AcceptedInput } from '../operations/validation.js';
 import type { RequestPipeline } from '../pipeline/pipeline.js';
 import { contextOf, sendAnswer } from './fastify-pipeline.js';
 
-export const NOT_FOUND_MESSAGE =
-  'No resource at this path. The API lives under /v1: GET /v1/inventory, PATCH /v1/inventory/{petId}.';
+/** The answer to an unknown path names every operation, from the one list, so a new one shows up by itself. */
+export const NOT_FOUND_MESSAGE = `No resource at this path. The API lives under /v1: ${OPERATIONS.map((op) => `${op.method} ${op.path}`).join(', ')}.`;
 
 /** Fastify's own errors, by code, and what the API answers instead: every error is the Error object. */
 const FRAMEWORK_ERRORS: Record<string, (bodyLimit: number) => ApiError> = {

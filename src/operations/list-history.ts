@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { historyItem, historyPageOf, parseHistoryCursor } from '../domain/history.js';
 import { stringifyJson } from '../json.js';
-import { ChangeReason, HistoryItem, HistoryPage } from '../schemas/inventory.js';
+import { HistoryItem, HistoryPage } from '../schemas/inventory.js';
 import type { History } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
 import { operation } from './handler.js';
@@ -47,7 +47,7 @@ export const listInventoryHistory = operation({
     404: { description: 'The pet has no inventory entry, current or retired', errorCodes: ['not_found'] },
   },
   extensions: { 'x-extension': true },
-  components: { ChangeReason, HistoryItem, HistoryPage },
+  components: { HistoryItem, HistoryPage },
 }, ({ store }) => (request) => answerListHistory(store.history, request));
 
 function parseCursor(cursor: string | undefined): bigint | undefined {

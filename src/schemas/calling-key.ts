@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { Nullable } from './nullable.js';
 import { SCOPES } from './values.js';
 
 export const Scope = Type.Unsafe<(typeof SCOPES)[number]>({
@@ -21,7 +22,7 @@ export const CallingKey = Type.Object(
       uniqueItems: true,
       description: 'The scopes the key holds, as stored; inventory:write allows reading too, so a key without it is read-only',
     }),
-    expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    expiresAt: Nullable(Type.String({ format: 'date-time' }), {
       description: 'When the key stops working (RFC 3339, UTC), or null when it does not expire',
     }),
   },

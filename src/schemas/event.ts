@@ -1,9 +1,10 @@
 import { Type, type Static } from 'typebox';
 import { ChangeReason, PetId, PetStatus } from './inventory.js';
+import { Nullable } from './nullable.js';
 import { EVENT_TYPE_MEANINGS, EVENT_TYPES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
 const Count = (description: string) =>
-  Type.Union([Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX }), Type.Null()], { description });
+  Nullable(Type.Integer({ minimum: QUANTITY_MIN, maximum: QUANTITY_MAX }), { description });
 
 /** One change of stock, as the feed, the stream and webhooks send it (extension: change events). */
 export const InventoryEventSchema = Type.Object(
@@ -25,10 +26,10 @@ export const InventoryEventSchema = Type.Object(
         previousQuantity: Count('The quantity before the change (for a retired entry, what it held: 0 unless retired by force); null when the entry appeared'),
         quantity: Count('The quantity after the change; null when the entry was retired'),
         version: Type.Integer({ minimum: 1, description: "The entry's version after the change, as in its ETag: a consumer drops an event older than what it holds" }),
-        reason: Type.Union([ChangeReason, Type.Null()], { description: 'The reason sent with the change, or null' }),
+        reason: Nullable(ChangeReason, { description: 'The reason sent with the change, or null' }),
         source: Type.Unsafe<'api' | 'cli'>({ type: 'string', enum: ['api', 'cli'], description: "api: a request; cli: the operator's command line" }),
-        keyId: Type.Union([Type.String(), Type.Null()], { description: 'Id of the API key that made the change; null for the CLI' }),
-        requestId: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the request; null for the CLI' }),
+        keyId: Nullable(Type.String(), { description: 'Id of the API key that made the change; null for the CLI' }),
+        requestId: Nullable(Type.String(), { description: 'X-Request-Id of the request; null for the CLI' }),
       },
       { additionalProperties: false },
     ),

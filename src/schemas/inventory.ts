@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { Nullable } from './nullable.js';
 import { CHANGE_REASONS, DELTA_MAX, DELTA_MIN, PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from './values.js';
 
 export const PetStatus = Type.Unsafe<(typeof PET_STATUSES)[number]>({
@@ -77,7 +78,8 @@ export type InventoryUpdate = Static<typeof InventoryUpdate>;
 export const Delta = Type.Integer({
   minimum: DELTA_MIN,
   maximum: DELTA_MAX,
-  not: { const: 0 },
+  // Typed, as every subschema of the document: the docs page's validator rejects one without a type.
+  not: { type: 'integer', const: 0 },
   description: `How much the count moves: a non-zero integer from ${DELTA_MIN} to ${DELTA_MAX} (negative for sales and write-offs)`,
 });
 
@@ -103,7 +105,12 @@ const batchChangeFields = {
 /** One change of a batch, as the document shows it: quantity or delta, never both. */
 export const BatchChange = Type.Object(batchChangeFields, {
   additionalProperties: false,
-  oneOf: [{ required: ['quantity'] }, { required: ['delta'] }],
+  // Each member typed, as every subschema of the document (the docs page's validator rejects one without a type), and
+  // naming its field's type, so a generated client reads "quantity or delta" rather than an empty object.
+  oneOf: [
+    { type: 'object', required: ['quantity'], properties: { quantity: { type: 'integer' } } },
+    { type: 'object', required: ['delta'], properties: { delta: { type: 'integer' } } },
+  ],
 });
 
 /**
@@ -155,7 +162,7 @@ export const HistoryItem = Type.Object(
     keyId: Type.String({ description: 'Id of the API key that made the change' }),
     keyName: Type.String({ description: 'Name of that API key when the change was made' }),
     requestId: Type.String({ description: 'X-Request-Id of the request that made the change' }),
-    reason: Type.Union([ChangeReason, Type.Null()], { description: 'The reason sent with the change, or null' }),
+    reason: Nullable(ChangeReason, { description: 'The reason sent with the change, or null' }),
   },
   { additionalProperties: false },
 );
@@ -163,7 +170,7 @@ export const HistoryItem = Type.Object(
 export const HistoryPage = Type.Object(
   {
     items: Type.Array(HistoryItem, { description: 'Changes, newest first' }),
-    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next (older) page; null on the last page' }),
+    nextCursor: Nullable(Type.String(), { description: 'Pass as cursor for the next (older) page; null on the last page' }),
   },
   { additionalProperties: false },
 );

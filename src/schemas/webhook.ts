@@ -1,7 +1,8 @@
 import { Type, type Static } from 'typebox';
+import { Nullable } from './nullable.js';
 
-const Time = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
-const Text = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+const Time = (description: string) => Nullable(Type.String({ format: 'date-time' }), { description });
+const Text = (description: string) => Nullable(Type.String(), { description });
 
 /**
  * One webhook endpoint and where its delivery stands (extension: GET /v1/webhooks). Never its

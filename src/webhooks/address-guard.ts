@@ -31,10 +31,13 @@ const BLOCKED_V6: readonly (readonly [string, number])[] = [
   ['ff00::', 8], // multicast
 ];
 
-/** Why a refused address is refused, for the delivery log and the CLI; names no secret, only the address (and the name that resolved to it). */
-export function refusedAddressMessage(address: string, host?: string): string {
+/**
+ * Why an address is refused, as a reason the caller frames ("--url is refused: ...", "refused: ..."
+ * in the delivery log); names no secret, only the address (and the name that resolved to it).
+ */
+export function privateAddressReason(address: string, host?: string): string {
   const subject = host === undefined || host === address ? `${address} is` : `${host} resolves to ${address},`;
-  return `refused: ${subject} a private address (loopback, private, link-local, multicast or unspecified); WEBHOOKS_ALLOW_PRIVATE=true allows it`;
+  return `${subject} a private address (loopback, private, link-local, multicast or unspecified); WEBHOOKS_ALLOW_PRIVATE=true allows it`;
 }
 
 /** The error guardedLookup fails with, so a deliverer can tell a refusal from a network error. */
@@ -42,7 +45,7 @@ export class RefusedAddressError extends Error {
   /** A code like Node's network errors carry. */
   readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
   constructor(address: string, host?: string) {
-    super(refusedAddressMessage(address, host));
+    super(`refused: ${privateAddressReason(address, host)}`);
   }
 }
 
@@ -127,7 +130,7 @@ export function checkUrlBeforeConnect(url: URL, allowPrivate: boolean): string |
   // The credentials are not repeated: the message may be logged.
   if (url.username !== '' || url.password !== '') return 'a webhook URL may not hold credentials';
   const host = urlHost(url);
-  if (!allowPrivate && isIP(host) !== 0 && isBlockedAddress(host)) return refusedAddressMessage(host);
+  if (!allowPrivate && isIP(host) !== 0 && isBlockedAddress(host)) return privateAddressReason(host);
   return undefined;
 }
 
@@ -154,7 +157,7 @@ export async function checkWebhookUrl(url: string, allowPrivate: boolean): Promi
   if (allowPrivate) return undefined;
   // Every address counts: a client may connect to any of them.
   const blocked = addresses.find(({ address }) => isBlockedAddress(address));
-  return blocked === undefined ? undefined : refusedAddressMessage(blocked.address, host);
+  return blocked === undefined ? undefined : privateAddressReason(blocked.address, host);
 }
 
 /**

@@ -129,7 +129,8 @@ export class WebhookSender {
     }
     // An IP literal is connected to without a lookup, so the guarded lookup never sees it: check it here, before undici connects.
     const problem = checkUrlBeforeConnect(parsed, this.#allowPrivate);
-    if (problem !== undefined) return { problem };
+    // Framed as the lookup's refusals are, so every refusal of the guard reads the same in the delivery log.
+    if (problem !== undefined) return { problem: `refused: ${problem}` };
     return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
   }
 }

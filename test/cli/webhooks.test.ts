@@ -134,16 +134,64 @@ for (const backend of BACKENDS) {
       for (const out of [table.out, listed.out, table.err, listed.err]) assert.doesNotMatch(out, /whsec_/);
     });
 
+    test('list shows the last failure only while no attempt succeeded since it; --json keeps it, as GET /v1/webhooks does', async (t) => {
+      const { db, run } = await sandbox(t);
+      const added = await run('webhooks', 'add', '--url', 'http://127.0.0.1:9/till');
+      const id = /endpoint (whk_\S+) for/.exec(added.out)![1]!;
+      for (const petId of ['1', '2']) assert.equal((await run('pets', 'add', '--pet-id', petId, '--status', 'available')).code, 0);
+      const store = await openStore(db.databaseUrl);
+      t.after(() => store.close());
+      const [leased] = await store.webhookDeliveries.leaseEndpoints('holder', 60_000);
+      assert.equal(leased?.id, id);
+      const attempt = (seq: number, at: Date, status: number | null) => ({ endpointId: id, eventId: `evt_${seq}`, seq, attemptedAt: at, status, error: status === null ? 'ECONNREFUSED' : null, durationMs: 3, responseBody: null });
+      const failedAt = new Date(Date.now() - 60_000);
+      const lastFailureColumn = async () => {
+        const listed = await run('webhooks', 'list');
+        assert.equal(listed.code, 0, listed.err);
+        return listed.out.trimEnd().split('\n')[1]!.split(/\s{2,}/).at(-1);
+      };
+      const jsonFailure = async () => {
+        const [item] = (JSON.parse((await run('webhooks', 'list', '--json')).out) as { items: { lastFailure: string | null; failures: number }[] }).items;
+        return { lastFailure: item?.lastFailure, failures: item?.failures };
+      };
+
+      // The receiver failed: the table and --json show it.
+      const failing = { deliveredSeq: 0, failures: 1, nextAttemptAt: new Date(Date.now() + 5000), lastFailureAt: failedAt, lastFailure: 'HTTP 500' };
+      assert.equal(await store.webhookDeliveries.recordProgress(id, 'holder', { ...failing, attempts: [attempt(1, failedAt, 500)] }, leased.leaseClaimedAt), true);
+      assert.equal(await lastFailureColumn(), `${failedAt.toISOString().replace(/\.\d{3}Z$/, 'Z')} HTTP 500`);
+      assert.deepEqual(await jsonFailure(), { lastFailure: 'HTTP 500', failures: 1 });
+
+      // Healthy again: both events delivered since. The table no longer shows the old failure; --json keeps it, failures 0.
+      const healthy = { deliveredSeq: 2, failures: 0, nextAttemptAt: null, lastFailureAt: failedAt, lastFailure: 'HTTP 500' };
+      const later = new Date(failedAt.getTime() + 5000);
+      assert.equal(await store.webhookDeliveries.recordProgress(id, 'holder', { ...healthy, attempts: [attempt(1, later, 204), attempt(2, new Date(later.getTime() + 1), 204)] }, leased.leaseClaimedAt), true);
+      assert.equal(await lastFailureColumn(), '-');
+      assert.deepEqual(await jsonFailure(), { lastFailure: 'HTTP 500', failures: 0 });
+
+      // Failing again: the new failure shows.
+      assert.equal((await run('pets', 'add', '--pet-id', '3', '--status', 'available')).code, 0);
+      const failedAgainAt = new Date(later.getTime() + 10_000);
+      const again = { deliveredSeq: 2, failures: 1, nextAttemptAt: new Date(Date.now() + 5000), lastFailureAt: failedAgainAt, lastFailure: 'ECONNREFUSED' };
+      assert.equal(await store.webhookDeliveries.recordProgress(id, 'holder', { ...again, attempts: [attempt(3, failedAgainAt, null)] }, leased.leaseClaimedAt), true);
+      assert.match((await lastFailureColumn())!, /ECONNREFUSED$/);
+    });
+
     test('a URL the guard refuses, or none, is a usage error (exit 2) and nothing is stored', async (t) => {
       const { run } = await sandbox(t, {});
       const cases: [string[], RegExp][] = [
         [['--url', 'https://127.0.0.1/hook'], /^petstore-inventory: --url is refused: .*127\.0\.0\.1/],
         [['--url', 'http://127.0.0.1/hook'], /^petstore-inventory: --url is refused: /],
+        [['--url', 'https://localhost/hook'], /^petstore-inventory: --url is refused: localhost resolves to (127\.0\.0\.1|::1), a private/],
         [['--url', 'not a url'], /^petstore-inventory: --url is refused: /],
         [[], /needs --url URL/],
         [['--url', 'https://127.0.0.1/hook', '--description', 'a\nb'], /--description must not contain control characters/],
       ];
       for (const [args, message] of cases) assertFailed(await run('webhooks', 'add', ...args), 2, message);
+      // The word is said once: the guard's reason carries no "refused" of its own.
+      assert.equal(
+        (await run('webhooks', 'add', '--url', 'https://127.0.0.1:9/x')).err,
+        'petstore-inventory: --url is refused: 127.0.0.1 is a private address (loopback, private, link-local, multicast or unspecified); WEBHOOKS_ALLOW_PRIVATE=true allows it\n',
+      );
       const credentials = await run('webhooks', 'add', '--url', 'https://user:hunter2@127.0.0.1/hook');
       assertFailed(credentials, 2, /--url is refused/);
       assert.ok(!credentials.err.includes('hunter2'), 'a password in the URL is not echoed');

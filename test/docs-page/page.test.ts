@@ -192,6 +192,7 @@ test('the first render, before any script runs: both operations, the experimenta
   assert.deepEqual(traffic.failed, [], 'failed requests');
   assert.deepEqual(traffic.refused, [], 'answers of 400 or more');
   assert.deepEqual(traffic.consoleErrors, [], 'console errors');
+  assert.deepEqual(traffic.consoleWarnings, [], 'console warnings');
 });
 
 for (const backend of BACKENDS) {
@@ -274,5 +275,7 @@ for (const backend of BACKENDS) {
     assert.deepEqual(traffic.failed, [], 'failed requests');
     assert.deepEqual(traffic.refused, [], 'answers of 400 or more');
     assert.deepEqual(traffic.consoleErrors, [], 'console errors');
+    // Scalar warns of what its validator rejects in the document ("document validation errors"): none is expected.
+    assert.deepEqual(traffic.consoleWarnings, [], 'console warnings');
   });
 }

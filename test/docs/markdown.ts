@@ -103,6 +103,16 @@ export function relativeLinks(file: string, text: string): Link[] {
   return links;
 }
 
+/** The anchor GitHub makes of one heading's text (before repeats are numbered). */
+export function headingSlug(heading: string): string {
+  return heading
+    .replace(/`/g, '')
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
 /** The anchors GitHub makes of a document's headings: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
 export function headingAnchors(text: string): Set<string> {
   const anchors = new Set<string>();
@@ -112,12 +122,7 @@ export function headingAnchors(text: string): Set<string> {
     if (/^ *```/.test(line)) inFence = !inFence;
     const heading = !inFence && /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
     if (!heading) continue;
-    const slug = heading[1]!
-      .replace(/`/g, '')
-      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-      .toLowerCase()
-      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-      .replace(/\s/g, '-');
+    const slug = headingSlug(heading[1]!);
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     anchors.add(n === 0 ? slug : `${slug}-${n}`);

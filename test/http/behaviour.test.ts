@@ -4,6 +4,7 @@ import { BACKENDS, backendSkip } from '../support/backends.js';
 import { assertError, buildTestApp, failingOn, TRANSPORTS } from '../support/app.js';
 import { patch } from '../support/requests.js';
 import { PETS_OF_EACH_STATUS } from '../support/pets.js';
+import { OPERATIONS } from '../../src/operations/index.js';
 
 
 for (const backend of BACKENDS) {
@@ -16,6 +17,17 @@ for (const backend of BACKENDS) {
           for (const url of ['/v1/pets/1', '/v2/inventory', '/v1', '/v1/inventory/1/history', '/v1/inventory/1/']) {
             assertError(await api.request({ method: 'GET', url, key: api.keys.read }), 404, 'not_found');
           }
+        });
+
+        test('the 404 for an unknown path names every operation of the service, method and path', async (t) => {
+          const api = await buildTestApp(t, { backend, transport });
+          const { message } = assertError(await api.request({ method: 'GET', url: '/v1/pets/1', key: api.keys.read }), 404, 'not_found');
+          assert.ok(OPERATIONS.length > 2);
+          assert.deepEqual(
+            OPERATIONS.map((op) => `${op.method} ${op.path}`).filter((operation) => !message.includes(`${operation},`) && !message.endsWith(`${operation}.`)),
+            [],
+            `operations the message leaves out: ${message}`,
+          );
         });
 
         test('405 method_not_allowed with an Allow header, before the body is read (decisions 4.1)', async (t) => {

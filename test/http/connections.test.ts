@@ -235,7 +235,13 @@ describe('the end of a drain', () => {
     // requestTimeoutMs 5000: the sweep, and with it the manager's clock, moves once a second.
     const manager = new ConnectionManager({ maxConnections: 10, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
     const server = createServer();
-    manager.attach(server, (_req, res) => res.end('answered'));
+    // /hold is answered only once the late connection has its answer.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    manager.attach(server, (req, res) => {
+      if (req.url === '/hold') void held.then(() => res.end('held'));
+      else res.end('answered');
+    });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const port = (server.address() as AddressInfo).port;
@@ -251,8 +257,8 @@ describe('the end of a drain', () => {
       for (const socket of sockets) socket.destroy();
       manager.close();
     });
-    // A connection that sends nothing keeps the drain from ending before its time.
-    await open();
+    // A request in flight keeps the drain from ending before its time (an idle connection would be closed after its grace).
+    (await open()).write('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n');
     const opened = sleep(450).then(open);
     // The request goes just after the listener closed: the drain's end has begun, 170 ms into the accepted connection's grace.
     // A connection that failed to open fails the test at its await below, not here as well.
@@ -263,6 +269,7 @@ describe('the end of a drain', () => {
     late.on('data', (chunk: Buffer) => text.push(chunk));
     await once(late, 'close');
     assert.match(Buffer.concat(text).toString(), /^HTTP\/1\.1 200 [^]*\r\nconnection: close\r\n[^]*answered$/i);
+    release();
     await drained;
     assert.equal(manager.size, 0);
   });

@@ -70,10 +70,12 @@ export interface Traffic {
   /** "STATUS URL" of every answer of 400 or more. */
   refused: string[];
   consoleErrors: string[];
+  /** Console warnings (Scalar's "document validation errors", say), with what they were logged with. */
+  consoleWarnings: string[];
 }
 
 export function recordTraffic(context: BrowserContext, page: Page): Traffic {
-  const traffic: Traffic = { requests: [], failed: [], refused: [], consoleErrors: [] };
+  const traffic: Traffic = { requests: [], failed: [], refused: [], consoleErrors: [], consoleWarnings: [] };
   context.on('request', (request) => traffic.requests.push(request.url()));
   context.on('requestfailed', (request) => traffic.failed.push(`${request.url()}: ${request.failure()?.errorText}`));
   context.on('response', (response) => {
@@ -82,6 +84,7 @@ export function recordTraffic(context: BrowserContext, page: Page): Traffic {
   // A policy violation (a script, font or call to another host) shows here first.
   page.on('console', (message) => {
     if (message.type() === 'error') traffic.consoleErrors.push(message.text());
+    if (message.type() === 'warning') traffic.consoleWarnings.push(message.text());
   });
   page.on('pageerror', (err) => traffic.consoleErrors.push(`uncaught: ${err.message}`));
   return traffic;

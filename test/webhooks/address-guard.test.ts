@@ -22,12 +22,12 @@ test('isBlockedAddress: loopback, private, CGNAT, link-local, unique-local, mult
 test('checkWebhookUrl refuses what is not an https URL to a public address', async () => {
   const refusals: [string, RegExp][] = [
     ['http://93.184.216.34/hook', /only https/],
-    ['https://127.0.0.1/', /refused: 127\.0\.0\.1 is a private address/],
-    ['https://[::1]/', /refused: ::1 is a private address/],
-    ['https://10.0.0.1/x', /refused: 10\.0\.0\.1/],
-    ['https://169.254.169.254/', /refused: 169\.254\.169\.254/],
-    ['https://2130706433/', /refused: 127\.0\.0\.1/], // the URL parser reads a decimal host as 127.0.0.1
-    ['https://localhost/', /refused: localhost resolves to (127\.0\.0\.1|::1), a private address/],
+    ['https://127.0.0.1/', /^127\.0\.0\.1 is a private address/],
+    ['https://[::1]/', /^::1 is a private address/],
+    ['https://10.0.0.1/x', /^10\.0\.0\.1/],
+    ['https://169.254.169.254/', /^169\.254\.169\.254/],
+    ['https://2130706433/', /^127\.0\.0\.1/], // the URL parser reads a decimal host as 127.0.0.1
+    ['https://localhost/', /^localhost resolves to (127\.0\.0\.1|::1), a private address/],
     ['not a url', /not a URL/],
     ['ftp://93.184.216.34/', /only https/],
     ['https://user:hunter2@93.184.216.34/', /credentials/],

@@ -237,7 +237,7 @@ test('without allowPrivate, loopback, private and mapped addresses, a name resol
     ['https://10.0.0.1/hook', /^refused: 10\.0\.0\.1 is a private address/],
     // A name goes through the lookup: refused on the address it resolved to, at connect time.
     [`https://localhost:${target.port}/hook`, /^refused: localhost resolves to (127\.0\.0\.1|::1), a private address/],
-    [`http://127.0.0.1:${target.port}/hook`, /^only https/],
+    [`http://127.0.0.1:${target.port}/hook`, /^refused: only https/],
     ['not a url', /^not a URL$/],
   ];
   for (const [url, why] of refusals) {

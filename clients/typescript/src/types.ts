@@ -13,7 +13,8 @@ export type BatchChange = NonNullable<paths['/inventory/batch']['post']['request
 /** One entry a batch left, in the order the changes were sent, with its version (the number in its ETag). */
 export type BatchItem = paths['/inventory/batch']['post']['responses'][200]['content']['application/json']['items'][number];
 export type PetStatus = components['schemas']['PetStatus'];
-export type ChangeReason = components['schemas']['ChangeReason'];
+/** Why a count changed; the document spells it out where it is used (a nullable reference is not in a form every reader takes). */
+export type ChangeReason = NonNullable<components['schemas']['HistoryItem']['reason']>;
 /** One change of a pet's quantity, from its history. */
 export type HistoryItem = components['schemas']['HistoryItem'];
 /** One page of history, newest first; nextCursor is null on the last page. */

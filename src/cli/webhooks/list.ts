@@ -6,6 +6,7 @@ import { CliError, EXIT_USAGE } from '../io.js';
 import { withExistingStore } from '../store-access.js';
 import { formatTable, formatTime } from '../table.js';
 import { endpointIdArgument, HELP_OPTION, noEndpoint } from './arguments.js';
+import { currentFailure } from './current-failure.js';
 
 const DELIVERIES_DEFAULT = 20;
 const DELIVERIES_MAX = 1000;
@@ -13,10 +14,12 @@ const DELIVERIES_MAX = 1000;
 const LIST_HELP = `Usage: petstore-inventory webhooks list [--json]
 
 Lists the webhook endpoints: id, URL, whether enabled (or why not), the seq delivered up to, the
-backlog (events committed and not yet delivered) and the last failure. Never a signing secret.
+backlog (events committed and not yet delivered) and the last failure, while no attempt has
+succeeded since it. Never a signing secret.
 
 Options:
-  --json      print what GET /v1/webhooks answers: {"items": [...], "head": N}
+  --json      print what GET /v1/webhooks answers: {"items": [...], "head": N}; its lastFailure
+              is kept after later deliveries (failures 0: the last attempt succeeded)
   -h, --help  show this help
 `;
 
@@ -37,21 +40,29 @@ export const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({ args, options: { json: { type: 'boolean' }, help: HELP_OPTION }, strict: true });
     if (values.help) return printHelp(io, LIST_HELP);
-    const list = await withExistingStore(io, ['webhookEndpoints', 'events'], (ports) => webhookList(ports));
+    const { list, newest } = await withExistingStore(io, ['webhookEndpoints', 'events'], async (ports) => {
+      const list = await webhookList(ports);
+      // The table tells a failure that still holds from one a later success put behind: the newest attempt of each that failed once.
+      const newest = values.json
+        ? new Map<string, DeliveryAttempt | undefined>()
+        : new Map(await Promise.all(list.items.filter((e) => e.lastFailure !== null).map(async (e) => [e.id, (await ports.webhookEndpoints.listDeliveries(e.id, 1))[0]] as const)));
+      return { list, newest };
+    });
     if (values.json) {
       io.stdout(`${JSON.stringify(list)}\n`);
     } else if (list.items.length === 0) {
       io.stdout('No webhook endpoints yet. Add one with: petstore-inventory webhooks add --url URL\n');
     } else {
-      io.stdout(formatTable(['ID', 'URL', 'STATE', 'DELIVERED', 'BACKLOG', 'LAST FAILURE'], list.items.map(endpointRow)));
+      io.stdout(formatTable(['ID', 'URL', 'STATE', 'DELIVERED', 'BACKLOG', 'LAST FAILURE'], list.items.map((e) => endpointRow(e, newest.get(e.id)))));
     }
     return 0;
   },
 };
 
-function endpointRow(e: WebhookEndpointBody): string[] {
+function endpointRow(e: WebhookEndpointBody, newest: DeliveryAttempt | undefined): string[] {
   const state = e.enabled ? (e.failures > 0 ? `retrying (${e.failures} failed)` : 'enabled') : `disabled: ${(e.disabledReason ?? 'no reason recorded').replace(/^disabled /, '')}`;
-  const failure = e.lastFailure === null ? '-' : `${e.lastFailureAt === null ? '' : `${formatTime(new Date(e.lastFailureAt))} `}${e.lastFailure}`;
+  const current = currentFailure(e, newest);
+  const failure = current === null ? '-' : `${current.at === null ? '' : `${formatTime(current.at)} `}${current.text}`;
   return [e.id, e.url, state, String(e.deliveredSeq), String(e.backlog), failure];
 }
 

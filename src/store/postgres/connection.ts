@@ -2,6 +2,7 @@ import { Client, escapeIdentifier, Pool, types, type CustomTypesConfig, type Poo
 import { StoreUnavailableError } from '../../errors.js';
 import { clock, DEFAULT_STORE_TIMEOUT_MS, StoreTimeoutError, within } from '../deadline.js';
 import { statementResult, TransactionQuery } from './transaction-query.js';
+import { causeOf, PostgresUnavailableError, storeAddress } from './unreachable.js';
 import { postgresUrlProblem } from './url.js';
 
 /** Connections per instance: several instances share the server's max_connections (100 by default). */
@@ -75,12 +76,15 @@ export function beginStatements(settings: TransactionSettings): string[] {
 /** A pool whose transactions all begin with `begin` (see beginStatement). */
 export class StorePool extends Pool {
   readonly settings: TransactionSettings;
+  /** Where it connects, as failures name it (storeAddress): never the URL's credentials. */
+  readonly address: string;
   readonly begin: string;
   /** `begin` one statement each. */
   readonly beginEach: readonly string[];
   constructor(config: PoolConfig, settings: TransactionSettings) {
     super(config);
     this.settings = settings;
+    this.address = storeAddress(config.connectionString ?? '');
     this.beginEach = beginStatements(settings);
     this.begin = this.beginEach.join('; ');
   }
@@ -228,7 +232,7 @@ export function pooled(pool: StorePool, timeoutMs: number): Pooled & { end(): Pr
     try {
       return await fn();
     } catch (err) {
-      throw asUnavailable(err);
+      throw asUnavailable(err, pool.address);
     }
   };
   return {
@@ -331,9 +335,20 @@ function isTransient(err: unknown): boolean {
   return DRIVER_CONNECTION_MESSAGE.test(err.message);
 }
 
-/** A transient failure as StoreUnavailableError (503); anything else as it is. */
-export function asUnavailable(err: unknown): unknown {
-  return isTransient(err) ? new StoreUnavailableError('the PostgreSQL store is unreachable or busy', { cause: err }) : err;
+/** A transient failure of the store at `address` as StoreUnavailableError (503), saying where and why; anything else as it is. */
+export function asUnavailable(err: unknown, address: string): unknown {
+  if (err instanceof PostgresUnavailableError) return err;
+  return isTransient(err) ? new PostgresUnavailableError(err, address) : err;
+}
+
+/**
+ * A failure to open the store at `address`: transient, or one no retry mends that is still about
+ * reaching it (a login refused, no such database, TLS), as StoreUnavailableError saying where and
+ * why; anything else (a migration's own error) as it is.
+ */
+export function asUnopenable(err: unknown, address: string): unknown {
+  if (err instanceof PostgresUnavailableError) return err;
+  return isTransient(err) || causeOf(err).connecting ? new PostgresUnavailableError(err, address) : err;
 }
 
 function ignore(): void {}

@@ -6,13 +6,14 @@ import type { Store } from '../store.js';
 import { applyBatch, type Database } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { changes } from './changes.js';
-import { asUnavailable, inTransaction, openListenClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions, type StorePool } from './connection.js';
+import { asUnopenable, inTransaction, openListenClient, openPool, pooled, queryBy, queryOnPool, type PostgresStoreOptions, type StorePool } from './connection.js';
 import { entries } from './entries.js';
 import { channelListener, eventChannel, events } from './events.js';
 import { history } from './history.js';
 import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
+import { storeAddress } from './unreachable.js';
 import { relays } from './relays.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { webhookEndpoints } from './webhook-endpoints.js';
@@ -32,7 +33,8 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     await migrateAt(options.directUrl, pool, options);
   } catch (err) {
     await pool.end();
-    throw asUnavailable(err);
+    // The migrations run on the direct URL when there is one: the failure is that address's.
+    throw asUnopenable(err, options.directUrl === undefined ? pool.address : storeAddress(options.directUrl));
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   const calls = pooled(pool, timeoutMs);

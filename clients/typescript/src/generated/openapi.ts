@@ -288,7 +288,11 @@ export interface components {
              * @enum {string}
              */
             reason?: "received" | "returned" | "correction" | "sold" | "damaged";
-        } & (unknown | unknown);
+        } & ({
+            quantity: number;
+        } | {
+            delta: number;
+        });
         BatchResult: {
             items: components["schemas"]["VersionedItem"][];
         };
@@ -309,11 +313,6 @@ export interface components {
          * @enum {string}
          */
         PetStatus: "available" | "pending" | "sold";
-        /**
-         * @description Why the count changed: received (new arrivals), returned (returns), correction (manual adjustment), sold (a sale), damaged (a write-off)
-         * @enum {string}
-         */
-        ChangeReason: "received" | "returned" | "correction" | "sold" | "damaged";
         HistoryItem: {
             /**
              * Format: int64
@@ -335,8 +334,11 @@ export interface components {
             keyName: string;
             /** @description X-Request-Id of the request that made the change */
             requestId: string;
-            /** @description The reason sent with the change, or null */
-            reason: components["schemas"]["ChangeReason"] | null;
+            /**
+             * @description The reason sent with the change, or null
+             * @enum {string|null}
+             */
+            reason: "received" | "returned" | "correction" | "sold" | "damaged" | null;
         };
         HistoryPage: {
             /** @description Changes, newest first */
@@ -372,8 +374,11 @@ export interface components {
                 quantity: number | null;
                 /** @description The entry's version after the change, as in its ETag: a consumer drops an event older than what it holds */
                 version: number;
-                /** @description The reason sent with the change, or null */
-                reason: components["schemas"]["ChangeReason"] | null;
+                /**
+                 * @description The reason sent with the change, or null
+                 * @enum {string|null}
+                 */
+                reason: "received" | "returned" | "correction" | "sold" | "damaged" | null;
                 /**
                  * @description api: a request; cli: the operator's command line
                  * @enum {string}
@@ -401,7 +406,10 @@ export interface components {
             name: string;
             /** @description The scopes the key holds, as stored; inventory:write allows reading too, so a key without it is read-only */
             scopes: components["schemas"]["Scope"][];
-            /** @description When the key stops working (RFC 3339, UTC), or null when it does not expire */
+            /**
+             * Format: date-time
+             * @description When the key stops working (RFC 3339, UTC), or null when it does not expire
+             */
             expiresAt: string | null;
         };
         WebhookEndpoint: {
@@ -421,9 +429,15 @@ export interface components {
             backlog: number;
             /** @description Failed attempts in a row at the next event */
             failures: number;
-            /** @description When the next attempt is due after a failure (RFC 3339, UTC); null: at once */
+            /**
+             * Format: date-time
+             * @description When the next attempt is due after a failure (RFC 3339, UTC); null: at once
+             */
             nextAttemptAt: string | null;
-            /** @description When an attempt last failed (RFC 3339, UTC), kept after later deliveries; null when none ever failed */
+            /**
+             * Format: date-time
+             * @description When an attempt last failed (RFC 3339, UTC), kept after later deliveries; null when none ever failed
+             */
             lastFailureAt: string | null;
             /** @description What went wrong then: HTTP and the status, or the network error; null when none */
             lastFailure: string | null;
