@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { runCliWith } from '../support/cli.js';
-import { waitFor, type ServerProcess } from '../support/process.js';
+import { sleep, waitFor, type ServerProcess } from '../support/process.js';
 import { pets, startService, type Service } from '../support/service.js';
 import { startReceiver, type Received } from '../support/webhook-receiver.js';
 
@@ -46,6 +46,20 @@ async function seeLogged(server: ServerProcess, text: string, count: number): Pr
   await waitFor(() => logged(server, text) >= count, EFFECT_MS).catch(() => assert.fail(`the server did not log "${text}" ${count} time(s):\n${server.stdout()}`));
 }
 
+/**
+ * Waits until the endpoint's recorded place is the log's head: nothing is in flight or waiting to
+ * be recorded, so the next change sends nothing again (delivery is at least once: a change that
+ * ends a worker's claim before its flush has the unrecorded events sent again, with their ids).
+ */
+async function settled(service: Service, id: string): Promise<void> {
+  const head = await service.store.events.head();
+  const deadline = Date.now() + EFFECT_MS;
+  while ((await service.store.webhookEndpoints.getEndpoint(id))?.deliveredSeq !== head) {
+    if (Date.now() > deadline) assert.fail(`endpoint ${id} did not record delivery up to ${head}`);
+    await sleep(20);
+  }
+}
+
 const idOf = (r: Received) => String(r.headers['webhook-id']);
 const signatures = (r: Received) => String(r.headers['webhook-signature']).split(' ');
 
@@ -63,6 +77,7 @@ for (const backend of BACKENDS) {
       await patch(server, write, 1);
       await receiver.waitFor(1);
       assert.ok(receiver.verifies(receiver.received[0]!, added.secret));
+      await settled(service, added.id);
 
       // disable: the worker stops; what is appended meanwhile waits for the endpoint.
       await webhooks(service, 'disable', added.id);
@@ -72,6 +87,7 @@ for (const backend of BACKENDS) {
       await webhooks(service, 'enable', added.id);
       await seeLogged(server, CLAIMED, 2);
       await receiver.waitFor(2);
+      await settled(service, added.id);
       assert.equal(receiver.received.length, 2);
 
       // replay: the worker starts again from the new place, and the events after it come again, in order.
@@ -79,6 +95,7 @@ for (const backend of BACKENDS) {
       await webhooks(service, 'replay', added.id, '--from', String(first));
       await receiver.waitFor(4);
       assert.deepEqual(receiver.received.slice(2).map(idOf), receiver.received.slice(0, 2).map(idOf), 'both events again, in order');
+      await settled(service, added.id);
 
       // rotate-secret: once the service took the new secret, every delivery carries both signatures.
       const rotated = JSON.parse(await webhooks(service, 'rotate-secret', added.id, '--json')) as { secret: string };
