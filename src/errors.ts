@@ -35,6 +35,10 @@ export const ERROR_CATALOGUE = {
     status: 410,
     message: 'The events after this seq were pruned: reload the list, then follow the events from the seq in X-Events-Head.',
   },
+  events_beyond_head: {
+    status: 409,
+    message: 'No event has this seq yet: the log ends before it (the store was rebuilt, or the seq is from another store). Reload the list, then follow the events from the seq in X-Events-Head.',
+  },
   idempotency_key_reused: {
     status: 422,
     message: 'This Idempotency-Key was already used with a different request.',

@@ -24,7 +24,8 @@ Options:
   --after N   start after event N (a seq: from the feed, its X-Events-Head or an earlier tail);
               default: the newest, so only what is committed from now on. When the events
               after N are no longer kept (EVENTS_RETENTION_DAYS), it says so and goes on
-              from the newest.
+              from the newest; so it does when N is beyond the newest event (the
+              store was rebuilt, or N is from another store).
   --json      one event per line, exactly as GET /v1/events sends it
   -h, --help  show this help
 `;
@@ -96,6 +97,14 @@ async function tail(events: Pick<Events, 'readEvents' | 'head' | 'onAppended'>, 
           io.stderr(
             `The events after ${last} are no longer kept (EVENTS_RETENTION_DAYS): what changed meanwhile is in "pets list". ` +
               `Going on after ${page.head}, the newest.\n`,
+          );
+          last = page.head;
+          continue;
+        }
+        if (last > page.head) {
+          io.stderr(
+            `No event ${last} in this store: its newest is ${page.head} (the store was rebuilt, or --after is from another store); ` +
+              `what changed is in "pets list". Going on after ${page.head}, the newest.\n`,
           );
           last = page.head;
           continue;

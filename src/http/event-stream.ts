@@ -80,7 +80,8 @@ export class EventStream implements EventSubscriber {
       if (this.#ended) return;
       const page = await this.#events.readEvents(this.position, EVENT_PAGE);
       if (this.#ended) return;
-      if (page.pruned) {
+      // Pruned, or beyond the head (the store was rebuilt): either way the client reloads and follows from the head.
+      if (page.pruned || this.position > page.head) {
         this.reset(page.head);
         continue;
       }
@@ -118,7 +119,7 @@ export class EventStream implements EventSubscriber {
     if (text !== '') this.#write(text);
   }
 
-  /** The position asked for was pruned: the client must reload the list; the stream goes on from the head. */
+  /** The position asked for was pruned, or is beyond the head: the client must reload the list; the stream goes on from the head. */
   reset(head: number): void {
     if (this.#ended) return;
     this.#write(`event: reset\ndata: {"head":${head}}\n\n`);

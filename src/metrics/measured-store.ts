@@ -3,8 +3,8 @@ import { PORT_NAMES, type PortName, type Store } from '../store/store.js';
 import type { HistogramCell } from './cells.js';
 import type { ServiceMetrics } from './service-metrics.js';
 
-/** Members not timed: what the server asks once at start, not work a request waits on; onAppended registers a listener and returns at once. */
-const UNTIMED = new Set(['durability', 'onAppended']);
+/** Members not timed: what the server asks once at start, not work a request waits on; onAppended and onEndpointsChanged register a listener and return at once. */
+const UNTIMED = new Set(['durability', 'onAppended', 'onEndpointsChanged']);
 
 /**
  * The store, with the time of each call observed by member (the `operation` label) and backend.

@@ -60,13 +60,19 @@ export const listEvents = operation({
   description:
     'Every committed change of an entry (created, quantity or status updated, deleted), in commit order: the events with a seq above `after`, ' +
     'oldest first; an empty page means caught up. To follow the stock: load GET /v1/inventory, note its X-Events-Head, then ask for the events ' +
-    'after it, and after the last seq of each page. Events older than the retention are pruned: 410 events_pruned then says to reload the list.',
+    'after it, and after the last seq of each page. Events older than the retention are pruned: 410 events_pruned then says to reload the list; ' +
+    'an `after` beyond the newest event (the store was rebuilt) is 409 events_beyond_head, which says the same.',
   tags: [INVENTORY_TAG],
   scope: 'inventory:read',
   querystring: EventsQuery,
   queryAccepts: EVENTS_QUERY_ACCEPTS,
   responses: {
     200: { description: 'One page of events, oldest first', schema: EventPageSchema, headers: { 'X-Events-Head': EVENTS_HEAD_DOC } },
+    409: {
+      description: '`after` is beyond the newest event (the store was rebuilt, or the seq is from another store): reload the list and follow from the seq in X-Events-Head',
+      errorCodes: ['events_beyond_head'],
+      headers: { 'X-Events-Head': EVENTS_HEAD_DOC },
+    },
     410: {
       description: 'Events after `after` were pruned: reload the list and follow from the seq in X-Events-Head',
       errorCodes: ['events_pruned'],
@@ -94,6 +100,18 @@ export function eventsPruned(head: number): ApiError {
   return new ApiError('events_pruned', undefined, { [EVENTS_HEAD_HEADER]: String(head) });
 }
 
+/**
+ * The 409 for a position beyond the log's head: no event has that seq yet, and waiting would not
+ * help (the store was rebuilt, or the seq is another store's); the head to follow from.
+ */
+export function eventsBeyondHead(after: number, head: number): ApiError {
+  return new ApiError(
+    'events_beyond_head',
+    `No event has seq ${after}: the newest is ${head} (the store was rebuilt, or the seq is from another store). Reload the list, then follow the events after ${head}.`,
+    { [EVENTS_HEAD_HEADER]: String(head) },
+  );
+}
+
 /** GET /v1/events: one page of events after `after`, oldest first, with the head read in the same read. */
 export async function answerListEvents(events: Pick<Events, 'readEvents'>, request: { query: Static<typeof EventsQuery> }): Promise<Answer> {
   const after = request.query.after === undefined ? 0 : parseSeq(request.query.after);
@@ -101,6 +119,7 @@ export async function answerListEvents(events: Pick<Events, 'readEvents'>, reque
   const limit = request.query.limit === undefined ? EVENTS_LIMIT_DEFAULT : Number(request.query.limit);
   const page = await events.readEvents(after, limit);
   if (page.pruned) throw eventsPruned(page.head);
+  if (after > page.head) throw eventsBeyondHead(after, page.head);
   let body = '{"items":[';
   for (let i = 0; i < page.items.length; i++) body += (i === 0 ? '' : ',') + eventJson(page.items[i]!);
   body += ']}';

@@ -19,8 +19,8 @@ export const streamEvents = operation({
   description:
     'The events of GET /v1/events as a Server-Sent Events stream: each as `id: <seq>`, `event: <type>`, `data: <the event JSON>`. ' +
     'It starts after Last-Event-ID, else after `after`, else at the head; replays what was missed, then sends each change as it commits, ' +
-    'on every instance. A comment line every 15 s keeps it open through proxies. When the position was pruned it sends `event: reset` ' +
-    'with data {"head": <seq>}: reload the list, then the stream goes on after that seq. When the service shuts down the stream ends: ' +
+    'on every instance. A comment line every 15 s keeps it open through proxies. When the position was pruned, or is beyond the newest ' +
+    'event (the store was rebuilt), it sends `event: reset` with data {"head": <seq>}: reload the list, then the stream goes on after that seq. When the service shuts down the stream ends: ' +
     'reconnect with Last-Event-ID. Send the key in the Authorization header (fetch, not a browser EventSource, which cannot).',
   tags: [INVENTORY_TAG],
   scope: 'inventory:read',

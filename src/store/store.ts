@@ -219,6 +219,19 @@ export interface WebhookDeliveries {
    * disabled, enabled, replayed or removed it): nothing is recorded.
    */
   recordProgress(id: string, holder: string, progress: DeliveryProgress, claimedAt?: Date): Promise<boolean>;
+  /**
+   * The endpoints version: moves, in the same transaction, with every change of the endpoints a
+   * dispatcher acts on (each WebhookEndpoints write but recordAttempts, and a recordProgress that
+   * disables), from any process or instance. A cheap read, polled: when it moved, the holder
+   * reloads its endpoints at once rather than at its next lease round.
+   */
+  endpointsVersion(): Promise<number>;
+  /**
+   * Calls `listener` soon after the endpoints version may have moved, by this process or, where the
+   * backend can tell (PostgreSQL's NOTIFY), by another: a hint to read the version sooner, never the
+   * only way to learn of a change. Returns the function that stops the calls.
+   */
+  onEndpointsChanged(listener: () => void): () => void;
 }
 
 /**

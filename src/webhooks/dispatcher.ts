@@ -3,7 +3,10 @@ import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.j
 import type { SendMessage, WebhookLog, WebhookObserver } from './context.js';
 import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
 
-/** How often a dispatcher reads the log's head to wake its idle endpoints, when no hint comes sooner (a change made by another process). */
+/**
+ * How often a dispatcher reads the log's head to wake its idle endpoints, and the endpoints version
+ * to reload its endpoints, when no hint comes sooner (a change made by another process).
+ */
 export const WEBHOOK_POLL_MS = 250;
 
 export interface DispatcherOptions {
@@ -29,6 +32,9 @@ export interface DispatcherOptions {
  * stalled past its lease). Endpoints never wait for one another: each has its own worker.
  * Workers sleep while their endpoint has nothing to deliver, and are woken when the store hints
  * that events were appended, or when a poll of the head finds it moved (another process's write).
+ * An operator's change (an endpoint added, removed, disabled, enabled, replayed, its secret
+ * rotated, from any process) moves the store's endpoints version: when a poll (or the store's hint)
+ * finds it moved, a lease round runs at once, so the change takes effect within a poll, not a round.
  */
 export class WebhookDispatcher {
   /** This instance's name on the leases: random, so a restarted process is a new holder. */
@@ -48,6 +54,12 @@ export class WebhookDispatcher {
   #leaseTimer: NodeJS.Timeout | undefined;
   #pollTimer: NodeJS.Timeout | undefined;
   #stopHint: (() => void) | undefined;
+  #stopEndpointsHint: (() => void) | undefined;
+  /** The endpoints version as last read; undefined before the first read. */
+  #endpointsVersion: number | undefined;
+  /** A read of the version under way, and whether a hint came meanwhile (then it reads again). */
+  #checking = false;
+  #checkAgain = false;
   #leasing: Promise<void> | undefined;
   #head = -1;
   #closed = false;
@@ -76,6 +88,7 @@ export class WebhookDispatcher {
     if (this.#closed || this.#leaseTimer) return;
     try {
       this.#stopHint = this.#options.events.onAppended(() => this.#wakeAll());
+      this.#stopEndpointsHint = this.#options.deliveries.onEndpointsChanged(() => void this.#checkEndpoints());
     } catch {
       // A closed store: the lease round below fails and says so.
     }
@@ -83,6 +96,7 @@ export class WebhookDispatcher {
     this.#leaseTimer.unref();
     this.#pollTimer = setInterval(() => void this.#poll(), this.#options.pollMs ?? WEBHOOK_POLL_MS);
     this.#pollTimer.unref();
+    void this.#checkEndpoints();
     void this.#leaseRound();
   }
 
@@ -108,6 +122,7 @@ export class WebhookDispatcher {
     clearInterval(this.#leaseTimer);
     clearInterval(this.#pollTimer);
     this.#stopHint?.();
+    this.#stopEndpointsHint?.();
     await this.#leasing;
     const stopped = [...this.#workers.values()].map((w) => w.stop());
     this.#options.cancelSends?.();
@@ -151,6 +166,7 @@ export class WebhookDispatcher {
     for (const endpoint of held) {
       const running = this.#workers.get(endpoint.id);
       if (running) {
+        if (running.endpoint.secret !== endpoint.secret) this.#options.log.info({ endpointId: endpoint.id, holder: this.holder }, 'webhook endpoint: its secret was rotated; deliveries carry both signatures');
         running.update(endpoint);
         continue;
       }
@@ -166,8 +182,37 @@ export class WebhookDispatcher {
     }
   }
 
+  /**
+   * Reads the endpoints version; when it moved since the last read, runs a lease round that begins
+   * after the read, which picks up whatever moved it (a new, enabled or replayed endpoint claimed; a
+   * removed or disabled one's worker stopped; a rotated secret given to the worker).
+   */
+  async #checkEndpoints(): Promise<void> {
+    if (this.#checking) {
+      this.#checkAgain = true;
+      return;
+    }
+    this.#checking = true;
+    try {
+      do {
+        this.#checkAgain = false;
+        const version = await this.#options.deliveries.endpointsVersion();
+        if (this.#closed) return;
+        if (version === this.#endpointsVersion) continue;
+        this.#endpointsVersion = version;
+        await this.leaseNow();
+      } while (this.#checkAgain && !this.#closed);
+    } catch {
+      // The next poll reads it again; the lease rounds say what is wrong with the store.
+    } finally {
+      this.#checking = false;
+    }
+  }
+
   async #poll(): Promise<void> {
-    if (this.#closed || this.#workers.size === 0) return;
+    if (this.#closed) return;
+    void this.#checkEndpoints();
+    if (this.#workers.size === 0) return;
     try {
       const head = await this.#options.events.head();
       if (head !== this.#head) {

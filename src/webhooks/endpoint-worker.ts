@@ -89,6 +89,11 @@ export class EndpointWorker {
       });
   }
 
+  /** The endpoint as the worker sends to it and signs for it now. */
+  get endpoint(): WebhookEndpoint {
+    return this.#endpoint;
+  }
+
   /** Takes the endpoint's latest url and secrets (a rotation), as the lease round read them; its place stays this worker's own. */
   update(endpoint: WebhookEndpoint): void {
     this.#endpoint = endpoint;

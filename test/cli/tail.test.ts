@@ -117,6 +117,27 @@ for (const backend of BACKENDS) {
       assert.equal(line, eventJson((await store.events.readEvents(head, 1)).items[0]!));
       assert.equal((await tail.stop()).code, 0);
     });
+
+    test('a position beyond the newest event (a rebuilt store) says so on stderr and goes on from the newest', async (t) => {
+      const db = await createTestDatabase(backend, t);
+      const store = await db.open();
+      await store.changes.addItems([{ petId: 1n, quantity: 1, status: 'available' }]);
+      const head = await store.events.head();
+      const beyond = head + 40;
+
+      const tail = await startTail(t, db.databaseUrl, '--after', String(beyond), '--json');
+      await waitFor(() => tail.err().includes('Going on after'), 20_000);
+      assert.equal(
+        tail.err(),
+        `Following the change events after ${beyond}; Ctrl-C stops.\n` +
+          `No event ${beyond} in this store: its newest is ${head} (the store was rebuilt, or --after is from another store); ` +
+          `what changed is in "pets list". Going on after ${head}, the newest.\n`,
+      );
+      await store.changes.applyChange(change(1n, 7));
+      const [line] = await linesOf(tail, 1);
+      assert.equal(line, eventJson((await store.events.readEvents(head, 1)).items[0]!));
+      assert.equal((await tail.stop()).code, 0);
+    });
   });
 }
 

@@ -7,6 +7,7 @@ import { DISABLED_BY_OPERATOR } from '../../src/domain/webhook.js';
 import { answerListWebhooks } from '../../src/operations/list-webhooks.js';
 import { openStore } from '../../src/store/open.js';
 import { BACKENDS, backendSkip, createTestDatabase } from '../support/backends.js';
+import { buildTestApp } from '../support/app.js';
 import { runCli, type Run } from '../support/cli.js';
 
 /** `webhooks` in-process on each backend: every subcommand, its --json, the secret shown only by add and rotate-secret. */
@@ -179,7 +180,7 @@ for (const backend of BACKENDS) {
     test('a URL the guard refuses, or none, is a usage error (exit 2) and nothing is stored', async (t) => {
       const { run } = await sandbox(t, {});
       const cases: [string[], RegExp][] = [
-        [['--url', 'https://127.0.0.1/hook'], /^petstore-inventory: --url is refused: .*127\.0\.0\.1/],
+        [['--url', 'https://127.0.0.1/hook'], /^petstore-inventory: --url is refused: 127\.0\.0\.1 is a private address .*WEBHOOKS_ALLOW_PRIVATE=true allows it\n/],
         [['--url', 'http://127.0.0.1/hook'], /^petstore-inventory: --url is refused: /],
         [['--url', 'https://localhost/hook'], /^petstore-inventory: --url is refused: localhost resolves to (127\.0\.0\.1|::1), a private/],
         [['--url', 'not a url'], /^petstore-inventory: --url is refused: /],
@@ -196,6 +197,33 @@ for (const backend of BACKENDS) {
       assertFailed(credentials, 2, /--url is refused/);
       assert.ok(!credentials.err.includes('hunter2'), 'a password in the URL is not echoed');
       assert.match((await run('webhooks', 'list')).out, /^No webhook endpoints yet/);
+    });
+
+    test('WEBHOOKS_ALLOW_PRIVATE on the CLI alone: add warns that the servers need it too, and a server without it logs each refusal naming it', async (t) => {
+      const { db, run } = await sandbox(t);
+      const hook = await receiver(t, () => 204);
+      const added = await run('webhooks', 'add', '--url', hook.url, '--json');
+      assert.equal(added.code, 0, added.err);
+      assert.ok(
+        added.err.startsWith(
+          'warning: a server without WEBHOOKS_ALLOW_PRIVATE=true refuses this URL: only https URLs are accepted (http too with WEBHOOKS_ALLOW_PRIVATE=true).\n' +
+            'Every server that delivers webhooks needs WEBHOOKS_ALLOW_PRIVATE=true too; without it each delivery fails and is retried until the endpoint is disabled.\n',
+        ),
+        added.err,
+      );
+      const { id } = JSON.parse(added.out) as { id: string };
+
+      // A server without the setting: every attempt is refused before it connects, and the log says which setting would allow it.
+      const api = await buildTestApp(t, { databaseUrl: db.databaseUrl, items: [{ petId: 1n, quantity: 0, status: 'available' }], config: { WEBHOOK_RETRY_SCHEDULE: '1h' } });
+      await api.app.webhookDispatcher.leaseNow();
+      assert.equal((await api.request({ method: 'PATCH', url: '/v1/inventory/1', key: api.keys.write, body: { quantity: 1 } })).status, 200);
+      while ((await api.store.webhookEndpoints.listDeliveries(id, 1)).length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      const [attempt] = await api.store.webhookEndpoints.listDeliveries(id, 1);
+      assert.equal(attempt!.status, null);
+      assert.equal(attempt!.error, 'only https URLs are accepted (http too with WEBHOOKS_ALLOW_PRIVATE=true)');
+      assert.deepEqual(hook.received, [], 'nothing reached the receiver');
+      const log = await run('webhooks', 'deliveries', id);
+      assert.match(log.out, /only https URLs are accepted \(http too with WEBHOOKS_ALLOW_PRIVATE=true\)/);
     });
 
     test('an unknown id fails with exit 1 and "no webhook endpoint <id>" in every command that takes one', async (t) => {

@@ -45,7 +45,7 @@ test('a measured store times every member of every port, naming none, and keeps 
     },
   });
   const members = PORT_NAMES.flatMap((port) => Object.keys(store[port]));
-  const untimed = ['durability', 'onAppended'];
+  const untimed = ['durability', 'onAppended', 'onEndpointsChanged'];
   assert.deepEqual([...cells.keys()].sort(), members.filter((member) => !untimed.includes(member)).sort());
   assert.deepEqual(Object.keys(measured).sort(), Object.keys(store).sort());
   assert.equal(measured.backend, 'sqlite');

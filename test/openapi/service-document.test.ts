@@ -190,6 +190,7 @@ test('every documented response of both operations is reachable and matches the 
   // The change events: the feed, its refusals, a pruned position; the stream's refusal and, over a socket, the stream itself.
   await api.request({ method: 'GET', url: '/v1/events?after=0&limit=5', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/events?limit=0', key: api.keys.read });
+  await api.request({ method: 'GET', url: '/v1/events?after=9007199254740991', key: api.keys.read });
   await api.request({ method: 'GET', url: '/v1/events/stream?after=x', key: api.keys.read });
   const events = await buildTestApp(t, { items: PETS, transport: 'http' });
   await events.request({ method: 'PATCH', url: '/v1/inventory/1', key: events.keys.write, headers: { 'content-type': 'application/json' }, body: '{"quantity":1}' });

@@ -79,7 +79,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(items(caughtUp), [], 'an empty page: caught up');
       assert.equal(head(caughtUp), last);
       // Past the head: nothing yet, still 200.
-      assert.deepEqual(items(await feed(api, `?after=${last + 1000}`)), []);
+      assertError(await feed(api, `?after=${last + 1000}`), 409, 'events_beyond_head');
       // Default after=0: from the oldest kept, whole events only.
       assert.ok(items(await feed(api)).every((e) => e.seq <= last));
     });
@@ -163,6 +163,23 @@ for (const backend of BACKENDS) {
       assert.deepEqual(items(await feed(api, `?after=${newest}`)).map((e) => e.data.quantity), [3]);
     });
 
+    test('409 events_beyond_head with X-Events-Head when after is beyond the newest event (a rebuilt store); the head is a fresh start', async (t) => {
+      const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
+      await patch(api, '1', { quantity: 1 });
+      const newest = head(await feed(api));
+      const beyond = await feed(api, `?after=${newest + 5}`);
+      const body = assertError(beyond, 409, 'events_beyond_head');
+      assert.equal(
+        body.message,
+        `No event has seq ${newest + 5}: the newest is ${newest} (the store was rebuilt, or the seq is from another store). Reload the list, then follow the events after ${newest}.`,
+      );
+      assert.equal(head(beyond), newest);
+      assert.deepEqual(items(await feed(api, `?after=${newest}`)), [], 'at the head itself: caught up, not beyond');
+      await patch(api, '1', { quantity: 2 });
+      assert.deepEqual(items(await feed(api, `?after=${newest}`)).map((e) => e.data.quantity), [2], 'following from the head works');
+      assertError(await feed(api, '?after=9007199254740991'), 409, 'events_beyond_head');
+    });
+
     test('400 invalid_parameter for a bad after or limit, said in words; 401 without a valid key; 403 for a key without the read scope', async (t) => {
       const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX });
       const afterMessage = 'Query parameter "after" must be a seq: an integer from 0 to 9007199254740991.';
@@ -183,7 +200,7 @@ for (const backend of BACKENDS) {
         ['?cursor=1', 'Unknown query parameter "cursor": this operation takes only "after" and "limit".'],
       ];
       for (const [query, message] of refusals) assert.equal(assertError(await feed(api, query), 400, 'invalid_parameter').message, message, query);
-      assert.equal(items(await feed(api, '?after=9007199254740991&limit=1000')).length, 0, 'the largest seq and limit are accepted');
+      assertError(await feed(api, '?after=9007199254740991&limit=1000'), 409, 'events_beyond_head'); // the largest seq and limit are valid: beyond the head, not a bad parameter
       assertError(await api.request({ method: 'GET', url: '/v1/events' }), 401, 'unauthorized');
       assertError(await feed(api, '', 'inv_live_not-a-key'), 401, 'unauthorized');
       // Authentication before the parameters.

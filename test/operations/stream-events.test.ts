@@ -125,6 +125,23 @@ for (const backend of BACKENDS) {
       assert.ok(client.seqs[0]! > head);
     });
 
+    test('a Last-Event-ID beyond the head (a rebuilt store) gets event: reset with the head, then the events appended after it', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PET_1_AND_INT64_MAX });
+      await patch(api, '1', { quantity: 1 });
+      const head = await feedHead(api);
+      const client = stream(t, api, { headers: { 'last-event-id': String(head + 100) } });
+      await client.until((c) => c.messages.some((m) => m.event === 'reset'), 'the reset');
+      const reset = client.messages.find((m) => m.event === 'reset')!;
+      assert.deepEqual(JSON.parse(reset.data!), { head });
+      assert.equal(reset.id, undefined, 'a reset is no event of the log');
+      await patch(api, '1', { quantity: 2 });
+      await patch(api, '1', { quantity: 3 });
+      await client.until((c) => c.events.length === 2, 'the events after the reset');
+      assert.deepEqual(client.events.map((e) => dataOf(e).data.quantity), [2, 3]);
+      assert.deepEqual(client.seqs, [head + 1, head + 2]);
+      assert.equal(client.messages.filter((m) => m.event === 'reset').length, 1, 'one reset');
+    });
+
     test('a comment line at each heartbeat; neither the answer timeout, the request timeout nor keep-alive cuts a quiet stream', async (t) => {
       const api = await buildTestApp(t, {
         backend,

@@ -115,6 +115,9 @@ const EVERY_CALL = {
     releaseLeases: (s) => s.webhookDeliveries.releaseLeases('holder'),
     recordProgress: (s) =>
       s.webhookDeliveries.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),
+    endpointsVersion: (s) => s.webhookDeliveries.endpointsVersion(),
+    // Answers at once, as onAppended.
+    onEndpointsChanged: async (s) => s.webhookDeliveries.onEndpointsChanged(() => {}),
   },
   relays: {
     lease: (s) => s.relays.lease('relay', 'holder', 1000),

@@ -10,7 +10,7 @@ import {
   type DeliveryProgress,
   type NewWebhookEndpoint,
 } from '../../src/domain/webhook.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store, WebhookEndpoints } from '../../src/store/store.js';
 import { BACKENDS, backendSkip, createTestDatabase, openTestStore } from '../support/backends.js';
 import type { LeaseAnswer, LeaseOrder } from '../support/lease-holder.js';
 import { change } from '../support/store.js';
@@ -80,6 +80,26 @@ async function nextMessage<M>(child: ChildProcess): Promise<M> {
     exited.catch(() => {});
   }
 }
+
+/**
+ * Every member of WebhookEndpoints, and whether it must move the endpoints version
+ * (WebhookDeliveries.endpointsVersion): the type makes a new member a compile error until it is
+ * listed here, and the test below fails while a store has a member this list lacks. `bumps` is the
+ * call that changes an endpoint (on a store holding whk_1, enabled, and whk_2); the others are called
+ * too, and must leave the version where it was.
+ */
+const ENDPOINT_MEMBERS: Record<keyof WebhookEndpoints, { bumps: boolean; call: (s: Store) => Promise<unknown> }> = {
+  addEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.addEndpoint(endpoint(3)) },
+  removeEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.removeEndpoint('whk_2') },
+  disableEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.disableEndpoint('whk_1', DISABLED_BY_OPERATOR) },
+  enableEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.enableEndpoint('whk_1') },
+  replayFrom: { bumps: true, call: (s) => s.webhookEndpoints.replayFrom('whk_1', 0) },
+  rotateSecret: { bumps: true, call: (s) => s.webhookEndpoints.rotateSecret('whk_1', 'whsec_rotated', new Date(Date.now() + 60_000)) },
+  listEndpoints: { bumps: false, call: (s) => s.webhookEndpoints.listEndpoints() },
+  getEndpoint: { bumps: false, call: (s) => s.webhookEndpoints.getEndpoint('whk_1') },
+  recordAttempts: { bumps: false, call: (s) => s.webhookEndpoints.recordAttempts([attempt('whk_1', 0)]) },
+  listDeliveries: { bumps: false, call: (s) => s.webhookEndpoints.listDeliveries('whk_1', 10) },
+};
 
 for (const backend of BACKENDS) {
   describe(`WebhookEndpoints on ${backend}`, { skip: await backendSkip(backend) }, () => {
@@ -235,6 +255,61 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt('whk_1', 2, 10)]);
       assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_2', 10), [attempt('whk_2', 2, 11)]);
       assert.equal(await store.maintenance.purgeDeliveries(cutoff), 0);
+    });
+  });
+
+  describe(`the endpoints version on ${backend}`, { skip: await backendSkip(backend) }, () => {
+    it('lists every member of WebhookEndpoints', async (t) => {
+      const store = await openTestStore(backend, t);
+      assert.deepEqual(Object.keys(store.webhookEndpoints).sort(), Object.keys(ENDPOINT_MEMBERS).sort());
+    });
+
+    for (const [member, { bumps, call }] of Object.entries(ENDPOINT_MEMBERS)) {
+      it(`${member} ${bumps ? 'moves the version, seen from another store on the database, and tells this one\'s listeners' : 'leaves the version where it was'}`, async (t) => {
+        const db = await createTestDatabase(backend, t);
+        const store = await db.open();
+        const other = await db.open();
+        t.after(() => other.close());
+        await store.webhookEndpoints.addEndpoint(endpoint(1));
+        await store.webhookEndpoints.addEndpoint(endpoint(2));
+        const before = await other.webhookDeliveries.endpointsVersion();
+        let told = 0;
+        const stop = store.webhookDeliveries.onEndpointsChanged(() => told++);
+        t.after(stop);
+        await call(store);
+        const after = await other.webhookDeliveries.endpointsVersion();
+        if (bumps) {
+          assert.ok(after > before, `${member}: ${before} -> ${after}`);
+          await new Promise((resolve) => setImmediate(resolve));
+          assert.ok(told > 0, 'this store\'s listeners are told');
+        } else {
+          assert.equal(after, before);
+        }
+      });
+    }
+
+    it('a change that finds no endpoint moves nothing', async (t) => {
+      const store = await openTestStore(backend, t);
+      const before = await store.webhookDeliveries.endpointsVersion();
+      assert.equal(await store.webhookEndpoints.disableEndpoint('whk_none', DISABLED_BY_OPERATOR), false);
+      assert.equal(await store.webhookEndpoints.enableEndpoint('whk_none'), false);
+      assert.equal(await store.webhookEndpoints.replayFrom('whk_none', 0), false);
+      assert.equal(await store.webhookEndpoints.removeEndpoint('whk_none'), false);
+      assert.equal(await store.webhookEndpoints.rotateSecret('whk_none', 'whsec_x', new Date()), undefined);
+      assert.equal(await store.webhookDeliveries.endpointsVersion(), before);
+    });
+
+    it("a worker's progress moves it only when it disables its endpoint", async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      const before = await store.webhookDeliveries.endpointsVersion();
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(0, [attempt('whk_1', 1)])), true);
+      assert.equal(await store.webhookDeliveries.endpointsVersion(), before, 'progress alone');
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', progress(0, [], { disable: DISABLED_GONE })), false);
+      assert.equal(await store.webhookDeliveries.endpointsVersion(), before, 'a disable the lease refuses');
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(0, [], { disable: DISABLED_GONE })), true);
+      assert.ok((await store.webhookDeliveries.endpointsVersion()) > before, 'the worker disabled it');
     });
   });
 

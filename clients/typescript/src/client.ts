@@ -73,7 +73,7 @@ export interface InventoryClient {
   listHistory(petId: bigint, options?: HistoryOptions): Promise<HistoryPage>;
   /** The API key this client calls with: its id, name, scopes and expiry (never the key). */
   getCallingKey(): Promise<CallingKey>;
-  /** One page of the change events after a seq, oldest first, and the head (X-Events-Head); 410 events_pruned when that seq is no longer kept. */
+  /** One page of the change events after a seq, oldest first, and the head (X-Events-Head); 410 events_pruned when that seq is no longer kept, 409 events_beyond_head when it is beyond the newest. */
   listEvents(options?: EventsOptions): Promise<EventPage>;
   /** The change events as they happen (the live stream), reconnecting after a cut with Last-Event-ID; see FollowOptions. */
   followEvents(options?: FollowOptions): AsyncGenerator<FollowedEvent, void, undefined>;

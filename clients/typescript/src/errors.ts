@@ -13,7 +13,7 @@ export class InventoryApiError extends Error {
   readonly requestId: string | undefined;
   /** The ETag the error answer carried: on 412 precondition_failed, the entry's current version. */
   readonly etag: string | undefined;
-  /** The X-Events-Head the error answer carried: on 410 events_pruned, the seq to follow from once the list is reloaded. */
+  /** The X-Events-Head the error answer carried: on 410 events_pruned and 409 events_beyond_head, the seq to follow from once the list is reloaded. */
   readonly eventsHead: number | undefined;
   /** batchUpdateInventory's refusal: the index, in the changes sent, of the first change that failed (nothing was applied). */
   readonly index: number | undefined;

@@ -350,6 +350,25 @@ for (const backend of BACKENDS) {
       assert.ok(next.seq > head);
     });
 
+    test('beyond the head (a rebuilt store): followEvents yields a reset with the head, then goes on from it; listEvents answers 409 events_beyond_head with the head', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const writer = clientFor(api, { apiKey: api.keys.write });
+      await writer.updateInventory(ABOVE_SAFE, { quantity: 1 });
+      const head = await api.store.events.head();
+      const client = clientFor(api);
+      const error = await apiError(client.listEvents({ after: head + 50 }), 409, 'events_beyond_head');
+      assert.equal(error.eventsHead, head);
+      const stop = new AbortController();
+      const stream = client.followEvents({ after: head + 50, signal: stop.signal });
+      assert.deepEqual((await stream.next()).value, { type: 'reset', head });
+      await writer.updateInventory(ABOVE_SAFE, { quantity: 2 });
+      const next = (await stream.next()).value as InventoryEvent;
+      stop.abort();
+      assert.deepEqual(await stream.next(), { done: true, value: undefined }, 'ended by the abort');
+      assert.equal(next.data.quantity, 2);
+      assert.equal(next.seq, head + 1);
+    });
+
     test('followEvents with a refused key ends with InventoryApiError 401 unauthorized', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
       await apiError(follow(clientFor(api, { apiKey: 'inv_live_not-a-key' }), () => false, { after: 0 }), 401, 'unauthorized');

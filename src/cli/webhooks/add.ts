@@ -1,12 +1,11 @@
 import { loadConfig } from '../../config.js';
-import { checkWebhookUrl } from '../../webhooks/address-guard.js';
 import { newEndpointId, newWebhookSecret } from '../../webhooks/secret.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
 import { CliError, EXIT_USAGE } from '../io.js';
 import { withStore } from '../store-access.js';
 import { HELP_OPTION } from './arguments.js';
+import { receiverUrl, URL_MAX } from './receiver-url.js';
 
-const URL_MAX = 2048;
 const DESCRIPTION_MAX = 200;
 
 const ADD_HELP = `Usage: petstore-inventory webhooks add --url URL [--description TEXT] [--json]
@@ -16,7 +15,9 @@ POSTed to URL, in order, signed (Standard Webhooks). Prints the endpoint's id an
 secret; the secret is shown only this once, so give it to the receiver now.
 
 Only https URLs whose host resolves to a public address are accepted; WEBHOOKS_ALLOW_PRIVATE=true
-also accepts http and loopback, private and link-local addresses (receivers in the store's own network).
+also accepts http and loopback, private and link-local addresses (receivers in the store's own
+network), with a warning: the servers deliver to such a URL only if they run with
+WEBHOOKS_ALLOW_PRIVATE=true too.
 
 Options:
   --url URL           where the events go (required, at most ${URL_MAX} characters)
@@ -36,7 +37,8 @@ export const addCommand: Command = {
     });
     if (values.help) return printHelp(io, ADD_HELP);
     const description = checkDescription(values.description);
-    const url = await checkUrl(values.url, loadConfig(io.env).webhooksAllowPrivate);
+    if (values.url === undefined) throw new CliError('webhooks add needs --url URL (where the events are POSTed)', EXIT_USAGE);
+    const url = await receiverUrl(values.url, loadConfig(io.env).webhooksAllowPrivate, io);
     const endpoint = await withStore(io, ['webhookEndpoints'], ({ webhookEndpoints }) =>
       webhookEndpoints.addEndpoint({ id: newEndpointId(), url, description, secret: newWebhookSecret(), createdAt: new Date() }),
     );
@@ -53,15 +55,6 @@ export const addCommand: Command = {
     return 0;
   },
 };
-
-/** The URL as the store keeps it (parsed and normalised), or the refusal (exit 2); the URL is not echoed, as it may hold credentials. */
-async function checkUrl(raw: string | undefined, allowPrivate: boolean): Promise<string> {
-  if (raw === undefined) throw new CliError('webhooks add needs --url URL (where the events are POSTed)', EXIT_USAGE);
-  if (raw.length > URL_MAX) throw new CliError(`--url must be at most ${URL_MAX} characters`, EXIT_USAGE);
-  const why = await checkWebhookUrl(raw, allowPrivate);
-  if (why !== undefined) throw new CliError(`--url is refused: ${why}`, EXIT_USAGE);
-  return new URL(raw).href;
-}
 
 function checkDescription(raw: string | undefined): string | null {
   if (raw === undefined) return null;

@@ -5,12 +5,15 @@ import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
 import type { Events } from '../store.js';
 import { POOLER_REFUSAL, type Pooled, type Statement } from './connection.js';
+import { ENDPOINTS_CHANGED } from './endpoints-version.js';
 
 /** Where the writes announce their events: the NOTIFY channel, and this store's own listeners. */
 export interface EventLog {
   /** The NOTIFY channel of this store's tables (one per schema). */
   readonly channel: string;
   readonly appended: AppendedSignal;
+  /** The listeners of WebhookDeliveries.onEndpointsChanged: the endpoints version moved (a NOTIFY of ENDPOINTS_CHANGED on the same channel). */
+  readonly endpointsChanged: AppendedSignal;
 }
 
 /** A channel name is an identifier: PostgreSQL keeps at most 63 bytes of it (schema names are ASCII, SCHEMA_NAME). */
@@ -112,13 +115,20 @@ function toEvent(r: EventRow): InventoryEvent {
   };
 }
 
+/** Who is told of a notification, by its payload: the writes' (events appended), or ENDPOINTS_CHANGED. */
+export interface Heard {
+  appended(): void;
+  endpointsChanged(): void;
+}
+
 /**
  * LISTENs on `channel` on a connection of its own while `listened` says so, telling `appended` of
- * every notification; a lost connection is opened again after RELISTEN_DELAY_MS, and the
+ * every notification (and `endpointsChanged` of the endpoints version's); a lost connection is opened again after RELISTEN_DELAY_MS, and the
  * listeners told once it listens again (what was sent meanwhile was missed); behind a pooler that
  * refuses its connection (openListenClient), it gives up. Only a hint: readers never depend on it.
  */
-export function channelListener(connect: () => Client, channel: string, appended: () => void): (listened: boolean) => void {
+export function channelListener(connect: () => Client, channel: string, heard: Heard): (listened: boolean) => void {
+  const appended = () => heard.appended();
   let wanted = false;
   let pooled = false;
   let client: Client | undefined;
@@ -141,12 +151,15 @@ export function channelListener(connect: () => Client, channel: string, appended
     };
     c.on('error', lost);
     c.on('end', lost);
-    c.on('notification', () => appended());
+    c.on('notification', (message) => (message.payload === ENDPOINTS_CHANGED ? heard.endpointsChanged() : appended()));
     c.connect()
       .then(() => c.query(`LISTEN ${escapeIdentifier(channel)}`))
       .then(
         () => {
-          if (again && client === c) appended();
+          if (again && client === c) {
+            appended();
+            heard.endpointsChanged();
+          }
         },
         (err: unknown) => {
           // Behind a transaction-mode pooler (no DATABASE_DIRECT_URL): no LISTEN can work, so none is tried again; readers poll.

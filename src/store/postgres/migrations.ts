@@ -236,6 +236,18 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: 'webhook endpoints version',
+    sql: `
+      -- One row: bumped by every change of the endpoints a dispatcher must act on (endpoints-version.ts), so each instance sees it at its next read.
+      CREATE TABLE webhook_state (
+        id                INTEGER PRIMARY KEY CHECK (id = 1),
+        endpoints_version BIGINT  NOT NULL
+      );
+      INSERT INTO webhook_state (id, endpoints_version) VALUES (1, 0);
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

@@ -41,9 +41,19 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
   const channel = eventChannel(options.schema);
   // Listens to the other instances' commits only while someone listens to onAppended.
   // Through a transaction-mode pooler a LISTEN is accepted but hears nothing: without a direct URL, other instances' commits reach the readers by their polling only.
-  const listening = channelListener(() => openListenClient(options.directUrl ?? url, options), channel, () => appended.emit());
-  const appended = new AppendedSignal(listening);
-  const log = { channel, appended };
+  const listening = channelListener(() => openListenClient(options.directUrl ?? url, options), channel, {
+    appended: () => appended.emit(),
+    endpointsChanged: () => endpointsChanged.emit(),
+  });
+  // One LISTEN for both: it is held while either signal has a listener.
+  const listened = { appended: false, endpointsChanged: false };
+  const listen = (which: keyof typeof listened) => (on: boolean) => {
+    listened[which] = on;
+    listening(listened.appended || listened.endpointsChanged);
+  };
+  const appended = new AppendedSignal(listen('appended'));
+  const endpointsChanged = new AppendedSignal(listen('endpointsChanged'));
+  const log = { channel, appended, endpointsChanged };
   const omitEvents = options.omitChangeEvents ?? false;
   // Where a batch runs, every wait of it ending by `deadline`; a batch is given up once none of its changes is awaited any more.
   const batchDatabase = (deadline: number): Database => ({
@@ -71,12 +81,13 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     keys: keys(calls),
     history: history(calls),
     events: events(calls, log),
-    webhookEndpoints: webhookEndpoints(calls),
-    webhookDeliveries: webhookDeliveries(calls),
+    webhookEndpoints: webhookEndpoints(calls, log),
+    webhookDeliveries: webhookDeliveries(calls, log),
     relays: relays(calls),
     maintenance: maintenance(calls),
     close() {
       appended.close();
+      endpointsChanged.close();
       closing ??= groupCommit.close().then(() => calls.end());
       return closing;
     },

@@ -1,5 +1,7 @@
 import type { WebhookDeliveries } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
+import { endpointsBump, READ_ENDPOINTS_VERSION } from './endpoints-version.js';
+import type { EventLog } from './events.js';
 import { ATTEMPTS, attemptArrays, ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
 
 const STATEMENTS = {
@@ -35,8 +37,10 @@ const STATEMENTS = {
              INSERT INTO webhook_deliveries (endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body)
              SELECT e.id, a.event_id, a.seq, a.attempted_at, a.status, a.error, a.duration_ms, a.response_body
              FROM e, ${ATTEMPTS(9)}
-             ORDER BY a.ordinality)
-           SELECT count(*)::integer AS recorded FROM e`,
+             ORDER BY a.ordinality),
+           -- A worker's own disable (410, the schedule used up) is a change of the endpoints every dispatcher acts on.
+           ${endpointsBump('$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM e)', '$18')}
+           SELECT count(*)::integer AS recorded FROM e, (SELECT count(*) FROM bumped) b`,
   },
 } as const satisfies Record<string, Statement>;
 
@@ -45,7 +49,7 @@ const STATEMENTS = {
  * transaction held across round trips and no session state: leases are rows with an expiry on the
  * server's clock, and it works behind a transaction-mode pooler.
  */
-export function webhookDeliveries({ query }: Pooled): WebhookDeliveries {
+export function webhookDeliveries({ query }: Pooled, log: Pick<EventLog, 'channel' | 'endpointsChanged'>): WebhookDeliveries {
   return {
     leaseEndpoints: async (holder, leaseMs) =>
       (await query<EndpointRow & { leaseClaimedAt: Date }>(STATEMENTS.lease, [holder, leaseMs])).rows.map((row) => ({ ...toEndpoint(row), leaseClaimedAt: row.leaseClaimedAt })),
@@ -62,8 +66,13 @@ export function webhookDeliveries({ query }: Pooled): WebhookDeliveries {
         p.disable ?? null,
         ...attemptArrays(p.attempts.map((a) => ({ ...a, endpointId: id }))),
         claimedAt?.toISOString() ?? null,
+        log.channel,
       ];
-      return (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;
+      const held = (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;
+      if (held && p.disable !== undefined) log.endpointsChanged.emit();
+      return held;
     },
+    endpointsVersion: async () => Number((await query<{ version: bigint }>(READ_ENDPOINTS_VERSION)).rows[0]!.version),
+    onEndpointsChanged: (listener) => log.endpointsChanged.on(listener),
   };
 }

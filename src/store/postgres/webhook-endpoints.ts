@@ -1,6 +1,8 @@
 import type { DeliveryAttempt } from '../../domain/webhook.js';
 import type { WebhookEndpoints } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
+import { changingEndpoints } from './endpoints-version.js';
+import type { EventLog } from './events.js';
 import { ATTEMPTS, attemptArrays, ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
 
 const DELIVERY_COLUMNS = `endpoint_id AS "endpointId", event_id AS "eventId", seq, attempted_at AS "attemptedAt", status, error,
@@ -16,34 +18,39 @@ const NEW_CLAIM = "lease_since = lease_since + interval '1 millisecond'";
 
 const STATEMENTS = {
   // One statement, one snapshot: an event committed before it is behind the endpoint's start, one committed after it is delivered.
-  add: {
-    name: 'webhook-add',
-    text: `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
-           SELECT $1, $2, $3, $4, true, $5, events_head, 0 FROM store_state WHERE id = 1
-           RETURNING ${ENDPOINT_COLUMNS}`,
-  },
+  add: changingEndpoints(
+    'webhook-add',
+    `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
+     SELECT $1, $2, $3, $4, true, $5, events_head, 0 FROM store_state WHERE id = 1
+     RETURNING ${ENDPOINT_COLUMNS}`,
+    '$6',
+  ),
   list: { name: 'webhook-list', text: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id` },
   get: { name: 'webhook-get', text: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1` },
   // Its delivery log goes with it (ON DELETE CASCADE), in the same statement.
-  remove: { name: 'webhook-remove', text: 'DELETE FROM webhook_endpoints WHERE id = $1' },
-  disable: {
-    name: 'webhook-disable',
-    text: 'UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, lease_holder = NULL, lease_until = NULL WHERE id = $1',
-  },
-  enable: {
-    name: 'webhook-enable',
-    text: `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
-  },
-  replay: {
-    name: 'webhook-replay',
-    text: `UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
-  },
+  remove: changingEndpoints('webhook-remove', 'DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id', '$2'),
+  disable: changingEndpoints(
+    'webhook-disable',
+    'UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, lease_holder = NULL, lease_until = NULL WHERE id = $1 RETURNING id',
+    '$3',
+  ),
+  enable: changingEndpoints(
+    'webhook-enable',
+    `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1 RETURNING id`,
+    '$2',
+  ),
+  replay: changingEndpoints(
+    'webhook-replay',
+    `UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1 RETURNING id`,
+    '$3',
+  ),
   // The right-hand sides read the row as it was: the old secret becomes the previous one.
-  rotate: {
-    name: 'webhook-rotate',
-    text: `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = $3, secret = $2 WHERE id = $1
-           RETURNING ${ENDPOINT_COLUMNS}`,
-  },
+  rotate: changingEndpoints(
+    'webhook-rotate',
+    `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = $3, secret = $2 WHERE id = $1
+     RETURNING ${ENDPOINT_COLUMNS}`,
+    '$4',
+  ),
   // An endpoint removed meanwhile is skipped (its row lock finds it gone), not refused by the foreign key.
   record: {
     name: 'webhook-record',
@@ -65,12 +72,20 @@ type DeliveryRow = Omit<DeliveryAttempt, 'seq'> & { seq: bigint };
 /**
  * The PostgreSQL store's webhook endpoints and their delivery log, as operators manage and read
  * them. Every write is one statement, so it needs no transaction held across round trips and no
- * session state: it works behind a transaction-mode pooler.
+ * session state: it works behind a transaction-mode pooler. Every write that changes an endpoint
+ * bumps the endpoints version in that statement (changingEndpoints).
  */
-export function webhookEndpoints({ query }: Pooled): WebhookEndpoints {
+export function webhookEndpoints({ query }: Pooled, log: Pick<EventLog, 'channel' | 'endpointsChanged'>): WebhookEndpoints {
+  const { channel } = log;
+  /** After an operator's change commits, tells this process's listeners at once (the others hear the NOTIFY, or read the version). */
+  const told = (changed: boolean): boolean => {
+    if (changed) log.endpointsChanged.emit();
+    return changed;
+  };
   return {
     async addEndpoint(e) {
-      const { rows } = await query<EndpointRow>(STATEMENTS.add, [e.id, e.url, e.description, e.secret, e.createdAt.toISOString()]);
+      const { rows } = await query<EndpointRow>(STATEMENTS.add, [e.id, e.url, e.description, e.secret, e.createdAt.toISOString(), channel]);
+      told(true);
       return toEndpoint(rows[0]!);
     },
     listEndpoints: async () => (await query<EndpointRow>(STATEMENTS.list)).rows.map(toEndpoint),
@@ -78,14 +93,15 @@ export function webhookEndpoints({ query }: Pooled): WebhookEndpoints {
       const row = (await query<EndpointRow>(STATEMENTS.get, [id])).rows[0];
       return row && toEndpoint(row);
     },
-    removeEndpoint: async (id) => (await query(STATEMENTS.remove, [id])).rowCount === 1,
-    disableEndpoint: async (id, why) => (await query(STATEMENTS.disable, [id, why])).rowCount === 1,
-    enableEndpoint: async (id) => (await query(STATEMENTS.enable, [id])).rowCount === 1,
+    removeEndpoint: async (id) => told((await query(STATEMENTS.remove, [id, channel])).rowCount === 1),
+    disableEndpoint: async (id, why) => told((await query(STATEMENTS.disable, [id, why, channel])).rowCount === 1),
+    enableEndpoint: async (id) => told((await query(STATEMENTS.enable, [id, channel])).rowCount === 1),
     async rotateSecret(id, secret, previousUntil) {
-      const row = (await query<EndpointRow>(STATEMENTS.rotate, [id, secret, previousUntil.toISOString()])).rows[0];
+      const row = (await query<EndpointRow>(STATEMENTS.rotate, [id, secret, previousUntil.toISOString(), channel])).rows[0];
+      told(row !== undefined);
       return row && toEndpoint(row);
     },
-    replayFrom: async (id, after) => (await query(STATEMENTS.replay, [id, after])).rowCount === 1,
+    replayFrom: async (id, after) => told((await query(STATEMENTS.replay, [id, after, channel])).rowCount === 1),
     recordAttempts: async (attempts) => void (await query(STATEMENTS.record, attemptArrays(attempts))),
     listDeliveries: async (id, limit) => (await query<DeliveryRow>(STATEMENTS.deliveries, [id, limit])).rows.map(toAttempt),
   };

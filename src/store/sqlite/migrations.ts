@@ -270,6 +270,18 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 10,
+    name: 'webhook endpoints version',
+    sql: `
+      -- One row: bumped by every change of the endpoints a dispatcher must act on (endpoints-version.ts), so each instance sees it at its next read.
+      CREATE TABLE webhook_state (
+        id                INTEGER PRIMARY KEY CHECK (id = 1),
+        endpoints_version INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO webhook_state (id, endpoints_version) VALUES (1, 0);
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

@@ -35,6 +35,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
   const omitEvents = options.omitChangeEvents ?? false;
   const writer = inThread ? inThreadWriter(db, { omitEvents }) : threadWriter(filename, { omitEvents });
   const appended = new AppendedSignal();
+  const endpointsChanged = new AppendedSignal();
   const groupCommit = changeGroupCommit(async (batch) => {
     let results: BatchResult[];
     try {
@@ -66,14 +67,15 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     keys: keys(db, run),
     history: history(db, run),
     events: events(db, run, appended),
-    webhookEndpoints: webhookEndpoints(db, run, writer),
-    webhookDeliveries: webhookDeliveries(db, run, writer),
+    webhookEndpoints: webhookEndpoints(db, run, writer, endpointsChanged),
+    webhookDeliveries: webhookDeliveries(db, run, writer, endpointsChanged),
     relays: relays(db, run, writer),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {
       closing ??= (async () => {
         if (!db.open) return;
         appended.close();
+        endpointsChanged.close();
         await Promise.all([groupCommit.close(), batches.close()]);
         await writer.close();
         db.close();

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { DeliveryAttempt, DeliveryProgress } from '../../domain/webhook.js';
+import { bumpEndpointsVersion } from './endpoints-version.js';
 
 /** A webhook_deliveries row as the store writes and reads it. */
 export interface DeliveryRow {
@@ -121,6 +122,8 @@ function writesFor(db: Database.Database): Writes {
     progress: db.transaction((write: ProgressWrite) => {
       // Leases run on Date.now(): every process and thread on the file runs on this one machine.
       if (progress.run({ ...write.row, now: Date.now() }).changes === 0) return false;
+      // A worker's own disable (410, the schedule used up) is a change of the endpoints every dispatcher acts on.
+      if (write.row.disable !== null) bumpEndpointsVersion(db);
       insertFenced(write.attempts);
       return true;
     }),

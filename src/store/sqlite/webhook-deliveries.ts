@@ -1,7 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { WebhookEndpoint } from '../../domain/webhook.js';
+import type { AppendedSignal } from '../appended.js';
 import type { WebhookDeliveries } from '../store.js';
 import { committed, type Run } from './connection.js';
+import { readEndpointsVersion } from './endpoints-version.js';
 import { progressWrite } from './record-progress.js';
 import { ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
 import type { ChangeWriter } from './writer.js';
@@ -12,7 +14,12 @@ import type { ChangeWriter } from './writer.js';
  * event loop; the leases, taken each round, on the event loop's connection, each one statement
  * under the write lock. Leases run on Date.now(): every process on the file runs on this one machine.
  */
-export function webhookDeliveries(db: Database.Database, run: Run, writer: Pick<ChangeWriter, 'recordProgress'>): WebhookDeliveries {
+export function webhookDeliveries(
+  db: Database.Database,
+  run: Run,
+  writer: Pick<ChangeWriter, 'recordProgress'>,
+  endpointsChanged: AppendedSignal,
+): WebhookDeliveries {
   const stmt = {
     // One statement under the write lock: two processes cannot both see a lease free and take it.
     // The right-hand sides read the row as it was: a live lease of this holder is renewed (its
@@ -36,7 +43,14 @@ export function webhookDeliveries(db: Database.Database, run: Run, writer: Pick<
           .sort(oldestFirst);
       }),
     releaseLeases: async (holder) => void run(() => stmt.release.run(holder)),
-    recordProgress: (id, holder, progress, claimedAt) => committed(run, () => writer.recordProgress(progressWrite(id, holder, progress, claimedAt))),
+    async recordProgress(id, holder, progress, claimedAt) {
+      const held = await committed(run, () => writer.recordProgress(progressWrite(id, holder, progress, claimedAt)));
+      // A disable bumped the endpoints version in the same transaction (record-progress.ts).
+      if (held && progress.disable !== undefined) endpointsChanged.emit();
+      return held;
+    },
+    endpointsVersion: async () => run(() => readEndpointsVersion(db)),
+    onEndpointsChanged: (listener) => endpointsChanged.on(listener),
   };
 }
 

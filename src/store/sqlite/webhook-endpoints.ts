@@ -1,7 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { DeliveryAttempt } from '../../domain/webhook.js';
+import type { AppendedSignal } from '../appended.js';
 import type { WebhookEndpoints } from '../store.js';
 import { committed, LIMIT, type Run } from './connection.js';
+import { changingEndpoints } from './endpoints-version.js';
 import { DELIVERY_COLUMNS, deliveryRow, type DeliveryRow } from './record-progress.js';
 import { ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
 import type { ChangeWriter } from './writer.js';
@@ -16,11 +18,16 @@ const NEW_CLAIM = 'lease_since = coalesce(lease_since, 0) + 1';
 
 /**
  * The SQLite store's webhook endpoints and their delivery log, as operators manage and read them:
- * rare acts, on the event loop's connection, each one statement or one IMMEDIATE transaction
+ * rare acts, on the event loop's connection, each one IMMEDIATE transaction that bumps the endpoints version
  * (cluster workers share the file, and the write lock taken first means no check can go stale
  * before its write); a test delivery's attempt commits in the writer, as the workers' do.
  */
-export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<ChangeWriter, 'recordAttempts'>): WebhookEndpoints {
+export function webhookEndpoints(
+  db: Database.Database,
+  run: Run,
+  writer: Pick<ChangeWriter, 'recordAttempts'>,
+  endpointsChanged: AppendedSignal,
+): WebhookEndpoints {
   const stmt = {
     // The head is read under the write lock the insert takes, so no event can commit between the two.
     add: db.prepare<[NewRow], EndpointRow>(
@@ -50,39 +57,56 @@ export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<C
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ${LIMIT}`,
     ),
   };
-  const remove = db.transaction((id: string) => {
-    stmt.removeDeliveries.run(id);
-    return stmt.remove.run(id).changes === 1;
-  });
+  // Every write that changes an endpoint goes through changingEndpoints: the endpoints version moves with it.
+  const one = (result: { changes: number }) => result.changes === 1;
+  const add = changingEndpoints(db, (row: NewRow) => stmt.add.get(row)!, () => true);
+  const remove = changingEndpoints(
+    db,
+    (id: string) => {
+      stmt.removeDeliveries.run(id);
+      return stmt.remove.run(id);
+    },
+    one,
+  );
+  const disable = changingEndpoints(db, (why: string, id: string) => stmt.disable.run(why, id), one);
+  const enable = changingEndpoints(db, (id: string) => stmt.enable.run(id), one);
+  const replay = changingEndpoints(db, (after: number, id: string) => stmt.replay.run(after, id), one);
+  const rotate = changingEndpoints(db, (until: string, secret: string, id: string) => stmt.rotate.get(until, secret, id), (row) => row !== undefined);
+  /** After an operator's change commits, tells this process's listeners (the other processes read the version). */
+  const told = (changed: boolean): boolean => {
+    if (changed) endpointsChanged.emit();
+    return changed;
+  };
 
   return {
     addEndpoint: async (endpoint) =>
-      run(() =>
-        toEndpoint(
-          stmt.add.get({
-            id: endpoint.id,
-            url: endpoint.url,
-            description: endpoint.description,
-            secret: endpoint.secret,
-            created_at: endpoint.createdAt.toISOString(),
-          })!,
-        ),
-      ),
+      run(() => {
+        const row = add({
+          id: endpoint.id,
+          url: endpoint.url,
+          description: endpoint.description,
+          secret: endpoint.secret,
+          created_at: endpoint.createdAt.toISOString(),
+        });
+        told(true);
+        return toEndpoint(row);
+      }),
     listEndpoints: async () => run(() => stmt.list.all().map(toEndpoint)),
     getEndpoint: async (id) =>
       run(() => {
         const row = stmt.get.get(id);
         return row && toEndpoint(row);
       }),
-    removeEndpoint: async (id) => run(() => remove.immediate(id)),
-    disableEndpoint: async (id, why) => run(() => stmt.disable.run(why, id).changes === 1),
-    enableEndpoint: async (id) => run(() => stmt.enable.run(id).changes === 1),
+    removeEndpoint: async (id) => run(() => told(one(remove(id)))),
+    disableEndpoint: async (id, why) => run(() => told(one(disable(why, id)))),
+    enableEndpoint: async (id) => run(() => told(one(enable(id)))),
     rotateSecret: async (id, secret, previousUntil) =>
       run(() => {
-        const row = stmt.rotate.get(previousUntil.toISOString(), secret, id);
+        const row = rotate(previousUntil.toISOString(), secret, id);
+        told(row !== undefined);
         return row && toEndpoint(row);
       }),
-    replayFrom: async (id, after) => run(() => stmt.replay.run(after, id).changes === 1),
+    replayFrom: async (id, after) => run(() => told(one(replay(after, id)))),
     recordAttempts: (attempts) => committed(run, () => writer.recordAttempts(attempts.map((a) => deliveryRow(a)))),
     listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
   };

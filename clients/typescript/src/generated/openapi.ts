@@ -136,7 +136,7 @@ export interface paths {
         };
         /**
          * Changes of stock, oldest first
-         * @description Every committed change of an entry (created, quantity or status updated, deleted), in commit order: the events with a seq above `after`, oldest first; an empty page means caught up. To follow the stock: load GET /v1/inventory, note its X-Events-Head, then ask for the events after it, and after the last seq of each page. Events older than the retention are pruned: 410 events_pruned then says to reload the list.
+         * @description Every committed change of an entry (created, quantity or status updated, deleted), in commit order: the events with a seq above `after`, oldest first; an empty page means caught up. To follow the stock: load GET /v1/inventory, note its X-Events-Head, then ask for the events after it, and after the last seq of each page. Events older than the retention are pruned: 410 events_pruned then says to reload the list; an `after` beyond the newest event (the store was rebuilt) is 409 events_beyond_head, which says the same.
          *
          *     Requires the scope `inventory:read`.
          */
@@ -158,7 +158,7 @@ export interface paths {
         };
         /**
          * Changes of stock as they happen (Server-Sent Events)
-         * @description The events of GET /v1/events as a Server-Sent Events stream: each as `id: <seq>`, `event: <type>`, `data: <the event JSON>`. It starts after Last-Event-ID, else after `after`, else at the head; replays what was missed, then sends each change as it commits, on every instance. A comment line every 15 s keeps it open through proxies. When the position was pruned it sends `event: reset` with data {"head": <seq>}: reload the list, then the stream goes on after that seq. When the service shuts down the stream ends: reconnect with Last-Event-ID. Send the key in the Authorization header (fetch, not a browser EventSource, which cannot).
+         * @description The events of GET /v1/events as a Server-Sent Events stream: each as `id: <seq>`, `event: <type>`, `data: <the event JSON>`. It starts after Last-Event-ID, else after `after`, else at the head; replays what was missed, then sends each change as it commits, on every instance. A comment line every 15 s keeps it open through proxies. When the position was pruned, or is beyond the newest event (the store was rebuilt), it sends `event: reset` with data {"head": <seq>}: reload the list, then the stream goes on after that seq. When the service shuts down the stream ends: reconnect with Last-Event-ID. Send the key in the Authorization header (fetch, not a browser EventSource, which cannot).
          *
          *     Requires the scope `inventory:read`.
          */
@@ -458,7 +458,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code */
@@ -469,7 +469,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code */
@@ -1713,6 +1713,25 @@ export interface operations {
                         code?: "unauthorized";
                         /** @constant */
                         status?: 401;
+                    };
+                };
+            };
+            /** @description `after` is beyond the newest event (the store was rebuilt, or the seq is from another store): reload the list and follow from the seq in X-Events-Head */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The newest event seq, read with the answer: follow GET /v1/events?after=<it> (or the stream) from here, without a gap or a double */
+                    "X-Events-Head": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "events_beyond_head";
+                        /** @constant */
+                        status?: 409;
                     };
                 };
             };
