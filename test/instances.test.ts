@@ -10,8 +10,6 @@ import { TcpProxy } from './support/tcp-proxy.js';
 const run = promisify(execFile);
 /** How long a test waits for what must happen before it gives up: a deadline on waiting, never a measure of speed. */
 const LIVENESS_MS = 20_000;
-/** Decisions 2.6: every other instance refuses a revoked key within 5 seconds. A promise of the product, so asserted. */
-const REVOCATION_PROMISE_MS = 5000;
 
 /** Runs the CLI against the test database. */
 async function cli(db: TestDatabase, ...args: string[]): Promise<string> {
@@ -80,7 +78,8 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     assert.equal(list.text, '[{"petId":1,"quantity":0,"status":"available"},{"petId":2,"quantity":41,"status":"available"},{"petId":3,"quantity":0,"status":"available"}]');
   });
 
-  test('a revoked key is refused by every instance within 5 seconds (decisions 2.6)', async (t) => {
+  // How soon is the key cache's lifetime (decisions 2.6), held with a clock of the test's own in test/auth/authenticator.test.ts.
+  test('a revoked key is refused by every instance, each having served it before (decisions 2.6)', async (t) => {
     const { db, key, a, b } = await twoInstances(t, 1);
     assert.equal((await call(a, key, 'GET', '/v1/inventory')).status, 200);
     assert.equal((await call(b, key, 'GET', '/v1/inventory')).status, 200);
@@ -94,9 +93,9 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
         await new Promise((done) => setTimeout(done, 100));
       }
     }
-    const refusedAfterMs = Date.now() - revokedAt;
-    t.diagnostic(`revocation honoured by both instances after ${refusedAfterMs} ms`);
-    assert.ok(refusedAfterMs <= REVOCATION_PROMISE_MS, `refused by both instances ${refusedAfterMs} ms after revocation; decisions 2.6 promises ${REVOCATION_PROMISE_MS} ms`);
+    t.diagnostic(`revocation honoured by both instances after ${Date.now() - revokedAt} ms`);
+    // Refused for good: no instance serves the key again from a lookup it kept.
+    for (const server of [a, b]) assert.equal((await call(server, key, 'GET', '/v1/inventory')).status, 401);
   });
 
   test('200 concurrent PATCHes through both answer 200; each pet ends at its last acknowledged write', async (t) => {
