@@ -35,8 +35,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
                 targets are shown for orientation only, and bench/results.md is not written
   --smoke       every scenario for a moment (a quarter-second window, no warm-up, sizes of 10,
                 100 and 1,000, one start-up run, the quick run's counts cut further): proves the
-                harness runs and prints its rows, about a minute in all; its figures mean
-                nothing (what CI runs); bench/results.md is not written
+                harness runs and prints its rows, mostly waiting on its servers; its figures
+                mean nothing (what CI runs); bench/results.md is not written
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
