@@ -35,7 +35,7 @@ export async function dashboardSection(options: BenchOptions): Promise<Section> 
   rows.push(...(await assetRows()));
   if (!existsSync(CHROMIUM)) return { title: TITLE, rows, notes: [`timings skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`] };
 
-  const signIns = options.quick ? 3 : 7;
+  const signIns = options.smoke ? 1 : options.quick ? 3 : 7;
   const rounds = options.quick ? 1 : 5;
   const databaseUrl = await createDatabase('sqlite', 'dashboard');
   const key = await seedDatabase(databaseUrl, DASHBOARD_ENTRIES);

@@ -59,7 +59,7 @@ export async function docsSection(options: BenchOptions): Promise<Section> {
   // Unpinned: Chromium starts processes of its own, which taskset could not keep off the server's core.
   const server = await startServer('service', { databaseUrl, key, pinned: false });
   try {
-    return { title: TITLE, ...(await docsFigures(server.baseUrl, options.quick ? 3 : 7)) };
+    return { title: TITLE, ...(await docsFigures(server.baseUrl, options.smoke ? 1 : options.quick ? 3 : 7)) };
   } finally {
     await server.stop();
   }

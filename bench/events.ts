@@ -35,8 +35,8 @@ export async function eventsSection(backend: Backend, title: string, options: Be
   const rows: Row[] = [];
   const notes: string[] = [];
   rows.push(...(await throughputRows(backend, options, load, notes)));
-  rows.push(await lagRow(backend, options.quick ? 200 : 500, notes));
-  rows.push(...(await idleStreamRows(backend, options.quick ? 2000 : 10_000, notes)));
+  rows.push(await lagRow(backend, options.smoke ? 20 : options.quick ? 200 : 500, notes));
+  rows.push(...(await idleStreamRows(backend, options.smoke ? 100 : options.quick ? 2000 : 10_000, notes)));
   return { title, rows, notes };
 }
 

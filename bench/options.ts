@@ -3,7 +3,10 @@ import type { Backend } from './databases.js';
 import type { LoadTool } from './load.js';
 
 export interface BenchOptions {
+  /** A quick run or a smoke run: the smaller sizes and shorter windows of each scenario, figures for orientation only. */
   quick: boolean;
+  /** A smoke run: every scenario for a moment, to prove the harness works and prints its rows (CI); figures meaningless. */
+  smoke: boolean;
   /** Unmeasured load before each measurement, so the JIT has warmed up. */
   warmupSeconds: number;
   durationSeconds: number;
@@ -20,7 +23,7 @@ export interface BenchOptions {
   only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'ratelimit' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|ratelimit|scaling|startup|tills|webhooks]
+export const HELP = `Usage: npm run bench -- [--quick | --smoke] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|ratelimit|scaling|startup|tills|webhooks]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -30,6 +33,10 @@ against the textbook Express peer; prints the table and, in a full run, writes b
                 lag and 2,000 idle streams instead of 500 and 10,000, one counted round per
                 side-by-side comparison instead of 3 and 3 start-up runs instead of 11, for CI;
                 targets are shown for orientation only, and bench/results.md is not written
+  --smoke       every scenario for a moment (a quarter-second window, no warm-up, sizes of 10,
+                100 and 1,000, one start-up run, the quick run's counts cut further): proves the
+                harness runs and prints its rows, mostly waiting on its servers; its figures
+                mean nothing (what CI runs); bench/results.md is not written
   --only catalogue  only the catalogue scenario (import, export, the whole list); results.md is not written
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
@@ -66,6 +73,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     strict: true,
     options: {
       quick: { type: 'boolean', default: false },
+      smoke: { type: 'boolean', default: false },
       backends: { type: 'string', default: BACKENDS.join(',') },
       load: { type: 'string' },
       only: { type: 'string' },
@@ -82,17 +90,19 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (values.load !== undefined && !load) throw new Error(`--load must be ${LOAD_TOOLS.join(' or ')}, got "${values.load}"`);
   const only = values.only === undefined ? undefined : ONLY.find((o) => o === values.only);
   if (values.only !== undefined && !only) throw new Error(`--only takes ${ONLY.join(' or ')}, got "${values.only}"`);
-  const quick = values.quick;
+  const smoke = values.smoke;
+  const quick = values.quick || smoke;
   return {
     quick,
-    warmupSeconds: quick ? 0.25 : 2,
-    durationSeconds: quick ? 1 : 10,
+    smoke,
+    warmupSeconds: smoke ? 0 : quick ? 0.25 : 2,
+    durationSeconds: smoke ? 0.25 : quick ? 1 : 10,
     // Quick: every scenario, but a tenth of the entries, so a slow build still answers within 1 s windows.
-    sizes: quick ? [100, 1_000, 10_000] : [100, 10_000, 100_000],
+    sizes: smoke ? [10, 100, 1_000] : quick ? [100, 1_000, 10_000] : [100, 10_000, 100_000],
     backends,
     load,
-    startupRounds: quick ? 3 : 11,
-    catalogueSize: quick ? 20_000 : 1_000_000,
+    startupRounds: smoke ? 1 : quick ? 3 : 11,
+    catalogueSize: smoke ? 1_000 : quick ? 20_000 : 1_000_000,
     only,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick]`: the service against a bare node:http baseline and the Express
+ * `npm run bench [-- --quick | --smoke]`: the service against a bare node:http baseline and the Express
  * peer, on SQLite and (when reachable) PostgreSQL. Prints the table; a full run also writes
  * bench/results.md. Never fails on a missed target: it says "not met".
  */
@@ -50,8 +50,12 @@ async function main(argv: string[]): Promise<number> {
     `- Date: ${new Date().toISOString()}`,
     `- Machine: ${describeMachine()}`,
     `- Node: ${process.version}`,
-    `- Mode: ${options.quick ? 'quick' : 'full'} (${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, per load)` +
-      (options.quick ? '; quick sizes are a tenth of the full ones, so the targets are shown for orientation only' : ''),
+    `- Mode: ${options.smoke ? 'smoke' : options.quick ? 'quick' : 'full'} (${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, per load)` +
+      (options.smoke
+        ? '; a smoke run proves the harness works, its figures mean nothing'
+        : options.quick
+          ? '; quick sizes are a tenth of the full ones, so the targets are shown for orientation only'
+          : ''),
     `- Load generator: ${describeLoadTool(tool)}`,
     `- Pinning: ${describePinning()}`,
     `- Loads: ${describeLoads()}`,

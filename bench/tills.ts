@@ -15,11 +15,11 @@ export const TILL_PETS = 100;
 /** Each till pet's stock at the start: far more than any run sells, so no sale is refused for want of stock. */
 const STOCK = 100_000_000;
 /** Changes in the batch, and PATCHes against it (the default BATCH_MAX_CHANGES); a tenth in a quick run, whose PATCHes one at a time would take seconds. */
-export const BATCH_CHANGES = { quick: 100, full: 1000 } as const;
+export const BATCH_CHANGES = { smoke: 10, quick: 100, full: 1000 } as const;
 /** The few concurrent clients that send the PATCHes in the second comparison. */
 export const PATCH_CLIENTS = 10;
 /** Timed repetitions of each way of making the changes, after one uncounted warm-up; the median is shown. */
-const REPEATS = { quick: 3, full: 5 } as const;
+const REPEATS = { smoke: 1, quick: 3, full: 5 } as const;
 
 /** The sales-per-second figures of one way of selling, over its rounds. */
 interface Till {
@@ -157,8 +157,9 @@ async function countsCheck(till: Till, section: Required<Section>): Promise<Chec
 
 /** 1,000 changes (100 quick) in one batch against as many PATCHes, one client one after another and PATCH_CLIENTS at once, alternated on one server. */
 async function changesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Required<Section>): Promise<void> {
-  const changes = options.quick ? BATCH_CHANGES.quick : BATCH_CHANGES.full;
-  const repeats = options.quick ? REPEATS.quick : REPEATS.full;
+  const mode = options.smoke ? 'smoke' : options.quick ? 'quick' : 'full';
+  const changes = BATCH_CHANGES[mode];
+  const repeats = REPEATS[mode];
   const scenario = `${changes.toLocaleString('en-US')} changes (set counts)`;
   const databaseUrl = await createDatabase(backend, 'tills_batch');
   const key = await seedDatabase(databaseUrl, changes);

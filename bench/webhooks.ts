@@ -49,7 +49,7 @@ export async function webhooksSection(backend: Backend, title: string, options: 
   const rows: Row[] = [];
   const notes: string[] = [];
   rows.push(...(await deliveryRateRows(backend, options, load, notes)));
-  rows.push(await latencyRow(backend, options.quick ? 200 : 500, notes));
+  rows.push(await latencyRow(backend, options.smoke ? 20 : options.quick ? 200 : 500, notes));
   rows.push(...(await throughputRows(backend, options, load, notes)));
   return { title, rows, notes };
 }
@@ -145,7 +145,7 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
       petCount: 1000,
       connections: PATCH_CONNECTIONS,
       warmupSeconds: 0,
-      durationSeconds: options.quick ? 1 : 3,
+      durationSeconds: options.smoke ? 0.25 : options.quick ? 1 : 3,
     });
     const backlog = result.ok;
     const warmup = Math.min(WARMUP_MAX, Math.floor(backlog / 4));

@@ -1,19 +1,25 @@
-// Runs every *.test.ts under the folders below, one file at a time, folder by folder in the list's
-// order and by path within a folder: Node 20's test runner takes no globs, and npm scripts run under
-// sh, which has no **.
+// Runs every *.test.ts under the folders below, several files at once, the longest first (the table of
+// scripts/test-order.mjs), then the files that need the machine to themselves, one at a time. Each file
+// runs in a node of its own and its output is printed whole when it ends. Node 20's test runner takes no
+// globs and runs the files it is given in the order of their names, and npm scripts run under sh, which
+// has no **: hence this script.
 //
-//   node scripts/test.mjs [--list] [--except FILE]... [NODE_OPTION...]
-//     --list          print the files it would run, one a line, and run nothing
-//     --except FILE   leave this test file out (a path from the project root; .ci/test-on-node uses it)
-//     NODE_OPTION     passed to node before the files (e.g. --test-reporter=spec)
-import { spawn } from 'node:child_process';
+//   node scripts/test.mjs [--list] [--except FILE]... [--concurrency N] [NODE_OPTION...]
+//     --list           print the files it would run, in the order it starts them, and run nothing
+//     --except FILE    leave this test file out (a path from the project root; .ci/test-on-node uses it)
+//     --concurrency N  files at once (default TEST_CONCURRENCY, else twice the cores); the files that
+//                      need the machine alone run after the rest, one at a time, whatever N is
+//     NODE_OPTION      passed to node before each file (e.g. --test-reporter=spec)
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { fileURLToPath, URL } from 'node:url';
-import { nodeArguments } from './test-arguments.mjs';
+import { nodeArguments, takeConcurrency } from './test-arguments.mjs';
+import { runOrder } from './test-order.mjs';
+import { runPool } from './test-pool.mjs';
 
-/** The folders whose tests `npm test` runs, in this order (a folder inside another runs where it is listed); a new one is one more line. */
+/** The folders whose tests `npm test` runs (a folder inside another is its own entry); a new one is one more line. */
 const TEST_FOLDERS = ['test', 'clients/typescript/test', 'dashboard/test', 'test/hardening', 'test/drill'];
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -35,15 +41,45 @@ for (let i = args.indexOf('--except'); i >= 0; i = args.indexOf('--except')) {
   if (file === undefined) throw new Error('--except needs a test file');
   excepted.add(file);
 }
+const concurrency = takeConcurrency(args, process.env);
 const all = TEST_FOLDERS.flatMap(testFiles);
 // A name that matches nothing is a typo or a moved file: it would silently run what it meant to leave out.
 for (const file of excepted) if (!all.includes(file)) throw new Error(`--except ${file}: no such test file`);
-const files = all.filter((file) => !excepted.has(file));
+const { shared, alone } = runOrder(all.filter((file) => !excepted.has(file)));
+const running = { stopped: false, files: new Map() };
 if (args.includes('--list')) {
-  process.stdout.write(`${files.join('\n')}\n`);
+  process.stdout.write(`${[...shared, ...alone].join('\n')}\n`);
 } else {
-  const child = spawn(process.execPath, nodeArguments(args, files), { cwd: root, stdio: 'inherit' });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-  // Ended by a signal, the run failed.
-  child.on('exit', (code) => process.exit(code ?? 1));
+  // Piped, node's default reporter is TAP (20, 22); a person at a terminal reads the spec reporter, as node --test gives them there.
+  const options = process.stdout.isTTY && !args.some((arg) => arg.startsWith('--test-reporter')) ? ['--test-reporter=spec', ...args] : args;
+  const write = (text) => process.stdout.write(text);
+  const pool = (files, n) => runPool({ files, concurrency: n, argumentsOf: (file) => nodeArguments(options, file), cwd: root, running, write });
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stop(running, signal));
+  const started = performance.now();
+  const results = [...(await pool(shared, concurrency)), ...(await pool(alone, 1))];
+  summarise(results, performance.now() - started);
+}
+
+/** Stopped (Ctrl-C, CI's time limit): says which files were running, with what they printed so far, and fails. */
+function stop(running, signal) {
+  if (running.stopped) return;
+  running.stopped = true;
+  for (const [file, { child, output }] of running.files) {
+    process.stdout.write(`::: ${file}: stopped by ${signal} while running; its output so far:\n${output()}`);
+    child.kill(signal);
+  }
+  process.exitCode = 1;
+}
+
+/** The last lines: how many passed, which failed, and the longest files (what scripts/test-order.mjs lists). */
+function summarise(results, ms) {
+  const failed = results.filter((r) => !r.passed).map((r) => r.file);
+  const longest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 8);
+  const minutes = `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+  process.stdout.write(
+    `::: ${results.length} test files in ${minutes}, ${concurrency} at a time: ${results.length - failed.length} passed, ${failed.length} failed\n` +
+      `::: the longest: ${longest.map((r) => `${r.file} ${r.seconds.toFixed(0)} s`).join(', ')}\n` +
+      failed.map((file) => `::: FAILED: ${file}\n`).join(''),
+  );
+  if (failed.length > 0 || running.stopped) process.exitCode = 1;
 }

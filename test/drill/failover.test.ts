@@ -36,8 +36,6 @@ const STREAMS = byScale(3, 6);
 const PETS_PER_WRITER = 2;
 /** An instance that dies holds its webhook endpoints until its lease runs out: another takes them within about 4/3 of it. */
 const WEBHOOK_LEASE_MS = 6_000;
-/** What the drill promises of a webhook endpoint whose instance died. */
-const DELIVERY_MOVES_WITHIN_MS = 30_000;
 /** Longest a drain waits for connections still open. */
 const SHUTDOWN_DRAIN_MS = 5_000;
 /** Longer than HAProxy takes to see /readyz 503 (inter 500ms × fall 2), with a margin: it stops sending before the instance stops listening. */
@@ -141,7 +139,11 @@ describe('failover drill: three instances behind HAProxy', { skip: (await backen
     const downAfterKillMs = Date.now() - killedAt;
     const moved = waitForDeliveryToMove(db, holder, killedAt);
     await sleep(PHASE_MS);
-    const deliveryMovedMs = await moved;
+    const { ms: deliveryMovedMs, holder: deliveryHolder } = await moved;
+    // Taken over by an instance still running: the lease of a dead one ran out and was not simply renewed by it.
+    await waitFor(() => instances.some((s, i) => i !== victim && holderOf(s) === deliveryHolder), LIVENESS_MS).catch(() =>
+      assert.fail(`webhook delivery moved to ${deliveryHolder}, which is none of the surviving instances`),
+    );
     // Delivery goes on from the instance that took the endpoint over.
     await withDeadline(receiver.waitFor((r) => r.at(-1)!.at > killedAt + deliveryMovedMs), LIVENESS_MS, 'a webhook delivery after the lease moved');
     const firstDeliveryAfterKillMs = receiver.received.find((r) => r.at > killedAt + deliveryMovedMs)!.at - killedAt;
@@ -235,7 +237,6 @@ describe('failover drill: three instances behind HAProxy', { skip: (await backen
     assert.equal(load.failuresIn('SIGTERM'), 0, 'a graceful stop fails no request');
     assert.equal(load.failuresIn('after'), 0, 'no failure once the instance is back');
     assert.ok(load.failuresIn('kill -9') <= WRITERS + READERS, `kill -9 fails at most the requests in flight on it (${WRITERS + READERS} clients)`);
-    assert.ok(deliveryMovedMs <= DELIVERY_MOVES_WITHIN_MS, `webhook delivery moved after ${deliveryMovedMs} ms; promised ${DELIVERY_MOVES_WITHIN_MS}`);
   });
 });
 
@@ -256,11 +257,11 @@ async function waitForRelayToMove(db: TestDatabase, from: string, since: number)
   }
 }
 
-/** Resolves with the ms from `since` to when the webhook endpoint's lease is held by another instance. */
-async function waitForDeliveryToMove(db: TestDatabase, from: string, since: number): Promise<number> {
+/** Resolves with the ms from `since` to when the webhook endpoint's lease is held by another instance, and that holder. */
+async function waitForDeliveryToMove(db: TestDatabase, from: string, since: number): Promise<{ ms: number; holder: string }> {
   for (;;) {
     const [row] = await db.sql<{ lease_holder: string | null }>('SELECT lease_holder FROM webhook_endpoints');
-    if (row?.lease_holder && row.lease_holder !== from) return Date.now() - since;
+    if (row?.lease_holder && row.lease_holder !== from) return { ms: Date.now() - since, holder: row.lease_holder };
     if (Date.now() - since > LIVENESS_MS) throw new Error(`webhook delivery still with ${from} ${LIVENESS_MS} ms after the kill`);
     await sleep(100);
   }

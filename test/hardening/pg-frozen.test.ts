@@ -5,17 +5,16 @@ import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { adminQuery, backendSkip, createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../support/backends.js';
-import { BIN, sleep, startServerProcess, type ServerProcess } from '../support/process.js';
+import { BIN, sleep, startServerProcess, waitFor, withDeadline, type ServerProcess } from '../support/process.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { byScale } from '../support/scale.js';
 
 /** The store timeout the server runs with here: short, so the test is quick; the mechanism is the same at the default. */
 const STORE_TIMEOUT_MS = 2000;
-/** What a request may take while PostgreSQL is frozen: the timeout, with a generous margin for a shared, noisy machine. */
-const BOUND_MS = 2 * STORE_TIMEOUT_MS;
-const FREEZE_MS = byScale(5000, 20_000);
-/** How long the test waits for the service to answer again after the thaw before it gives up: a deadline on waiting, not a measure. */
-const RECOVERY_DEADLINE_MS = 15_000;
+/** The least time PostgreSQL stays frozen; it stays frozen until every kind of request has been refused meanwhile. */
+const FREEZE_MS = byScale(3000, 20_000);
+/** How long the test waits for what must happen (answers while frozen, recovery after the thaw) before it gives up: a deadline on waiting, never a measure of speed. */
+const LIVENESS_MS = 60_000;
 /** Concurrent clients of the light mixed load, per kind of request. */
 const CLIENTS_PER_KIND = byScale(2, 4);
 /** Pets the plain PATCHes and GETs use; the ones with an Idempotency-Key each get a pet of their own, from IDEM_PET_BASE up. */
@@ -65,7 +64,7 @@ async function send(
 }
 
 describe('PostgreSQL frozen (packets held, not refused)', { skip: await backendSkip('postgres') }, () => {
-  test('every kind of request is answered within the store timeout; after the thaw the service recovers and no acknowledged write is lost', async (t) => {
+  test('every kind of request is answered while PostgreSQL is frozen, none waits for the thaw; after it the service recovers and no acknowledged write is lost', async (t) => {
     const db = await createTestDatabase('postgres', t);
     const store = await db.open();
     await store.changes.addItems([
@@ -126,7 +125,7 @@ describe('PostgreSQL frozen (packets held, not refused)', { skip: await backendS
     };
 
     const load = Promise.all(kinds.flatMap((kind) => Array.from({ length: CLIENTS_PER_KIND }, () => client(kind))));
-    await sleep(1000);
+    await waitFor(() => kinds.every((kind) => sent.some((s) => s.kind === kind)), LIVENESS_MS);
     proxy.freeze();
     const frozenAt = performance.now();
     // A key seen for the first time while frozen, at intervals through the freeze.
@@ -135,25 +134,23 @@ describe('PostgreSQL frozen (packets held, not refused)', { skip: await backendS
       sent.push(await send(server, 'new-key', newKey, 'GET', '/v1/inventory/1'));
     });
     await sleep(FREEZE_MS);
-    await Promise.all(firstUses);
-    const thawedAt = performance.now();
-    proxy.thaw();
+    const refusedWhileFrozen = (kind: Kind) => sent.some((s) => s.kind === kind && s.startedAt >= frozenAt && s.status === 503);
+    // Still frozen until each kind has met the frozen store (asserted below, by kind); the deadline only ends a wait that would never succeed.
+    await waitFor(() => kinds.every(refusedWhileFrozen), LIVENESS_MS).catch(() => {});
     stop = true;
-    await load;
+    // Every request sent, before the freeze or during it, is answered while PostgreSQL is still frozen: none waits for the thaw.
+    await withDeadline(Promise.all([load, ...firstUses]), LIVENESS_MS, 'answers to the requests in flight while PostgreSQL is frozen');
+    proxy.thaw();
 
-    // Every request, before, during and after the freeze, was answered within the bound.
     const worst = new Map<Kind, number>();
-    const frozenAnswers = sent.filter((s) => s.startedAt >= frozenAt && s.startedAt + s.ms <= thawedAt);
+    const frozenAnswers = sent.filter((s) => s.startedAt >= frozenAt);
     for (const s of sent) worst.set(s.kind, Math.max(worst.get(s.kind) ?? 0, s.ms));
     for (const [kind, ms] of [...worst].sort()) {
       const during = frozenAnswers.filter((s) => s.kind === kind);
       const worstFrozen = Math.max(0, ...during.map((s) => s.ms));
       t.diagnostic(`${kind}: ${during.length} answered while frozen (${during.filter((s) => s.status === 503).length} x 503), worst ${Math.round(worstFrozen)} ms while frozen, ${Math.round(ms)} ms overall`);
     }
-    for (const s of sent) assert.ok(s.ms <= BOUND_MS, `${s.kind} ${s.requestId}: answered after ${Math.round(s.ms)} ms (bound ${BOUND_MS} ms)`);
-    for (const kind of [...kinds, 'new-key'] as Kind[]) {
-      assert.ok(frozenAnswers.some((s) => s.kind === kind && s.status === 503), `some ${kind} request met the frozen store`);
-    }
+    for (const kind of [...kinds, 'new-key'] as Kind[]) assert.ok(refusedWhileFrozen(kind), `some ${kind} request met the frozen store`);
 
     // Refusals while frozen are the usual 503 in the Error shape, with Retry-After.
     for (const s of sent.filter((x) => x.status >= 500)) {
@@ -167,12 +164,12 @@ describe('PostgreSQL frozen (packets held, not refused)', { skip: await backendS
 
     // Recovery without a restart: every kind answers again, readiness included. The deadline only ends a wait that would never succeed.
     const recovered = performance.now();
-    const giveUpAt = recovered + RECOVERY_DEADLINE_MS;
+    const giveUpAt = recovered + LIVENESS_MS;
     const recover = async (kind: Kind, method: string, path: string, patch?: Sent['patch']) => {
       for (;;) {
         const res = await send(server, kind, key, method, path, patch);
         if (res.status === 200) return res;
-        if (performance.now() > giveUpAt) assert.fail(`${kind} still not answered 200 ${RECOVERY_DEADLINE_MS} ms after the thaw: ${res.status} ${res.text}`);
+        if (performance.now() > giveUpAt) assert.fail(`${kind} still not answered 200 ${LIVENESS_MS} ms after the thaw: ${res.status} ${res.text}`);
         await sleep(100);
       }
     };

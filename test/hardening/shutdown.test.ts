@@ -231,7 +231,8 @@ async function drainUnderLoad(t: TestContext, server: ServerProcess, key: string
   assert.deepEqual(Object.keys(tally.statuses), ['200'], 'every answer a 200, none a 503');
   assert.ok(readyAfter.length > 0 && readyAfter.every((s) => s === 503), `/readyz once every process was draining: ${readyAfter.join(',')}`);
   assert.ok(exitedAt - signalledAt >= DRAIN_MS, 'it drained for SHUTDOWN_DRAIN_MS');
-  assert.ok(exitedAt - signalledAt < DRAIN_MS + 10_000, 'and then exited well within SHUTDOWN_TIMEOUT_MS');
+  // Exit code 0 (asserted above) is the clean end; past SHUTDOWN_TIMEOUT_MS the process exits 1 with this line.
+  assert.doesNotMatch(server.stdout(), /shutdown timed out/, 'and then finished within SHUTDOWN_TIMEOUT_MS');
 }
 
 /**

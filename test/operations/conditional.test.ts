@@ -5,6 +5,16 @@ import { assertError, buildTestApp } from '../support/app.js';
 import { itemOf } from '../support/store.js';
 import { getItem, history, patch, type HistoryJson } from '../support/requests.js';
 import { PET_1_AND_INT64_MAX } from '../support/pets.js';
+import { byScale } from '../support/scale.js';
+
+/**
+ * Clients contending for one entry, and the increments each makes: every round of GET then PATCH
+ * lets one client through and sends the rest back with a 412, so the requests grow with clients ×
+ * increments. Short in `npm test`; HARDENING_SCALE=full runs the 20 × 25 it was written with.
+ */
+const CLIENTS = byScale(8, 20);
+const INCREMENTS = byScale(10, 25);
+const TOTAL = CLIENTS * INCREMENTS;
 
 
 for (const backend of BACKENDS) {
@@ -51,12 +61,12 @@ for (const backend of BACKENDS) {
         assert.equal((await patch(api, '1', { quantity: 3 }, { headers: { 'if-match': etag } })).status, 200);
       });
 
-      test('20 clients each add 1 to one entry 25 times by GET then PATCH If-Match, retrying on 412: +500 exactly, 500 chained history rows', async (t) => {
+      test(`${CLIENTS} clients each add 1 to one entry ${INCREMENTS} times by GET then PATCH If-Match, retrying on 412: +${TOTAL} exactly, ${TOTAL} chained history rows`, async (t) => {
         // Thousands of 412 retries from one key within a minute: the rate limit is not what this tests.
         const api = await buildTestApp(t, { backend, items: PET_1_AND_INT64_MAX, transport: 'http', config: { RATE_LIMIT_PER_MINUTE: '0' } });
         let conflicts = 0;
         const client = async () => {
-          for (let done = 0; done < 25; ) {
+          for (let done = 0; done < INCREMENTS; ) {
             const read = await getItem(api, '1');
             const { quantity } = read.json<{ quantity: number }>();
             const res = await patch(api, '1', { quantity: quantity + 1 }, { headers: { 'if-match': String(read.headers.etag) } });
@@ -68,15 +78,15 @@ for (const backend of BACKENDS) {
             done++;
           }
         };
-        await Promise.all(Array.from({ length: 20 }, client));
-        assert.equal((await itemOf(api.store, 1n))?.quantity, 10 + 500);
+        await Promise.all(Array.from({ length: CLIENTS }, client));
+        assert.equal((await itemOf(api.store, 1n))?.quantity, 10 + TOTAL);
         const rows: HistoryJson['items'] = [];
         for (let cursor: string | null = ''; cursor !== null; ) {
           const page: HistoryJson = (await history(api, '1', `?limit=500${cursor ? `&cursor=${cursor}` : ''}`)).json<HistoryJson>();
           rows.push(...page.items);
           cursor = page.nextCursor;
         }
-        assert.equal(rows.length, 500);
+        assert.equal(rows.length, TOTAL);
         // Newest first: each row's previous value is the next (older) row's new value, down to the start.
         rows.forEach((row, i) => {
           assert.equal(row.quantity, row.previousQuantity + 1);

@@ -4,6 +4,9 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 
+/** How long waitFor waits before it gives up: a deadline on waiting for what must come, never a measure of speed. */
+const LIVENESS_MS = 60_000;
+
 /** One request a receiver got. */
 export interface Received {
   headers: IncomingMessage['headers'];
@@ -25,7 +28,7 @@ export interface Receiver {
   concurrency: { now: number; max: number };
   /** What the next requests get; by default 204. */
   answer: (request: Received, index: number) => Answer;
-  /** Resolves once `count` requests came (or `predicate` holds). */
+  /** Resolves once `count` requests came (or `predicate` holds); rejects, saying how many came, after LIVENESS_MS without. */
   waitFor(predicate: number | ((received: Received[]) => boolean)): Promise<void>;
   /** Whether the standardwebhooks library accepts this request under `secret`. */
   verifies(request: Received, secret: string): boolean;
@@ -48,9 +51,14 @@ export async function startReceiver(t: TestContext, port = 0): Promise<Receiver>
     waitFor(predicate) {
       const done = typeof predicate === 'number' ? (r: Received[]) => r.length >= predicate : predicate;
       if (done(receiver.received)) return Promise.resolve();
-      return new Promise((resolve) => {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`the receiver waited ${LIVENESS_MS} ms for ${typeof predicate === 'number' ? `${predicate} requests` : 'its condition'}; ${receiver.received.length} came`));
+        }, LIVENESS_MS);
         const check = () => {
           if (!done(receiver.received)) return;
+          clearTimeout(timer);
           waiters.delete(check);
           resolve();
         };

@@ -40,9 +40,14 @@ async function feed(api: TestApp, after: number): Promise<{ id: string; seq: num
 
 const quantities = (receiver: Receiver) => receiver.received.map((r) => r.json.data.quantity);
 
-/** Resolves once `condition` holds, checking every 20 ms (the test's timeout bounds the wait). */
+/** How long a wait goes on before the test gives up: a deadline on waiting for what must happen, never a measure of speed. */
+const LIVENESS_MS = 60_000;
+
+/** Resolves once `condition` holds, checking every 20 ms; fails after LIVENESS_MS, so a wait that never ends names itself. */
 async function until(condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (const giveUpAt = Date.now() + LIVENESS_MS; !(await condition()); await new Promise((resolve) => setTimeout(resolve, 20))) {
+    if (Date.now() > giveUpAt) assert.fail(`a condition still false after ${LIVENESS_MS} ms: ${condition.toString().slice(0, 200)}`);
+  }
 }
 
 /** The endpoint as stored once `condition` holds for it. */
@@ -76,7 +81,10 @@ for (const backend of BACKENDS) {
 
     test('a 500, a timeout and a refused connection are retried with the same webhook-id; the log has each attempt', async (t) => {
       const receiver = await startReceiver(t);
-      const api = await deliveringApp(t, backend, { WEBHOOK_TIMEOUT_MS: '300', WEBHOOK_RETRY_SCHEDULE: '30ms,30ms,30ms,30ms' });
+      // After the first, retries a second apart for 49 s: the test closes the receiver before the third attempt comes, and the
+      // refused ones go on until it listens again, however long a loaded machine takes to get there (with waits of a few
+      // ms, the third attempt could find the receiver still open, or the schedule be used up before it listened again).
+      const api = await deliveringApp(t, backend, { WEBHOOK_TIMEOUT_MS: '300', WEBHOOK_RETRY_SCHEDULE: ['30ms', ...Array<string>(49).fill('1s')].join(',') });
       const endpoint = await endpointFor(api, receiver);
       receiver.answer = (_r, i) => (i === 0 ? { status: 500 } : i === 1 ? 'hang' : { status: 200 });
       await patches(api, 1, 1);
