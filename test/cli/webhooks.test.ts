@@ -220,7 +220,7 @@ for (const backend of BACKENDS) {
       while ((await api.store.webhookEndpoints.listDeliveries(id, 1)).length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
       const [attempt] = await api.store.webhookEndpoints.listDeliveries(id, 1);
       assert.equal(attempt!.status, null);
-      assert.equal(attempt!.error, 'only https URLs are accepted (http too with WEBHOOKS_ALLOW_PRIVATE=true)');
+      assert.equal(attempt!.error, 'refused: only https URLs are accepted (http too with WEBHOOKS_ALLOW_PRIVATE=true)');
       assert.deepEqual(hook.received, [], 'nothing reached the receiver');
       const log = await run('webhooks', 'deliveries', id);
       assert.match(log.out, /only https URLs are accepted \(http too with WEBHOOKS_ALLOW_PRIVATE=true\)/);

@@ -37,11 +37,16 @@ for (const backend of BACKENDS) {
       const read = { authorization: `Bearer ${api.keys.read}` };
       const write = { authorization: `Bearer ${api.keys.write}` };
       const lane = api.app.fastLane.answered;
-      // The first use of a key is Fastify's; the rest of these are the lane's.
-      for (let i = 0; i < 3; i++) assert.equal(await overSocket(api.baseUrl, 'GET', '/v1/inventory', read), 200);
+      // The first use of a key is Fastify's, and so is any use after its cached lookup aged (KEY_CACHE_TTL_MS), which a
+      // loaded machine can take between two requests: GETs go on until the lane has answered two, so both lanes count.
+      let lists = 0;
+      while (lists < 3 || api.app.fastLane.answered - lane < 2) {
+        assert.equal(await overSocket(api.baseUrl, 'GET', '/v1/inventory', read), 200);
+        lists++;
+        assert.ok(lists < 100, 'the lane answers a GET of a key it has just looked up');
+      }
       assert.equal(await overSocket(api.baseUrl, 'PATCH', '/v1/inventory/1', write, '{"quantity":7}'), 200);
       assert.equal(await overSocket(api.baseUrl, 'PATCH', '/v1/inventory/1', write, '{"quantity":8}'), 200);
-      assert.ok(api.app.fastLane.answered - lane >= 3, 'the lane answered some');
       assert.equal(await overSocket(api.baseUrl, 'GET', '/v1/inventory/2', read), 200);
       assert.equal(await overSocket(api.baseUrl, 'GET', '/secret-path-s3cr3t', read), 404);
       assert.equal(await overSocket(api.baseUrl, 'DELETE', '/v1/inventory', read), 405);
@@ -53,7 +58,7 @@ for (const backend of BACKENDS) {
 
       const text = await metrics.render();
       const requests = (operation: string, status: string) => sample(text, 'inventory_http_requests_total', { operation, status });
-      assert.equal(requests('listInventory', '200'), 3);
+      assert.equal(requests('listInventory', '200'), lists);
       assert.equal(requests('listInventory', '401'), 2);
       assert.equal(requests('listInventory', '429'), 2);
       assert.equal(requests('updateInventory', '200'), 2);
@@ -61,8 +66,8 @@ for (const backend of BACKENDS) {
       assert.equal(requests('not_found', '404'), 1);
       assert.equal(requests('method_not_allowed', '405'), 1);
       assert.equal(requests('health', '200'), 1);
-      assert.equal(sample(text, 'inventory_http_request_duration_seconds_count', { operation: 'listInventory' }), 7);
-      assert.equal(sample(text, 'inventory_http_request_duration_seconds_bucket', { operation: 'listInventory', le: '+Inf' }), 7);
+      assert.equal(sample(text, 'inventory_http_request_duration_seconds_count', { operation: 'listInventory' }), lists + 4);
+      assert.equal(sample(text, 'inventory_http_request_duration_seconds_bucket', { operation: 'listInventory', le: '+Inf' }), lists + 4);
       // Every operation label is there from the start, at zero if unused.
       for (const operation of OPERATION_LABELS) assert.notEqual(sample(text, 'inventory_http_request_duration_seconds_count', { operation }), undefined, operation);
       assert.equal(sample(text, 'inventory_rate_limited_total', { reason: 'failed_authentication_throttle' }), 2);
