@@ -1,3 +1,4 @@
+import { encodeRetrying, encodeSeqs } from '../../domain/webhook-position.js';
 import type { WebhookDeliveries } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
 import { ATTEMPTS, attemptArrays, ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
@@ -28,7 +29,8 @@ const STATEMENTS = {
              UPDATE webhook_endpoints SET delivered_seq = $3, failures = $4, next_attempt_at = $5, last_failure_at = $6, last_failure = $7,
                enabled = $8::text IS NULL, disabled_reason = $8::text,
                lease_holder = CASE WHEN $8::text IS NULL THEN lease_holder END,
-               lease_until = CASE WHEN $8::text IS NULL THEN lease_until END
+               lease_until = CASE WHEN $8::text IS NULL THEN lease_until END,
+               delivered_above = $18, retrying = $19
              WHERE id = $1 AND lease_holder = $2 AND lease_until > now() AND enabled AND ($17::timestamptz IS NULL OR lease_since = $17)
              RETURNING id),
            inserted AS (
@@ -62,6 +64,8 @@ export function webhookDeliveries({ query }: Pooled): WebhookDeliveries {
         p.disable ?? null,
         ...attemptArrays(p.attempts.map((a) => ({ ...a, endpointId: id }))),
         claimedAt?.toISOString() ?? null,
+        encodeSeqs(p.deliveredAbove),
+        encodeRetrying(p.retrying),
       ];
       return (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;
     },

@@ -1,4 +1,4 @@
-import type { DeliveryAttempt } from '../../domain/webhook.js';
+import { DEFAULT_MAX_IN_FLIGHT, type DeliveryAttempt } from '../../domain/webhook.js';
 import type { WebhookEndpoints } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
 import { ATTEMPTS, attemptArrays, ENDPOINT_COLUMNS, toEndpoint, type EndpointRow } from './webhook-rows.js';
@@ -18,8 +18,8 @@ const STATEMENTS = {
   // One statement, one snapshot: an event committed before it is behind the endpoint's start, one committed after it is delivered.
   add: {
     name: 'webhook-add',
-    text: `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
-           SELECT $1, $2, $3, $4, true, $5, events_head, 0 FROM store_state WHERE id = 1
+    text: `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures, max_in_flight)
+           SELECT $1, $2, $3, $4, true, $5, events_head, 0, $6 FROM store_state WHERE id = 1
            RETURNING ${ENDPOINT_COLUMNS}`,
   },
   list: { name: 'webhook-list', text: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id` },
@@ -32,11 +32,11 @@ const STATEMENTS = {
   },
   enable: {
     name: 'webhook-enable',
-    text: `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
+    text: `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, retrying = '', ${NEW_CLAIM} WHERE id = $1`,
   },
   replay: {
     name: 'webhook-replay',
-    text: `UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
+    text: `UPDATE webhook_endpoints SET delivered_seq = $2, delivered_above = '', retrying = '', failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1`,
   },
   // The right-hand sides read the row as it was: the old secret becomes the previous one.
   rotate: {
@@ -44,6 +44,8 @@ const STATEMENTS = {
     text: `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = $3, secret = $2 WHERE id = $1
            RETURNING ${ENDPOINT_COLUMNS}`,
   },
+  // The worker running takes it at the next lease round, with the endpoint's latest url and secrets.
+  update: { name: 'webhook-update', text: `UPDATE webhook_endpoints SET max_in_flight = $2 WHERE id = $1 RETURNING ${ENDPOINT_COLUMNS}` },
   // An endpoint removed meanwhile is skipped (its row lock finds it gone), not refused by the foreign key.
   record: {
     name: 'webhook-record',
@@ -70,7 +72,7 @@ type DeliveryRow = Omit<DeliveryAttempt, 'seq'> & { seq: bigint };
 export function webhookEndpoints({ query }: Pooled): WebhookEndpoints {
   return {
     async addEndpoint(e) {
-      const { rows } = await query<EndpointRow>(STATEMENTS.add, [e.id, e.url, e.description, e.secret, e.createdAt.toISOString()]);
+      const { rows } = await query<EndpointRow>(STATEMENTS.add, [e.id, e.url, e.description, e.secret, e.createdAt.toISOString(), e.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT]);
       return toEndpoint(rows[0]!);
     },
     listEndpoints: async () => (await query<EndpointRow>(STATEMENTS.list)).rows.map(toEndpoint),
@@ -83,6 +85,10 @@ export function webhookEndpoints({ query }: Pooled): WebhookEndpoints {
     enableEndpoint: async (id) => (await query(STATEMENTS.enable, [id])).rowCount === 1,
     async rotateSecret(id, secret, previousUntil) {
       const row = (await query<EndpointRow>(STATEMENTS.rotate, [id, secret, previousUntil.toISOString()])).rows[0];
+      return row && toEndpoint(row);
+    },
+    async updateEndpoint(id, changes) {
+      const row = (await query<EndpointRow>(STATEMENTS.update, [id, changes.maxInFlight])).rows[0];
       return row && toEndpoint(row);
     },
     replayFrom: async (id, after) => (await query(STATEMENTS.replay, [id, after])).rowCount === 1,

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { DeliveryAttempt } from '../../domain/webhook.js';
+import { DEFAULT_MAX_IN_FLIGHT, type DeliveryAttempt } from '../../domain/webhook.js';
 import type { WebhookEndpoints } from '../store.js';
 import { committed, LIMIT, type Run } from './connection.js';
 import { DELIVERY_COLUMNS, deliveryRow, type DeliveryRow } from './record-progress.js';
@@ -24,8 +24,8 @@ export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<C
   const stmt = {
     // The head is read under the write lock the insert takes, so no event can commit between the two.
     add: db.prepare<[NewRow], EndpointRow>(
-      `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
-       SELECT @id, @url, @description, @secret, 1, @created_at, events_head, 0 FROM store_state WHERE id = 1
+      `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures, max_in_flight)
+       SELECT @id, @url, @description, @secret, 1, @created_at, events_head, 0, @max_in_flight FROM store_state WHERE id = 1
        RETURNING ${ENDPOINT_COLUMNS}`,
     ),
     list: db.prepare<[], EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id`),
@@ -36,16 +36,18 @@ export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<C
       'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?',
     ),
     enable: db.prepare<[string]>(
-      `UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
+      `UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, retrying = '', ${NEW_CLAIM} WHERE id = ?`,
     ),
     replay: db.prepare<[number, string]>(
-      `UPDATE webhook_endpoints SET delivered_seq = ?, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
+      `UPDATE webhook_endpoints SET delivered_seq = ?, delivered_above = '', retrying = '', failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
     ),
     // The right-hand sides read the row as it was: the old secret becomes the previous one.
     rotate: db.prepare<[string, string, string], EndpointRow>(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ? WHERE id = ?
        RETURNING ${ENDPOINT_COLUMNS}`,
     ),
+    // The worker running takes it at the next lease round, with the endpoint's latest url and secrets.
+    update: db.prepare<[number, string], EndpointRow>(`UPDATE webhook_endpoints SET max_in_flight = ? WHERE id = ? RETURNING ${ENDPOINT_COLUMNS}`),
     deliveries: db.prepare<[string, number], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ${LIMIT}`,
     ),
@@ -65,6 +67,7 @@ export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<C
             description: endpoint.description,
             secret: endpoint.secret,
             created_at: endpoint.createdAt.toISOString(),
+            max_in_flight: endpoint.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
           })!,
         ),
       ),
@@ -82,6 +85,11 @@ export function webhookEndpoints(db: Database.Database, run: Run, writer: Pick<C
         const row = stmt.rotate.get(previousUntil.toISOString(), secret, id);
         return row && toEndpoint(row);
       }),
+    updateEndpoint: async (id, changes) =>
+      run(() => {
+        const row = stmt.update.get(changes.maxInFlight, id);
+        return row && toEndpoint(row);
+      }),
     replayFrom: async (id, after) => run(() => stmt.replay.run(after, id).changes === 1),
     recordAttempts: (attempts) => committed(run, () => writer.recordAttempts(attempts.map((a) => deliveryRow(a)))),
     listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
@@ -94,6 +102,7 @@ interface NewRow {
   description: string | null;
   secret: string;
   created_at: string;
+  max_in_flight: number;
 }
 
 function toAttempt(row: DeliveryRow): DeliveryAttempt {
