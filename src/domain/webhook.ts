@@ -30,7 +30,7 @@ export interface WebhookEndpoint {
   /** The last failed attempt's time and what went wrong (status or error), kept after later deliveries; null when none ever failed. */
   lastFailureAt: Date | null;
   lastFailure: string | null;
-  /** Requests open to it at most (1 to 100): events of different pets go at once up to this; 1 is strict seq order (decisions 10.10). */
+  /** Requests open to it at most (1 to 100): events of different pets go at once up to this; 1 is strict seq order (decisions 10.4). */
   maxInFlight: number;
   /** Seqs above deliveredSeq already delivered (events of other pets that went ahead), ascending. */
   deliveredAbove: number[];

@@ -20,7 +20,7 @@ export interface WindowPosition {
 
 /**
  * The events an endpoint's worker has read and not yet seen delivered, in seq order, and the rule
- * of what may go (decisions 10.10): the events of one pet in seq order, one at a time; an event
+ * of what may go (decisions 10.4): the events of one pet in seq order, one at a time; an event
  * that names no pet (or, with `strict`, every event) waits for everything before it and holds back
  * everything after it until it is delivered. Its place: every event up to `deliveredSeq` delivered,
  * and those delivered above it.

@@ -47,7 +47,7 @@ export interface WorkerContext {
  * Delivers the event log to one endpoint, up to its maxInFlight requests at once: the events of
  * one pet in seq order, one at a time (the next only once the one before was delivered), different
  * pets side by side; a reset, and with maxInFlight 1 every event, goes alone in seq order (the
- * rule: DeliveryWindow, decisions 10.10). A failure is retried after the schedule's wait (domain
+ * rule: DeliveryWindow, decisions 10.4). A failure is retried after the schedule's wait (domain
  * nextStep), with the same webhook-id, holding back only its own pet; a Retry-After pauses the
  * whole endpoint; a 410, or the schedule used up, disables it. It runs while its dispatcher holds
  * the endpoint's lease; a flush the store refuses (the lease was taken over, or an operator

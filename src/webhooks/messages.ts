@@ -8,7 +8,7 @@ export interface WebhookMessage {
   /** The seq it moves the endpoint to once delivered; 0 for a test, which moves nothing. */
   seq: number;
   body: string;
-  /** The pets it tells of, whose order it keeps (decisions 10.10); undefined: it concerns every pet (a reset). */
+  /** The pets it tells of, whose order it keeps (decisions 10.4); undefined: it concerns every pet (a reset). */
   pets?: readonly bigint[];
   /** When the change it tells of committed (the delivery latency is measured from it); undefined for a test or a reset. */
   occurredAt?: Date;
