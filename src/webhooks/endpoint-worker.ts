@@ -71,6 +71,10 @@ export class EndpointWorker {
   /** Set when an attempt disabled the endpoint: why, recorded by the last flush. */
   #disable: string | undefined;
   #stopped = false;
+  /** The store refused a flush (the lease taken over, the endpoint disabled, enabled, replayed or removed): nothing more is recorded. */
+  #refused = false;
+  /** The flush under way, if any. */
+  #flushing: Promise<void> | undefined;
   /** Sends under way. */
   readonly #sends = new Set<Promise<void>>();
   /** The log may hold events after the window: the last read was full, or a hint came since it began. */
@@ -136,23 +140,23 @@ export class EndpointWorker {
       this.#kicked = false;
       const { hungry, dueAt } = this.#launch();
       if (this.#stopped) break;
-      if (this.#flushDue() && !(await this.#flush())) return;
+      if (this.#flushDue()) this.#flushAside();
       if (hungry && this.#moreToRead && this.#window.size < WINDOW_MAX) {
         if (!(await this.#read())) await this.#sleep(STORE_RETRY_MS, false);
         continue;
       }
       // Nothing in flight and nothing to read: what was done is recorded now, not a flush period later.
-      if (this.#sends.size === 0 && this.#pending.length > 0) {
-        if (!(await this.#flush())) return;
-        continue;
-      }
+      if (this.#sends.size === 0 && this.#pending.length > 0) this.#flushAside();
       let until = dueAt;
-      if (this.#pending.length > 0) until = Math.min(until, this.#lastFlush + FLUSH_EVERY_MS);
+      // A flush under way wakes the loop when it ends; the next one is due a period after it.
+      if (this.#pending.length > 0 && this.#flushing === undefined) until = Math.min(until, this.#lastFlush + FLUSH_EVERY_MS);
       await this.#sleep(until === Infinity ? undefined : Math.max(0, until - Date.now()), true);
     }
-    // The sends in flight end (a close aborts them); what they delivered is recorded with the rest.
+    // The sends in flight end (a close aborts them) before the worker is over: the one that replaces it never sends beside them.
     await Promise.all(this.#sends);
-    await this.#flush(this.#disable);
+    await this.#flushing;
+    // What they delivered is recorded with the rest, unless the store already refused this worker.
+    if (!this.#refused) await this.#flush(this.#disable);
   }
 
   /** Starts every send the rule allows now; whether a slot is left for more events, and when a wait ends (Infinity: none). */
@@ -165,6 +169,18 @@ export class EndpointWorker {
     const { items, dueAt } = this.#window.ready(now, slots, maxInFlight === 1);
     for (const item of items) this.#start(item);
     return { hungry: this.#sends.size < maxInFlight, dueAt };
+  }
+
+  /**
+   * Starts a flush unless one is under way, and goes on delivering meanwhile: a commit's wait (an
+   * fsync, a round trip to the database) holds up no send. One flush at a time, each with the place
+   * as it was when it began, so they are recorded in order.
+   */
+  #flushAside(): void {
+    this.#flushing ??= this.#flush().then(() => {
+      this.#flushing = undefined;
+      this.#kick();
+    });
   }
 
   #flushDue(): boolean {
@@ -225,6 +241,8 @@ export class EndpointWorker {
     if (step.kind === 'delivered') {
       if (message.occurredAt) this.#context.observer?.delivered(Date.now() - message.occurredAt.getTime());
       this.#window.delivered(item);
+      // After a reset, the log is read again from the head it named.
+      if (message.pets === undefined) this.#moreToRead = true;
       if (this.#resetBehind && this.#window.size === 0) {
         this.#resetBehind = false;
         this.#moreToRead = true;
@@ -255,7 +273,8 @@ export class EndpointWorker {
   /**
    * Records the attempts since the last flush and where the endpoint stands, while the lease
    * holds; false (and the worker stops) once the store refuses. A store that cannot be reached is
-   * tried again, deliveries waiting, unless the worker is stopping (what was not recorded is sent again).
+   * tried again (the worker sends nothing once its lease may have run out: leaseFresh), unless the
+   * worker is stopping (what was not recorded is sent again).
    */
   async #flush(disable?: string): Promise<boolean> {
     if (this.#pending.length === 0 && !this.#failedSinceFlush && disable === undefined) return true;
@@ -279,6 +298,7 @@ export class EndpointWorker {
         const held = await this.#context.deliveries.recordProgress(this.id, this.#context.holder, progress, this.claimedAt);
         this.#lastFlush = Date.now();
         if (!held) {
+          this.#refused = true;
           this.#context.log.info({ endpointId: this.id }, 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');
           this.#stopped = true;
         }
@@ -286,7 +306,8 @@ export class EndpointWorker {
       } catch (err) {
         this.#context.log.warn({ err, endpointId: this.id }, 'webhook endpoint: could not record deliveries; trying again');
         if (this.#stopped) return false;
-        await this.#sleep(STORE_RETRY_MS, false);
+        // Not the loop's sleep: the loop goes on beside a flush.
+        await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS).unref());
       }
     }
   }
