@@ -53,7 +53,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
   --only tills      only the tills (50 clients selling by GET + PATCH with If-Match against POST
                     .../adjustments; 1,000 changes in one batch against 1,000 PATCHes)
   --only webhooks   only the webhooks (deliveries a second to one endpoint, the time from a PATCH's 200 to
-                    its delivery, PATCH with ten endpoints registered against none)
+                    its delivery, PATCH with ten endpoints registered against none, deliveries a second
+                    to receivers answering in 0, 20 and 100 ms with maxInFlight 1 and 16)
   --backends    which stores to bench (default: sqlite,postgres; postgres is skipped when unreachable)
   --load        load generator (default: wrk when installed, else autocannon)
   -h, --help    show this help

@@ -17,11 +17,12 @@ import { seedDatabase } from './seed.js';
 import { alternateRounds, bestRun, eachRun, roundsOf, roundsText, type Side } from './side-by-side.js';
 import { CLOCK_TICKS, cpuTicks, spawnChild, TSX_NODE } from './processes.js';
 import { startServer } from './servers.js';
+import { paceRows } from './webhook-pace.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
 export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000, cpuOfBareSender: 1.5 } as const;
 
-/** Endpoints registered on the loaded server of the PATCH comparison. */
+/** Endpoints registered on the loaded server of the PATCH comparison (at one request in flight, as before there was a choice). */
 const ENDPOINTS = 10;
 /** Pause between one PATCH's delivery and the next PATCH. */
 const LAG_PACE_MS = 10;
@@ -51,6 +52,7 @@ export async function webhooksSection(backend: Backend, title: string, options: 
   rows.push(...(await deliveryRateRows(backend, options, load, notes)));
   rows.push(await latencyRow(backend, options.smoke ? 20 : options.quick ? 200 : 500, notes));
   rows.push(...(await throughputRows(backend, options, load, notes)));
+  rows.push(...(await paceRows(backend, options, notes)));
   return { title, rows, notes };
 }
 
@@ -58,6 +60,8 @@ export async function webhooksSection(backend: Backend, title: string, options: 
 export class Receiver {
   readonly #server: Server;
   hold: Promise<void> | undefined;
+  /** Each answer waits this long (a receiver across a region, a serverless function). */
+  delayMs = 0;
   onDelivery: (body: string, at: number) => void = () => {};
   /** Deliveries that reached it, held ones included. */
   arrived = 0;
@@ -78,6 +82,7 @@ export class Receiver {
     const at = performance.now();
     this.arrived++;
     if (this.hold) await this.hold;
+    if (this.delayMs > 0) await sleep(this.delayMs);
     this.count++;
     this.onDelivery(body, at);
     res.writeHead(204).end();
@@ -108,13 +113,13 @@ export class Receiver {
 }
 
 /** A seeded database with `endpoints` endpoints for `url`; its key. */
-async function databaseWithEndpoints(backend: Backend, name: string, size: number, url: string, endpoints: number): Promise<{ databaseUrl: string; key: string }> {
+export async function databaseWithEndpoints(backend: Backend, name: string, size: number, url: string, endpoints: number, maxInFlight = 1): Promise<{ databaseUrl: string; key: string }> {
   const databaseUrl = await createDatabase(backend, name);
   const key = await seedDatabase(databaseUrl, size);
   const store = await openStore(databaseUrl);
   try {
     for (let i = 0; i < endpoints; i++) {
-      await store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: `${url}/${i}`, description: 'bench', secret: newWebhookSecret(), createdAt: new Date() });
+      await store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: `${url}/${i}`, description: 'bench', secret: newWebhookSecret(), createdAt: new Date(), maxInFlight });
     }
   } finally {
     await store.close();
@@ -213,7 +218,7 @@ async function deliveryRateRows(backend: Backend, options: BenchOptions, load: L
 }
 
 /** A bare sender's CPU a delivery. */
-const bareCpu = (report: BareSenderReport): number => report.cpuUs / report.deliveries;
+export const bareCpu = (report: BareSenderReport): number => report.cpuUs / report.deliveries;
 /** A bare sender's deliveries a second. */
 const perSecondOf = (report: BareSenderReport): number => report.deliveries / report.seconds;
 
@@ -227,7 +232,7 @@ function bareRow(scenario: string, name: string, report: BareSenderReport): Row 
 }
 
 /** The service's CPU a delivery as a multiple of a bare sender's, met when at most `atMost` (no target when absent). */
-function cpuAgainst(service: number | undefined, bare: number, of: string, atMost?: number): Check {
+export function cpuAgainst(service: number | undefined, bare: number, of: string, atMost?: number): Check {
   const target = atMost === undefined ? {} : { target: `≤ ${atMost}` };
   if (service === undefined) return { text: `CPU against ${of} unknown (no /proc)`, ...target };
   const value = service / bare;
@@ -235,7 +240,7 @@ function cpuAgainst(service: number | undefined, bare: number, of: string, atMos
 }
 
 /** `count` deliveries of `event` to `url` by a bare sender (`file`), pinned to the server core: what it printed. */
-async function bareDeliveries(file: string, url: string, event: string, count: number, warmup: number): Promise<BareSenderReport> {
+export async function bareDeliveries(file: string, url: string, event: string, count: number, warmup: number): Promise<BareSenderReport> {
   const sender = spawnChild([...TSX_NODE, file], { core: 'server', env: { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count), BARE_WARMUP: String(warmup) } });
   const how = await sender.exited;
   if (how !== '0') throw new Error(`the bare sender exited with ${how}:\n${sender.output()}`);

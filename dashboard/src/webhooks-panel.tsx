@@ -52,6 +52,7 @@ export function WebhooksPanel({ session, onError }: Props) {
                 <tr>
                   <th scope="col">URL</th>
                   <th scope="col">State</th>
+                  <th scope="col">In flight</th>
                   <th scope="col">Delivered up to</th>
                   <th scope="col">Backlog</th>
                   <th scope="col">Last failure</th>
@@ -62,6 +63,7 @@ export function WebhooksPanel({ session, onError }: Props) {
                   <tr key={row.id} data-endpoint-id={row.id}>
                     <td title={row.url}>{row.url}</td>
                     <td>{row.state}</td>
+                    <td class="number">{row.inFlight}</td>
                     <td class="number">{row.delivered}</td>
                     <td class="number">{row.backlog}</td>
                     <td>

@@ -9,7 +9,7 @@ import { axeFindings, firstRows, signIn } from './dashboard-page.js';
 
 /**
  * The dashboard's Webhooks panel in headless Chromium: folded under the table, it shows each
- * endpoint's URL, state, delivered-up-to seq, backlog and last failure to a key with
+ * endpoint's URL, state, requests in flight, delivered-up-to seq, backlog and last failure to a key with
  * webhooks:manage (read when opened, never a secret), and a note to any other key.
  */
 
@@ -64,8 +64,8 @@ for (const backend of BACKENDS) {
       assert.ok(!traffic.requests.some((url) => url.endsWith('/v1/webhooks')), 'read only when opened');
       await page.getByText('Webhooks', { exact: true }).click();
       assert.deepEqual(await endpointRows(page), [
-        ['https://till.example/hook', 'Enabled', `seq ${head}`, '1', '—'],
-        ['https://shop.example/hook', 'Disabled: by an operator', `seq ${head}`, '1', '—'],
+        ['https://till.example/hook', 'Enabled', 'up to 16', `seq ${head}`, '1', '—'],
+        ['https://shop.example/hook', 'Disabled: by an operator', 'up to 16', `seq ${head}`, '1', '—'],
       ]);
       assert.ok(!(await page.content()).includes('whsec_'), 'no secret on the page');
       assert.deepEqual(traffic.refused, []);

@@ -23,14 +23,33 @@ export interface WebhookEndpoint {
   createdAt: Date;
   /** Every event up to this seq was delivered (or passed over by a reset): the next is the first above it. */
   deliveredSeq: number;
-  /** Failed attempts in a row at the next event. */
+  /** The most failures in a row of any event waiting for its retry (0: none is). */
   failures: number;
-  /** The next attempt waits until then (a retry's wait); null: at once. */
+  /** The whole endpoint waits until then (a Retry-After; with maxInFlight 1, any retry's wait); null: it does not. */
   nextAttemptAt: Date | null;
   /** The last failed attempt's time and what went wrong (status or error), kept after later deliveries; null when none ever failed. */
   lastFailureAt: Date | null;
   lastFailure: string | null;
+  /** Requests open to it at most (1 to 100): events of different pets go at once up to this; 1 is strict seq order (decisions 10.4). */
+  maxInFlight: number;
+  /** Seqs above deliveredSeq already delivered (events of other pets that went ahead), ascending. */
+  deliveredAbove: number[];
+  /** Events above deliveredSeq that failed and wait for their retry, each with its own count and time. */
+  retrying: RetryingEvent[];
 }
+
+/** One event waiting for its retry: the failures in a row it had and when it is tried again. */
+export interface RetryingEvent {
+  seq: number;
+  failures: number;
+  at: Date;
+}
+
+/** Requests open to an endpoint at most, the bounds `webhooks add` and `update` accept. */
+export const MAX_IN_FLIGHT_MIN = 1;
+export const MAX_IN_FLIGHT_MAX = 100;
+/** What a new endpoint gets unless told (endpoints made before there was a choice keep 1). */
+export const DEFAULT_MAX_IN_FLIGHT = 16;
 
 /** What adding an endpoint needs; it starts at the log's head (WebhookEndpoints.addEndpoint). */
 export interface NewWebhookEndpoint {
@@ -39,6 +58,8 @@ export interface NewWebhookEndpoint {
   description: string | null;
   secret: string;
   createdAt: Date;
+  /** Default DEFAULT_MAX_IN_FLIGHT. */
+  maxInFlight?: number;
 }
 
 /** One attempt to deliver one event to one endpoint, as the delivery log keeps it. */
@@ -64,8 +85,15 @@ export interface DeliveryAttempt {
  */
 export interface DeliveryProgress {
   attempts: DeliveryAttempt[];
+  /** Every event up to it delivered ... */
   deliveredSeq: number;
+  /** ... and these above it too (ascending). */
+  deliveredAbove: number[];
+  /** The events waiting for a retry. */
+  retrying: RetryingEvent[];
+  /** The most failures in a row of any event waiting for a retry. */
   failures: number;
+  /** The whole endpoint waits until then (a Retry-After; with maxInFlight 1, any retry's wait); null: it does not. */
   nextAttemptAt: Date | null;
   lastFailureAt: Date | null;
   lastFailure: string | null;

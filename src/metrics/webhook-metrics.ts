@@ -28,16 +28,16 @@ export function webhookMetrics(registry: Registry): { observer: WebhookObserver;
     registry,
   }).cell({});
   let source: WebhookListSource | undefined;
-  let read: Promise<{ id: string; backlog: number; enabled: boolean }[]> | undefined;
+  let read: Promise<{ id: string; backlog: number; enabled: boolean; retrying: number }[]> | undefined;
   // One read of the store serves both gauges of one scrape.
   const endpoints = () =>
     (read ??= (async () => {
       if (!source) return [];
       const [list, head] = await Promise.all([source.webhookEndpoints.listEndpoints(), source.events.head()]);
-      return list.map((e) => ({ id: e.id, backlog: backlogOf(head, e), enabled: e.enabled }));
+      return list.map((e) => ({ id: e.id, backlog: backlogOf(head, e), enabled: e.enabled, retrying: e.retrying.length }));
     })().finally(() => setImmediate(() => (read = undefined))));
   /** A gauge with one value per endpoint, read from the store when scraped. */
-  const perEndpoint = (name: string, help: string, value: (e: { backlog: number; enabled: boolean }) => number) =>
+  const perEndpoint = (name: string, help: string, value: (e: { backlog: number; enabled: boolean; retrying: number }) => number) =>
     new Gauge({
       name,
       help,
@@ -59,6 +59,11 @@ export function webhookMetrics(registry: Registry): { observer: WebhookObserver;
     'inventory_webhook_backlog_events',
     'Events each webhook endpoint has yet to receive (the log’s head minus the seq it was delivered up to), read from the store when scraped; a disabled endpoint’s backlog grows.',
     (e) => e.backlog,
+  );
+  perEndpoint(
+    'inventory_webhook_retrying_events',
+    'Events of each webhook endpoint waiting for a retry after a failure, as last recorded; each holds back only its own pet’s later events.',
+    (e) => e.retrying,
   );
   perEndpoint('inventory_webhook_endpoint_enabled', 'Whether each webhook endpoint is enabled (1) or disabled (0: by an operator, a 410, or retries used up).', (e) => (e.enabled ? 1 : 0));
   const byEndpoint = new Map<string, Record<AttemptResult, { value: number }>>();

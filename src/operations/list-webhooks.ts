@@ -35,7 +35,9 @@ export function webhookEndpointBody(endpoint: WebhookEndpoint, head: number): We
     deliveredSeq: endpoint.deliveredSeq,
     // A reset past pruned events may leave deliveredSeq at a head read a moment later than ours.
     backlog: backlogOf(head, endpoint),
+    maxInFlight: endpoint.maxInFlight,
     failures: endpoint.failures,
+    retrying: endpoint.retrying.length,
     nextAttemptAt: endpoint.nextAttemptAt?.toISOString() ?? null,
     lastFailureAt: endpoint.lastFailureAt?.toISOString() ?? null,
     lastFailure: endpoint.lastFailure,

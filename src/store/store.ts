@@ -185,9 +185,11 @@ export interface WebhookEndpoints {
   enableEndpoint(id: string): Promise<boolean>;
   /**
    * Moves an endpoint back (or on) to just after seq `after`, so every event above it is delivered
-   * again; clears its failures and ends the claim of its lease, as enableEndpoint. False when none has this id.
+   * again (what was delivered above its old place is forgotten); clears its failures and ends the claim of its lease, as enableEndpoint. False when none has this id.
    */
   replayFrom(id: string, after: number): Promise<boolean>;
+  /** Sets how many requests may be open to the endpoint at once (its worker takes it at the next lease round). Undefined when none has this id. */
+  updateEndpoint(id: string, changes: { maxInFlight: number }): Promise<WebhookEndpoint | undefined>;
   /** Replaces the secret; the one it replaces keeps signing beside it until `previousUntil`. Undefined when none has this id. */
   rotateSecret(id: string, secret: string, previousUntil: Date): Promise<WebhookEndpoint | undefined>;
   /** Appends attempts made outside the order (the CLI's `webhooks test`) to the delivery log; moves nothing. */

@@ -1,16 +1,22 @@
 import { failureText, isDelivered, nextStep, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
 import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.js';
 import { attemptResult, type SendMessage, type WebhookLog, type WebhookObserver } from './context.js';
-import { attemptRecord, eventMessage, resetMessage, type WebhookMessage } from './messages.js';
+import { DeliveryWindow, type WindowItem } from './delivery-window.js';
+import { attemptRecord, eventMessage, resetMessage } from './messages.js';
 import type { SentAttempt } from './sender.js';
 import { signingSecrets, webhookHeaders } from './signing.js';
 
 /** Events read from the log at a time. */
 const PAGE = 100;
 /**
+ * Events read and not yet delivered, at most: while a failing pet's events wait for its retries,
+ * the others' go on until this many are held back, then reading waits.
+ */
+export const WINDOW_MAX = 5000;
+/**
  * Progress is recorded (one transaction: the attempts and the endpoint's place) this often while
  * deliveries succeed, at most, and at once after a failure: a crash between two flushes sends
- * again, with the same webhook-id, what was delivered since the last one (at least once).
+ * again, with the same webhook-id, what was delivered since the last one and what was in flight (at least once).
  */
 export const FLUSH_EVERY_MS = 100;
 /** ... or after this many attempts, whichever comes first. */
@@ -38,11 +44,14 @@ export interface WorkerContext {
 }
 
 /**
- * Delivers the event log to one endpoint, in seq order, one event at a time: the next is sent only
- * once the one before was delivered. A failure is retried after the schedule's wait (domain
- * nextStep), with the same webhook-id; a 410, or the schedule used up, disables the endpoint. It
- * runs while its dispatcher holds the endpoint's lease; a flush the store refuses (the lease was
- * taken over, or an operator disabled or removed the endpoint) ends it.
+ * Delivers the event log to one endpoint, up to its maxInFlight requests at once: the events of
+ * one pet in seq order, one at a time (the next only once the one before was delivered), different
+ * pets side by side; a reset, and with maxInFlight 1 every event, goes alone in seq order (the
+ * rule: DeliveryWindow, decisions 10.4). A failure is retried after the schedule's wait (domain
+ * nextStep), with the same webhook-id, holding back only its own pet; a Retry-After pauses the
+ * whole endpoint; a 410, or the schedule used up, disables it. It runs while its dispatcher holds
+ * the endpoint's lease; a flush the store refuses (the lease was taken over, or an operator
+ * disabled or removed the endpoint) ends it.
  */
 export class EndpointWorker {
   readonly id: string;
@@ -50,19 +59,33 @@ export class EndpointWorker {
   readonly claimedAt: Date;
   readonly #context: WorkerContext;
   #endpoint: WebhookEndpoint;
-  #deliveredSeq: number;
-  #failures: number;
-  #nextAttemptAt: Date | null;
+  readonly #window: DeliveryWindow;
+  /** The whole endpoint waits until then (ms since the epoch): a Retry-After, or with maxInFlight 1 any retry. */
+  #pausedUntil: number;
   #lastFailureAt: Date | null;
   #lastFailure: string | null;
   #pending: DeliveryAttempt[] = [];
   #lastFlush = Date.now();
+  /** A failure since the last flush: it is recorded at once. */
+  #failedSinceFlush = false;
+  /** Set when an attempt disabled the endpoint: why, recorded by the last flush. */
+  #disable: string | undefined;
   #stopped = false;
-  /** Events may have been appended since the worker last read the log: a hint that came while it was busy is kept here. */
-  #woken = false;
-  /** The reset the endpoint is being sent (after, head), kept so that every retry of it carries the same webhook-id. */
-  #reset: { after: number; head: number } | undefined;
-  /** Ends the current sleep: `wakeUp` for a hint or a stop, `interrupt` for a stop alone. */
+  /** The store refused a flush (the lease taken over, the endpoint disabled, enabled, replayed or removed): nothing more is recorded. */
+  #refused = false;
+  /** The flush under way, if any. */
+  #flushing: Promise<void> | undefined;
+  /** Sends under way. */
+  readonly #sends = new Set<Promise<void>>();
+  /** The log may hold events after the window: the last read was full, or a hint came since it began. */
+  #moreToRead = true;
+  /** Hints counted, so one that came while the log was being read is not lost. */
+  #hints = 0;
+  /** The log was pruned past the window: the reset waits until the window is delivered. */
+  #resetBehind = false;
+  /** Something happened since the loop last looked (a hint, a send's end, an update): its next sleep does not begin. */
+  #kicked = false;
+  /** Ends the current sleep: `wakeUp` for a hint, a send's end or a stop, `interrupt` for a stop alone. */
   #wakeUp: (() => void) | undefined;
   #interrupt: (() => void) | undefined;
   #running: Promise<void> | undefined;
@@ -72,9 +95,8 @@ export class EndpointWorker {
     this.claimedAt = endpoint.leaseClaimedAt;
     this.#context = context;
     this.#endpoint = endpoint;
-    this.#deliveredSeq = endpoint.deliveredSeq;
-    this.#failures = endpoint.failures;
-    this.#nextAttemptAt = endpoint.nextAttemptAt;
+    this.#window = new DeliveryWindow(endpoint);
+    this.#pausedUntil = endpoint.nextAttemptAt?.getTime() ?? 0;
     this.#lastFailureAt = endpoint.lastFailureAt;
     this.#lastFailure = endpoint.lastFailure;
   }
@@ -94,18 +116,20 @@ export class EndpointWorker {
     return this.#endpoint;
   }
 
-  /** Takes the endpoint's latest url and secrets (a rotation), as the lease round read them; its place stays this worker's own. */
+  /** Takes the endpoint's latest url, secrets and maxInFlight, as the lease round read them; its place stays this worker's own. */
   update(endpoint: WebhookEndpoint): void {
     this.#endpoint = endpoint;
+    this.#kick();
   }
 
-  /** Events may have been appended: an idle worker reads the log again, a busy one once it is done. */
+  /** Events may have been appended: the worker reads the log again when it has room. */
   wake(): void {
-    this.#woken = true;
-    this.#wakeUp?.();
+    this.#hints++;
+    this.#moreToRead = true;
+    this.#kick();
   }
 
-  /** Stops after the attempt in flight (whose failure, cut by the stop, is not recorded), recording what it did. */
+  /** Stops after the attempts in flight (whose failures, cut by the stop, are not recorded), recording what it did. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#interrupt?.();
@@ -114,43 +138,96 @@ export class EndpointWorker {
 
   async #loop(): Promise<void> {
     while (!this.#stopped) {
-      const waitMs = this.#nextAttemptAt === null ? 0 : this.#nextAttemptAt.getTime() - Date.now();
-      if (waitMs > 0) {
-        if (!(await this.#flush())) return;
-        await this.#sleep(waitMs, false);
-        continue;
-      }
       if (!this.#context.leaseFresh()) {
         await this.#sleep(STORE_RETRY_MS, false);
         continue;
       }
-      this.#woken = false;
-      let page;
-      try {
-        page = await this.#context.events.readEvents(this.#deliveredSeq, PAGE);
-      } catch (err) {
-        this.#context.log.warn({ err, endpointId: this.id }, 'webhook endpoint: could not read the event log; trying again');
-        await this.#sleep(STORE_RETRY_MS, false);
+      this.#kicked = false;
+      const { hungry, dueAt } = this.#launch();
+      if (this.#stopped) break;
+      if (this.#flushDue()) this.#flushAside();
+      if (hungry && this.#moreToRead && this.#window.size < WINDOW_MAX) {
+        if (!(await this.#read())) await this.#sleep(STORE_RETRY_MS, false);
         continue;
       }
-      if (page.pruned) {
-        if (this.#reset?.after !== this.#deliveredSeq) this.#reset = { after: this.#deliveredSeq, head: page.head };
-        if (await this.#deliver(resetMessage(this.id, this.#reset.after, this.#reset.head, new Date()))) this.#reset = undefined;
-      } else if (page.items.length === 0) {
-        if (!(await this.#flush())) return;
-        // A hint that came while the log was being read (or the flush written) is not lost.
-        if (!this.#woken) await this.#sleep(undefined, true);
-      } else {
-        for (const event of page.items) {
-          if (this.#stopped || !(await this.#deliver(eventMessage(event)))) break;
-        }
-      }
+      // Nothing in flight and nothing to read: what was done is recorded now, not a flush period later.
+      if (this.#sends.size === 0 && this.#pending.length > 0) this.#flushAside();
+      let until = dueAt;
+      // A flush under way wakes the loop when it ends; the next one is due a period after it.
+      if (this.#pending.length > 0 && this.#flushing === undefined) until = Math.min(until, this.#lastFlush + FLUSH_EVERY_MS);
+      await this.#sleep(until === Infinity ? undefined : Math.max(0, until - Date.now()), true);
     }
-    await this.#flush();
+    // The sends in flight end (a close aborts them) before the worker is over: the one that replaces it never sends beside them.
+    await Promise.all(this.#sends);
+    await this.#flushing;
+    // What they delivered is recorded with the rest, unless the store already refused this worker.
+    if (!this.#refused) await this.#flush(this.#disable);
   }
 
-  /** One attempt; true when it was delivered and the worker goes on to the next event. */
-  async #deliver(message: WebhookMessage): Promise<boolean> {
+  /** Starts every send the rule allows now; whether a slot is left for more events, and when a wait ends (Infinity: none). */
+  #launch(): { hungry: boolean; dueAt: number } {
+    const now = Date.now();
+    if (this.#pausedUntil > now) return { hungry: false, dueAt: this.#pausedUntil };
+    const maxInFlight = this.#endpoint.maxInFlight;
+    const slots = maxInFlight - this.#sends.size;
+    if (slots <= 0) return { hungry: false, dueAt: Infinity };
+    const { items, dueAt } = this.#window.ready(now, slots, maxInFlight === 1);
+    for (const item of items) this.#start(item);
+    return { hungry: this.#sends.size < maxInFlight, dueAt };
+  }
+
+  /**
+   * Starts a flush unless one is under way, and goes on delivering meanwhile: a commit's wait (an
+   * fsync, a round trip to the database) holds up no send. One flush at a time, each with the place
+   * as it was when it began, so they are recorded in order.
+   */
+  #flushAside(): void {
+    this.#flushing ??= this.#flush().then(() => {
+      this.#flushing = undefined;
+      this.#kick();
+    });
+  }
+
+  #flushDue(): boolean {
+    if (this.#failedSinceFlush || this.#disable !== undefined) return true;
+    return this.#pending.length >= FLUSH_AT || (this.#pending.length > 0 && Date.now() - this.#lastFlush >= FLUSH_EVERY_MS);
+  }
+
+  /** Reads the events after the window into it; false when the store could not be read. */
+  async #read(): Promise<boolean> {
+    const hints = this.#hints;
+    const limit = Math.min(PAGE, WINDOW_MAX - this.#window.size);
+    let page;
+    try {
+      page = await this.#context.events.readEvents(this.#window.readUpTo, limit);
+    } catch (err) {
+      this.#context.log.warn({ err, endpointId: this.id }, 'webhook endpoint: could not read the event log; trying again');
+      return false;
+    }
+    if (page.pruned) {
+      this.#moreToRead = false;
+      // Everything read before the pruned stretch is delivered first; then the reset, alone.
+      if (this.#window.size > 0) this.#resetBehind = true;
+      else this.#window.addReset(resetMessage(this.id, this.#window.readUpTo, page.head, new Date()));
+      return true;
+    }
+    for (const event of page.items) this.#window.add(eventMessage(event));
+    this.#moreToRead = page.items.length === limit || this.#hints !== hints;
+    return true;
+  }
+
+  #start(item: WindowItem): void {
+    item.state = 'sending';
+    const send: Promise<void> = this.#attempt(item).finally(() => {
+      this.#sends.delete(send);
+      this.#kick();
+    });
+    this.#sends.add(send);
+  }
+
+  /** One attempt at one event, and what follows from its outcome. */
+  async #attempt(item: WindowItem): Promise<void> {
+    const message = item.message;
     const endpoint = this.#endpoint;
     const at = new Date();
     const headers = webhookHeaders(message, signingSecrets(endpoint, at), at);
@@ -159,47 +236,64 @@ export class EndpointWorker {
     );
     const outcome = sent.outcome;
     // Cut by a shutdown (the sends in flight are aborted): not the receiver's failure; the next holder sends it again.
-    if (this.#stopped && !isDelivered(outcome)) return false;
+    if (this.#stopped && !isDelivered(outcome)) {
+      item.state = 'waiting';
+      return;
+    }
     this.#pending.push(attemptRecord(this.id, message, at, sent));
     this.#context.observer?.attempted(this.id, attemptResult(outcome), sent.durationMs);
-    const step = nextStep(outcome, this.#failures, this.#context.schedule, new Date());
+    const step = nextStep(outcome, item.failures, this.#context.schedule, new Date());
     if (step.kind === 'delivered') {
       if (message.occurredAt) this.#context.observer?.delivered(Date.now() - message.occurredAt.getTime());
-      this.#deliveredSeq = message.seq;
-      this.#failures = 0;
-      this.#nextAttemptAt = null;
-      if (this.#pending.length >= FLUSH_AT || Date.now() - this.#lastFlush >= FLUSH_EVERY_MS) return this.#flush();
-      return true;
+      this.#window.delivered(item);
+      // After a reset, the log is read again from the head it named.
+      if (message.pets === undefined) this.#moreToRead = true;
+      if (this.#resetBehind && this.#window.size === 0) {
+        this.#resetBehind = false;
+        this.#moreToRead = true;
+      }
+      return;
     }
-    this.#failures = step.failures;
+    item.failures = step.failures;
+    item.state = 'waiting';
     this.#lastFailureAt = at;
     this.#lastFailure = failureText(outcome);
+    this.#failedSinceFlush = true;
     const fields = { endpointId: this.id, url: endpoint.url, eventId: message.id, failures: step.failures, failure: this.#lastFailure };
     if (step.kind === 'retry') {
-      this.#nextAttemptAt = step.at;
+      item.retryAt = step.at.getTime();
+      // A receiver asking for a pause asks it of the endpoint; with one request at a time, every event waits for the one failing.
+      if (('retryAfterMs' in outcome && outcome.retryAfterMs !== undefined) || endpoint.maxInFlight === 1) {
+        this.#pausedUntil = Math.max(this.#pausedUntil, item.retryAt);
+      }
       this.#context.log.warn({ ...fields, retryAt: step.at.toISOString() }, 'webhook delivery failed; it is tried again later');
-      await this.#flush();
     } else {
-      this.#nextAttemptAt = null;
       this.#context.log.warn({ ...fields, reason: step.why }, 'webhook endpoint disabled');
-      await this.#flush(step.why);
+      this.#disable = step.why;
       this.#stopped = true;
+      this.#interrupt?.();
     }
-    return false;
   }
 
   /**
    * Records the attempts since the last flush and where the endpoint stands, while the lease
    * holds; false (and the worker stops) once the store refuses. A store that cannot be reached is
-   * tried again, deliveries waiting, unless the worker is stopping (what was not recorded is sent again).
+   * tried again (the worker sends nothing once its lease may have run out: leaseFresh), unless the
+   * worker is stopping (what was not recorded is sent again).
    */
   async #flush(disable?: string): Promise<boolean> {
-    if (this.#pending.length === 0 && disable === undefined) return true;
+    if (this.#pending.length === 0 && !this.#failedSinceFlush && disable === undefined) return true;
+    // The place and the attempts as they are now, together: sends that end during the write go in the next flush.
+    const attempts = this.#pending;
+    this.#pending = [];
+    this.#failedSinceFlush = false;
+    const position = this.#window.position();
+    const now = Date.now();
     const progress = {
-      attempts: this.#pending,
-      deliveredSeq: this.#deliveredSeq,
-      failures: this.#failures,
-      nextAttemptAt: this.#nextAttemptAt,
+      attempts,
+      ...position,
+      failures: position.retrying.reduce((most, r) => Math.max(most, r.failures), 0),
+      nextAttemptAt: this.#pausedUntil > now ? new Date(this.#pausedUntil) : null,
       lastFailureAt: this.#lastFailureAt,
       lastFailure: this.#lastFailure,
       ...(disable !== undefined && { disable }),
@@ -207,9 +301,9 @@ export class EndpointWorker {
     for (;;) {
       try {
         const held = await this.#context.deliveries.recordProgress(this.id, this.#context.holder, progress, this.claimedAt);
-        this.#pending = [];
         this.#lastFlush = Date.now();
         if (!held) {
+          this.#refused = true;
           this.#context.log.info({ endpointId: this.id }, 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');
           this.#stopped = true;
         }
@@ -217,14 +311,20 @@ export class EndpointWorker {
       } catch (err) {
         this.#context.log.warn({ err, endpointId: this.id }, 'webhook endpoint: could not record deliveries; trying again');
         if (this.#stopped) return false;
-        await this.#sleep(STORE_RETRY_MS, false);
+        // Not the loop's sleep: the loop goes on beside a flush.
+        await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS).unref());
       }
     }
   }
 
-  /** Waits `ms` (undefined: until woken), or until stopped, or (`wakeable`) until a hint comes. */
+  #kick(): void {
+    this.#kicked = true;
+    this.#wakeUp?.();
+  }
+
+  /** Waits `ms` (undefined: until woken), or until stopped, or (`wakeable`) until a hint, a send's end or an update comes. */
   #sleep(ms: number | undefined, wakeable: boolean): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
+    if (this.#stopped || (wakeable && this.#kicked)) return Promise.resolve();
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const done = () => {

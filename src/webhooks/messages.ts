@@ -8,13 +8,15 @@ export interface WebhookMessage {
   /** The seq it moves the endpoint to once delivered; 0 for a test, which moves nothing. */
   seq: number;
   body: string;
+  /** The pets it tells of, whose order it keeps (decisions 10.4); undefined: it concerns every pet (a reset). */
+  pets?: readonly bigint[];
   /** When the change it tells of committed (the delivery latency is measured from it); undefined for a test or a reset. */
   occurredAt?: Date;
 }
 
 /** An event of the log, as the feed and the stream have it. */
 export function eventMessage(event: InventoryEvent): WebhookMessage {
-  return { id: eventId(event.seq), seq: event.seq, body: eventJson(event), occurredAt: event.occurredAt };
+  return { id: eventId(event.seq), seq: event.seq, body: eventJson(event), pets: [event.petId], occurredAt: event.occurredAt };
 }
 
 /**

@@ -100,7 +100,8 @@ for (const backend of BACKENDS) {
       const json = await run('webhooks', 'add', '--url', 'http://127.0.0.1:9/shop', '--json');
       assert.equal(json.code, 0, json.err);
       const last = JSON.parse(json.out.trimEnd().split('\n').at(-1)!) as Record<string, unknown>;
-      assert.deepEqual(Object.keys(last), ['id', 'url', 'secret', 'enabled']);
+      assert.deepEqual(Object.keys(last), ['id', 'url', 'secret', 'enabled', 'maxInFlight']);
+      assert.equal(last.maxInFlight, 16, 'a new endpoint gets 16 unless told');
       assert.match(String(last.id), ID);
       assert.equal(last.url, 'http://127.0.0.1:9/shop');
       assert.match(String(last.secret), new RegExp(`^${SECRET.source}$`));
@@ -114,9 +115,9 @@ for (const backend of BACKENDS) {
       const table = await run('webhooks', 'list');
       assert.equal(table.code, 0, table.err);
       const lines = table.out.trimEnd().split('\n');
-      assert.match(lines[0]!, /^ID\s+URL\s+STATE\s+DELIVERED\s+BACKLOG\s+LAST FAILURE$/);
-      assert.match(lines[1]!, new RegExp(`^${id}\\s+http://127\\.0\\.0\\.1:9/till\\s+enabled\\s+0\\s+3\\s+-$`));
-      assert.match(lines[2]!, new RegExp(`^${String(last.id)}\\s+http://127\\.0\\.0\\.1:9/shop\\s+enabled\\s+0\\s+3\\s+-$`));
+      assert.match(lines[0]!, /^ID\s+URL\s+STATE\s+IN FLIGHT\s+DELIVERED\s+BACKLOG\s+LAST FAILURE$/);
+      assert.match(lines[1]!, new RegExp(`^${id}\\s+http://127\\.0\\.0\\.1:9/till\\s+enabled\\s+at most 16\\s+0\\s+3\\s+-$`));
+      assert.match(lines[2]!, new RegExp(`^${String(last.id)}\\s+http://127\\.0\\.0\\.1:9/shop\\s+enabled\\s+at most 16\\s+0\\s+3\\s+-$`));
 
       const listed = await run('webhooks', 'list', '--json');
       assert.equal(listed.code, 0, listed.err);
@@ -157,13 +158,13 @@ for (const backend of BACKENDS) {
       };
 
       // The receiver failed: the table and --json show it.
-      const failing = { deliveredSeq: 0, failures: 1, nextAttemptAt: new Date(Date.now() + 5000), lastFailureAt: failedAt, lastFailure: 'HTTP 500' };
+      const failing = { deliveredSeq: 0, deliveredAbove: [], retrying: [], failures: 1, nextAttemptAt: new Date(Date.now() + 5000), lastFailureAt: failedAt, lastFailure: 'HTTP 500' };
       assert.equal(await store.webhookDeliveries.recordProgress(id, 'holder', { ...failing, attempts: [attempt(1, failedAt, 500)] }, leased.leaseClaimedAt), true);
       assert.equal(await lastFailureColumn(), `${failedAt.toISOString().replace(/\.\d{3}Z$/, 'Z')} HTTP 500`);
       assert.deepEqual(await jsonFailure(), { lastFailure: 'HTTP 500', failures: 1 });
 
       // Healthy again: both events delivered since. The table no longer shows the old failure; --json keeps it, failures 0.
-      const healthy = { deliveredSeq: 2, failures: 0, nextAttemptAt: null, lastFailureAt: failedAt, lastFailure: 'HTTP 500' };
+      const healthy = { deliveredSeq: 2, deliveredAbove: [], retrying: [], failures: 0, nextAttemptAt: null, lastFailureAt: failedAt, lastFailure: 'HTTP 500' };
       const later = new Date(failedAt.getTime() + 5000);
       assert.equal(await store.webhookDeliveries.recordProgress(id, 'holder', { ...healthy, attempts: [attempt(1, later, 204), attempt(2, new Date(later.getTime() + 1), 204)] }, leased.leaseClaimedAt), true);
       assert.equal(await lastFailureColumn(), '-');
@@ -172,7 +173,7 @@ for (const backend of BACKENDS) {
       // Failing again: the new failure shows.
       assert.equal((await run('pets', 'add', '--pet-id', '3', '--status', 'available')).code, 0);
       const failedAgainAt = new Date(later.getTime() + 10_000);
-      const again = { deliveredSeq: 2, failures: 1, nextAttemptAt: new Date(Date.now() + 5000), lastFailureAt: failedAgainAt, lastFailure: 'ECONNREFUSED' };
+      const again = { deliveredSeq: 2, deliveredAbove: [], retrying: [], failures: 1, nextAttemptAt: new Date(Date.now() + 5000), lastFailureAt: failedAgainAt, lastFailure: 'ECONNREFUSED' };
       assert.equal(await store.webhookDeliveries.recordProgress(id, 'holder', { ...again, attempts: [attempt(3, failedAgainAt, null)] }, leased.leaseClaimedAt), true);
       assert.match((await lastFailureColumn())!, /ECONNREFUSED$/);
     });
@@ -235,9 +236,32 @@ for (const backend of BACKENDS) {
         assertFailed(pasted, 2, /that is a signing secret, not an endpoint id/);
         assert.ok(!pasted.err.includes('c2VjcmV0'), 'a pasted secret is not echoed');
       }
+      assertFailed(await run('webhooks', 'update', 'whk_nope', '--max-in-flight', '4'), 1, /^petstore-inventory: no webhook endpoint whk_nope\b/);
       assertFailed(await run('webhooks', 'replay', 'whk_nope', '--from', '1'), 1, /^petstore-inventory: no webhook endpoint whk_nope\b/);
       assertFailed(await run('webhooks', 'frobnicate'), 2, /webhooks has no command "frobnicate"/);
       assertFailed(await run('webhooks', 'deliveries', 'whk_nope', '--limit', '0'), 2, /--limit must be a whole number from 1 to 1000/);
+    });
+
+    test('add --max-in-flight N and update ID --max-in-flight N set the requests open at once; out of 1 to 100 is a usage error', async (t) => {
+      const { run } = await sandbox(t);
+      const added = await run('webhooks', 'add', '--url', 'http://127.0.0.1:9/till', '--max-in-flight', '1', '--json');
+      assert.equal(added.code, 0, added.err);
+      const { id, maxInFlight } = JSON.parse(added.out) as { id: string; maxInFlight: number };
+      assert.equal(maxInFlight, 1);
+      const updated = await run('webhooks', 'update', id, '--max-in-flight', '100', '--json');
+      assert.equal(updated.code, 0, updated.err);
+      assert.deepEqual(JSON.parse(updated.out), { id, maxInFlight: 100 });
+      const plain = await run('webhooks', 'update', id, '--max-in-flight', '8');
+      assert.match(plain.out, new RegExp(`^Webhook endpoint ${id} now gets up to 8 requests at once`));
+      const listed = JSON.parse((await run('webhooks', 'list', '--json')).out) as { items: { maxInFlight: number; retrying: number }[] };
+      assert.deepEqual([listed.items[0]!.maxInFlight, listed.items[0]!.retrying], [8, 0]);
+      for (const bad of ['0', '101', '-1', '2.5', 'many', '']) {
+        assertFailed(await run('webhooks', 'update', id, '--max-in-flight', bad), 2, /--max-in-flight must be a whole number from 1 to 100/);
+        assertFailed(await run('webhooks', 'add', '--url', 'http://127.0.0.1:9/x', '--max-in-flight', bad), 2, /--max-in-flight must be a whole number from 1 to 100/);
+      }
+      assertFailed(await run('webhooks', 'update', id), 2, /webhooks update needs --max-in-flight N/);
+      assertFailed(await run('webhooks', 'update', '--max-in-flight', '3'), 2, /takes exactly one endpoint id/);
+      assert.equal((JSON.parse((await run('webhooks', 'list', '--json')).out) as { items: unknown[] }).items.length, 1, 'nothing added by a refused add');
     });
 
     test('replay --from SEQ moves the endpoint back to just before SEQ; a bad or missing --from is a usage error', async (t) => {

@@ -38,6 +38,8 @@ for (const backend of BACKENDS) {
       assert.equal(sample(text, 'inventory_webhook_delivery_latency_seconds_count'), 3);
       assert.equal(sample(text, 'inventory_webhook_backlog_events', { endpoint: parked.id }), 3, 'the disabled endpoint is three events behind');
       assert.equal(sample(text, 'inventory_webhook_endpoint_enabled', { endpoint: parked.id }), 0);
+      // Recorded by the endpoint's next flush: the failed event was delivered on its retry, nothing waits.
+      while (sample(await metrics.render(), 'inventory_webhook_retrying_events', { endpoint: endpoint.id }) !== 0) await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal(sample(text, 'inventory_webhook_endpoint_enabled', { endpoint: endpoint.id }), 1);
       for (const secret of [endpoint.secret, parked.secret]) assert.ok(!text.includes(secret.slice(6)), 'no secret in the metrics');
     });

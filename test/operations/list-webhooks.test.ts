@@ -9,7 +9,7 @@ import { patch } from '../support/requests.js';
 
 /** GET /v1/webhooks: the endpoints' state for a key with webhooks:manage, never a secret; every error path. */
 
-const FIELDS = ['id', 'url', 'description', 'enabled', 'disabledReason', 'deliveredSeq', 'backlog', 'failures', 'nextAttemptAt', 'lastFailureAt', 'lastFailure', 'createdAt'];
+const FIELDS = ['id', 'url', 'description', 'enabled', 'disabledReason', 'deliveredSeq', 'backlog', 'maxInFlight', 'failures', 'retrying', 'nextAttemptAt', 'lastFailureAt', 'lastFailure', 'createdAt'];
 /** The two endpoints' first secrets and the one that replaces the second's. */
 const SECRETS = [1, 2, 3].map((byte) => `whsec_${Buffer.alloc(32, byte).toString('base64')}`);
 
@@ -50,7 +50,9 @@ for (const backend of BACKENDS) {
         disabledReason: null,
         deliveredSeq: head,
         backlog: 2,
+        maxInFlight: 16,
         failures: 0,
+        retrying: 0,
         nextAttemptAt: null,
         lastFailureAt: null,
         lastFailure: null,

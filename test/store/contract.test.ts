@@ -104,6 +104,7 @@ const EVERY_CALL = {
     enableEndpoint: (s) => s.webhookEndpoints.enableEndpoint('whk_1'),
     rotateSecret: (s) => s.webhookEndpoints.rotateSecret('whk_1', 'whsec_BBBB', new Date()),
     replayFrom: (s) => s.webhookEndpoints.replayFrom('whk_none', 0),
+    updateEndpoint: (s) => s.webhookEndpoints.updateEndpoint('whk_1', { maxInFlight: 4 }),
     recordAttempts: (s) =>
       s.webhookEndpoints.recordAttempts([
         { endpointId: 'whk_1', eventId: 'evt_test', seq: 0, attemptedAt: new Date(), status: 200, error: null, durationMs: 1, responseBody: null },
@@ -114,7 +115,7 @@ const EVERY_CALL = {
     leaseEndpoints: (s) => s.webhookDeliveries.leaseEndpoints('holder', 1000),
     releaseLeases: (s) => s.webhookDeliveries.releaseLeases('holder'),
     recordProgress: (s) =>
-      s.webhookDeliveries.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),
+      s.webhookDeliveries.recordProgress('whk_1', 'holder', { attempts: [], deliveredSeq: 0, deliveredAbove: [], retrying: [], failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null }),
     endpointsVersion: (s) => s.webhookDeliveries.endpointsVersion(),
     // Answers at once, as onAppended.
     onEndpointsChanged: async (s) => s.webhookDeliveries.onEndpointsChanged(() => {}),

@@ -55,7 +55,7 @@ function attempt(endpointId: string, seq: number, n = seq, overrides: Partial<De
 }
 
 function progress(deliveredSeq: number, attempts: DeliveryAttempt[], overrides: Partial<DeliveryProgress> = {}): DeliveryProgress {
-  return { attempts, deliveredSeq, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null, ...overrides };
+  return { attempts, deliveredSeq, deliveredAbove: [], retrying: [], failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null, ...overrides };
 }
 
 /** Appends `n` events: creates pet `petId` and changes its quantity n - 1 times. */
@@ -94,6 +94,7 @@ const ENDPOINT_MEMBERS: Record<keyof WebhookEndpoints, { bumps: boolean; call: (
   disableEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.disableEndpoint('whk_1', DISABLED_BY_OPERATOR) },
   enableEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.enableEndpoint('whk_1') },
   replayFrom: { bumps: true, call: (s) => s.webhookEndpoints.replayFrom('whk_1', 0) },
+  updateEndpoint: { bumps: true, call: (s) => s.webhookEndpoints.updateEndpoint('whk_1', { maxInFlight: 4 }) },
   rotateSecret: { bumps: true, call: (s) => s.webhookEndpoints.rotateSecret('whk_1', 'whsec_rotated', new Date(Date.now() + 60_000)) },
   listEndpoints: { bumps: false, call: (s) => s.webhookEndpoints.listEndpoints() },
   getEndpoint: { bumps: false, call: (s) => s.webhookEndpoints.getEndpoint('whk_1') },
@@ -121,6 +122,9 @@ for (const backend of BACKENDS) {
         nextAttemptAt: null,
         lastFailureAt: null,
         lastFailure: null,
+        maxInFlight: 16,
+        deliveredAbove: [],
+        retrying: [],
       });
       await appendEvents(store, 2n, 2);
       assert.deepEqual(await store.webhookEndpoints.getEndpoint('whk_1'), added);
@@ -209,6 +213,31 @@ for (const backend of BACKENDS) {
       const stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
       assert.deepEqual([stands.deliveredSeq, stands.failures, stands.nextAttemptAt, stands.enabled], [added.deliveredSeq, 0, null, true]);
       assert.equal(await store.webhookEndpoints.replayFrom('whk_none', 0), false);
+    });
+
+    it('replayFrom forgets what was delivered above the old place and the events waiting for a retry; enable forgets the retries only', async (t) => {
+      const store = await openTestStore(backend, t);
+      const added = await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 6);
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      const retrying = [{ seq: 3, failures: 2, at: new Date(Date.UTC(2024, 0, 1, 0, 5)) }];
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, [], { deliveredAbove: [4, 6], retrying, failures: 2 })), true);
+      assert.equal(await store.webhookEndpoints.enableEndpoint('whk_1'), true);
+      let stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
+      assert.deepEqual([stands.deliveredSeq, stands.deliveredAbove, stands.retrying, stands.failures], [2, [4, 6], [], 0]);
+      assert.equal(await store.webhookEndpoints.replayFrom('whk_1', added.deliveredSeq), true);
+      stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
+      assert.deepEqual([stands.deliveredSeq, stands.deliveredAbove, stands.retrying], [added.deliveredSeq, [], []]);
+    });
+
+    it('updateEndpoint sets the requests in flight; undefined for an unknown id; the bounds are kept by the store too', async (t) => {
+      const store = await openTestStore(backend, t);
+      assert.equal((await store.webhookEndpoints.addEndpoint(endpoint(1, { maxInFlight: 1 }))).maxInFlight, 1);
+      assert.equal((await store.webhookEndpoints.updateEndpoint('whk_1', { maxInFlight: 100 }))!.maxInFlight, 100);
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.maxInFlight, 100);
+      assert.equal(await store.webhookEndpoints.updateEndpoint('whk_none', { maxInFlight: 2 }), undefined);
+      await assert.rejects(store.webhookEndpoints.updateEndpoint('whk_1', { maxInFlight: 101 }));
+      await assert.rejects(store.webhookEndpoints.updateEndpoint('whk_1', { maxInFlight: 0 }));
     });
 
     it('rotating the secret keeps the one it replaces until the given time', async (t) => {
@@ -394,6 +423,25 @@ for (const backend of BACKENDS) {
       // The lease is kept: the holder goes on.
       assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(3, [attempt('whk_1', 3, 9)])), true);
       assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.failures, 0);
+    });
+
+    it('records the place above deliveredSeq (delivered seqs, events waiting for a retry) with the attempts, as given', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.webhookEndpoints.addEndpoint(endpoint(1));
+      await appendEvents(store, 1n, 400);
+      await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      const deliveredAbove = [5, 6, 7, 9, ...Array.from({ length: 300 }, (_, i) => 100 + i)];
+      const retrying = [
+        { seq: 2, failures: 1, at: new Date(Date.UTC(2024, 0, 1, 0, 1, 2, 345)) },
+        { seq: 8, failures: 3, at: new Date(Date.UTC(2024, 0, 1, 0, 9)) },
+      ];
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 9)], { deliveredAbove, retrying, failures: 3 })), true);
+      const stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
+      assert.deepEqual([stands.deliveredSeq, stands.deliveredAbove, stands.retrying, stands.failures], [1, deliveredAbove, retrying, 3]);
+      const [leased] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
+      assert.deepEqual([leased!.deliveredAbove, leased!.retrying], [deliveredAbove, retrying], 'a new holder starts from it');
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(400, [])), true);
+      assert.deepEqual((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredAbove, []);
     });
 
     it('records a flush of many attempts whole and in order, however the backend batches its rows', async (t) => {

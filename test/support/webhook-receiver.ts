@@ -14,10 +14,14 @@ export interface Received {
   /** The parsed body. */
   json: { id: string; type: string; seq?: number; data: Record<string, unknown> };
   at: number;
+  /** Its place in the receiver's one sequence of arrivals and answers, so order is told without clocks ... */
+  arrived: number;
+  /** ... and when it was answered; undefined until then (or never: `hang`, `drop`). */
+  answered?: number;
 }
 
-/** How the receiver answers one request: a status (and headers), or `hang` (never answers), or `drop` (closes the connection). */
-export type Answer = { status: number; headers?: Record<string, string> } | 'hang' | 'drop';
+/** How the receiver answers one request: a status (and headers, once `until` resolved and `delayMs` passed), or `hang` (never answers), or `drop` (closes the connection). */
+export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number; until?: Promise<unknown> } | 'hang' | 'drop';
 
 /** A local webhook receiver: it records what it gets, answers as `answer` says, and verifies signatures as a receiver using the reference library would. */
 export interface Receiver {
@@ -40,6 +44,7 @@ export interface Receiver {
 /** Starts a receiver on 127.0.0.1 (a free port, or `port`); closed when the test ends. */
 export async function startReceiver(t: TestContext, port = 0): Promise<Receiver> {
   let server: Server;
+  let step = 0;
   const sockets = new Set<Socket>();
   const waiters = new Set<() => void>();
   const receiver: Receiver = {
@@ -94,13 +99,16 @@ export async function startReceiver(t: TestContext, port = 0): Promise<Receiver>
     receiver.concurrency.max = Math.max(receiver.concurrency.max, receiver.concurrency.now);
     let body = '';
     for await (const chunk of req) body += (chunk as Buffer).toString();
-    const request: Received = { headers: req.headers, body, json: JSON.parse(body) as Received['json'], at: Date.now() };
+    const request: Received = { headers: req.headers, body, json: JSON.parse(body) as Received['json'], at: Date.now(), arrived: step++ };
     const answer = receiver.answer(request, receiver.received.length);
     receiver.received.push(request);
     for (const waiter of [...waiters]) waiter();
     if (answer === 'hang') return;
+    if (answer !== 'drop' && answer.until !== undefined) await answer.until;
+    if (answer !== 'drop' && answer.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     receiver.concurrency.now--;
     if (answer === 'drop') return void req.socket.destroy();
+    request.answered = step++;
     res.writeHead(answer.status, answer.headers).end();
   }
   await receiver.listen();

@@ -3,15 +3,17 @@ import { newEndpointId, newWebhookSecret } from '../../webhooks/secret.js';
 import { parseCommandArgs, printHelp, type Command } from '../command.js';
 import { CliError, EXIT_USAGE } from '../io.js';
 import { withStore } from '../store-access.js';
-import { HELP_OPTION } from './arguments.js';
+import { DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_MAX } from '../../domain/webhook.js';
+import { HELP_OPTION, maxInFlightOption } from './arguments.js';
 import { receiverUrl, URL_MAX } from './receiver-url.js';
 
 const DESCRIPTION_MAX = 200;
 
-const ADD_HELP = `Usage: petstore-inventory webhooks add --url URL [--description TEXT] [--json]
+const ADD_HELP = `Usage: petstore-inventory webhooks add --url URL [--description TEXT] [--max-in-flight N] [--json]
 
 Adds a webhook endpoint to the store DATABASE_URL names: every event appended from now on is
-POSTed to URL, in order, signed (Standard Webhooks). Prints the endpoint's id and its signing
+POSTed to URL, signed (Standard Webhooks): the events of one pet in seq order, one at a time, and
+different pets' at once, up to N requests open (--max-in-flight 1: every event in seq order). Prints the endpoint's id and its signing
 secret; the secret is shown only this once, so give it to the receiver now.
 
 Only https URLs whose host resolves to a public address are accepted; WEBHOOKS_ALLOW_PRIVATE=true
@@ -22,7 +24,8 @@ WEBHOOKS_ALLOW_PRIVATE=true too.
 Options:
   --url URL           where the events go (required, at most ${URL_MAX} characters)
   --description TEXT  what or who receives them (at most ${DESCRIPTION_MAX} characters)
-  --json              print one JSON object: id, url, secret, enabled
+  --max-in-flight N   requests open at once, 1 to ${MAX_IN_FLIGHT_MAX} (default ${DEFAULT_MAX_IN_FLIGHT}); "webhooks update" changes it
+  --json              print one JSON object: id, url, secret, enabled, maxInFlight
   -h, --help          show this help
 `;
 
@@ -32,22 +35,23 @@ export const addCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({
       args,
-      options: { url: { type: 'string' }, description: { type: 'string' }, json: { type: 'boolean' }, help: HELP_OPTION },
+      options: { url: { type: 'string' }, description: { type: 'string' }, 'max-in-flight': { type: 'string' }, json: { type: 'boolean' }, help: HELP_OPTION },
       strict: true,
     });
     if (values.help) return printHelp(io, ADD_HELP);
     const description = checkDescription(values.description);
     if (values.url === undefined) throw new CliError('webhooks add needs --url URL (where the events are POSTed)', EXIT_USAGE);
+    const maxInFlight = values['max-in-flight'] === undefined ? DEFAULT_MAX_IN_FLIGHT : maxInFlightOption(values['max-in-flight']);
     const url = await receiverUrl(values.url, loadConfig(io.env).webhooksAllowPrivate, io);
     const endpoint = await withStore(io, ['webhookEndpoints'], ({ webhookEndpoints }) =>
-      webhookEndpoints.addEndpoint({ id: newEndpointId(), url, description, secret: newWebhookSecret(), createdAt: new Date() }),
+      webhookEndpoints.addEndpoint({ id: newEndpointId(), url, description, secret: newWebhookSecret(), createdAt: new Date(), maxInFlight }),
     );
     if (values.json) {
-      io.stdout(`${JSON.stringify({ id: endpoint.id, url: endpoint.url, secret: endpoint.secret, enabled: endpoint.enabled })}\n`);
+      io.stdout(`${JSON.stringify({ id: endpoint.id, url: endpoint.url, secret: endpoint.secret, enabled: endpoint.enabled, maxInFlight: endpoint.maxInFlight })}\n`);
       io.stderr(`Added webhook endpoint ${endpoint.id}: it receives the events after seq ${endpoint.deliveredSeq}. The secret will not be shown again: store it now.\n`);
     } else {
       io.stdout(
-        `Added webhook endpoint ${endpoint.id} for ${endpoint.url}: it receives the events after seq ${endpoint.deliveredSeq}.\n` +
+        `Added webhook endpoint ${endpoint.id} for ${endpoint.url}: it receives the events after seq ${endpoint.deliveredSeq}, up to ${endpoint.maxInFlight} at once.\n` +
           `Signing secret: ${endpoint.secret}\n` +
           'The secret will not be shown again: store it now (webhooks rotate-secret makes a new one).\n',
       );

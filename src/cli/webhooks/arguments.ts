@@ -1,3 +1,4 @@
+import { MAX_IN_FLIGHT_MAX, MAX_IN_FLIGHT_MIN } from '../../domain/webhook.js';
 import { CliError, EXIT_USAGE } from '../io.js';
 
 /** The --help option every webhooks command takes. */
@@ -12,6 +13,16 @@ export function endpointIdArgument(command: string, positionals: readonly string
   // A secret pasted by mistake must not be echoed back: secrets never appear in messages.
   if (id.startsWith('whsec_')) throw new CliError('that is a signing secret, not an endpoint id: pass the whk_... id that "petstore-inventory webhooks list" shows', EXIT_USAGE);
   return id;
+}
+
+/** The value of --max-in-flight, or the usage error naming the bounds. */
+export function maxInFlightOption(raw: string): number {
+  const n = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= MAX_IN_FLIGHT_MIN && n <= MAX_IN_FLIGHT_MAX)) {
+    // Cut and quoted: whatever was typed cannot garble the terminal.
+    throw new CliError(`--max-in-flight must be a whole number from ${MAX_IN_FLIGHT_MIN} to ${MAX_IN_FLIGHT_MAX} (got ${JSON.stringify(raw.slice(0, 20))})`, EXIT_USAGE);
+  }
+  return n;
 }
 
 /** The failure of a command given an id no endpoint has (exit 1). */

@@ -13,9 +13,10 @@ const DELIVERIES_MAX = 1000;
 
 const LIST_HELP = `Usage: petstore-inventory webhooks list [--json]
 
-Lists the webhook endpoints: id, URL, whether enabled (or why not), the seq delivered up to, the
-backlog (events committed and not yet delivered) and the last failure, while no attempt has
-succeeded since it. Never a signing secret.
+Lists the webhook endpoints: id, URL, whether enabled (or why not, or how many events wait for a
+retry), the requests open at once at most, the seq delivered up to, the backlog (events committed
+and not yet delivered) and the last failure, while no attempt has succeeded since it. Never a
+signing secret.
 
 Options:
   --json      print what GET /v1/webhooks answers: {"items": [...], "head": N}; its lastFailure
@@ -53,17 +54,20 @@ export const listCommand: Command = {
     } else if (list.items.length === 0) {
       io.stdout('No webhook endpoints yet. Add one with: petstore-inventory webhooks add --url URL\n');
     } else {
-      io.stdout(formatTable(['ID', 'URL', 'STATE', 'DELIVERED', 'BACKLOG', 'LAST FAILURE'], list.items.map((e) => endpointRow(e, newest.get(e.id)))));
+      io.stdout(
+        formatTable(['ID', 'URL', 'STATE', 'IN FLIGHT', 'DELIVERED', 'BACKLOG', 'LAST FAILURE'], list.items.map((e) => endpointRow(e, newest.get(e.id)))),
+      );
     }
     return 0;
   },
 };
 
 function endpointRow(e: WebhookEndpointBody, newest: DeliveryAttempt | undefined): string[] {
-  const state = e.enabled ? (e.failures > 0 ? `retrying (${e.failures} failed)` : 'enabled') : `disabled: ${(e.disabledReason ?? 'no reason recorded').replace(/^disabled /, '')}`;
+  const retrying = `retrying ${e.retrying} event${e.retrying === 1 ? '' : 's'} (${e.failures} failed)`;
+  const state = e.enabled ? (e.retrying > 0 ? retrying : 'enabled') : `disabled: ${(e.disabledReason ?? 'no reason recorded').replace(/^disabled /, '')}`;
   const current = currentFailure(e, newest);
   const failure = current === null ? '-' : `${current.at === null ? '' : `${formatTime(current.at)} `}${current.text}`;
-  return [e.id, e.url, state, String(e.deliveredSeq), String(e.backlog), failure];
+  return [e.id, e.url, state, `at most ${e.maxInFlight}`, String(e.deliveredSeq), String(e.backlog), failure];
 }
 
 /** webhooks deliveries ID: the delivery log, newest first. */

@@ -36,7 +36,7 @@ Options:
 
 const REPLAY_HELP = `Usage: petstore-inventory webhooks replay ID --from SEQ
 
-Delivers again, in order, every event from seq SEQ on that the event log still holds (see
+Delivers again, in order (per pet, or every event with --max-in-flight 1), every event from seq SEQ on that the event log still holds (see
 "petstore-inventory webhooks deliveries ID" and "events tail" for the seqs): for a receiver that
 lost what it had been sent. Each event keeps its webhook-id, so a receiver that drops repeats must
 forget those first. An endpoint behind the event retention gets webhook.reset instead. A disabled

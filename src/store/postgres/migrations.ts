@@ -248,6 +248,17 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO webhook_state (id, endpoints_version) VALUES (1, 0);
     `,
   },
+  {
+    version: 12,
+    name: 'webhook endpoints: requests in flight, the place above deliveredSeq',
+    sql: `
+      -- Endpoints made before this keep 1 (strict seq order, as they had); new ones get their own (decisions 10.13).
+      ALTER TABLE webhook_endpoints ADD COLUMN max_in_flight INTEGER NOT NULL DEFAULT 1 CHECK (max_in_flight BETWEEN 1 AND 100);
+      -- The seqs delivered above delivered_seq, as ranges ("12-15,18"), and the events waiting for a retry ("seq:failures:ms,...").
+      ALTER TABLE webhook_endpoints ADD COLUMN delivered_above TEXT NOT NULL DEFAULT '';
+      ALTER TABLE webhook_endpoints ADD COLUMN retrying TEXT NOT NULL DEFAULT '';
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

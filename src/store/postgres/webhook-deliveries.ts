@@ -1,3 +1,4 @@
+import { encodeRetrying, encodeSeqs } from '../../domain/webhook-position.js';
 import type { WebhookDeliveries } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
 import { endpointsBump, READ_ENDPOINTS_VERSION } from './endpoints-version.js';
@@ -30,7 +31,8 @@ const STATEMENTS = {
              UPDATE webhook_endpoints SET delivered_seq = $3, failures = $4, next_attempt_at = $5, last_failure_at = $6, last_failure = $7,
                enabled = $8::text IS NULL, disabled_reason = $8::text,
                lease_holder = CASE WHEN $8::text IS NULL THEN lease_holder END,
-               lease_until = CASE WHEN $8::text IS NULL THEN lease_until END
+               lease_until = CASE WHEN $8::text IS NULL THEN lease_until END,
+               delivered_above = $18, retrying = $19
              WHERE id = $1 AND lease_holder = $2 AND lease_until > now() AND enabled AND ($17::timestamptz IS NULL OR lease_since = $17)
              RETURNING id),
            inserted AS (
@@ -39,7 +41,7 @@ const STATEMENTS = {
              FROM e, ${ATTEMPTS(9)}
              ORDER BY a.ordinality),
            -- A worker's own disable (410, the schedule used up) is a change of the endpoints every dispatcher acts on.
-           ${endpointsBump('$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM e)', '$18')}
+           ${endpointsBump('$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM e)', '$20')}
            SELECT count(*)::integer AS recorded FROM e, (SELECT count(*) FROM bumped) b`,
   },
 } as const satisfies Record<string, Statement>;
@@ -66,6 +68,8 @@ export function webhookDeliveries({ query }: Pooled, log: Pick<EventLog, 'channe
         p.disable ?? null,
         ...attemptArrays(p.attempts.map((a) => ({ ...a, endpointId: id }))),
         claimedAt?.toISOString() ?? null,
+        encodeSeqs(p.deliveredAbove),
+        encodeRetrying(p.retrying),
         log.channel,
       ];
       const held = (await query<{ recorded: number }>(STATEMENTS.progress, values)).rows[0]!.recorded === 1;

@@ -1,4 +1,4 @@
-import type { DeliveryAttempt } from '../../domain/webhook.js';
+import { DEFAULT_MAX_IN_FLIGHT, type DeliveryAttempt } from '../../domain/webhook.js';
 import type { WebhookEndpoints } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
 import { changingEndpoints } from './endpoints-version.js';
@@ -20,10 +20,10 @@ const STATEMENTS = {
   // One statement, one snapshot: an event committed before it is behind the endpoint's start, one committed after it is delivered.
   add: changingEndpoints(
     'webhook-add',
-    `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
-     SELECT $1, $2, $3, $4, true, $5, events_head, 0 FROM store_state WHERE id = 1
+    `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures, max_in_flight)
+     SELECT $1, $2, $3, $4, true, $5, events_head, 0, $6 FROM store_state WHERE id = 1
      RETURNING ${ENDPOINT_COLUMNS}`,
-    '$6',
+    '$7',
   ),
   list: { name: 'webhook-list', text: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id` },
   get: { name: 'webhook-get', text: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1` },
@@ -36,12 +36,12 @@ const STATEMENTS = {
   ),
   enable: changingEndpoints(
     'webhook-enable',
-    `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1 RETURNING id`,
+    `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, retrying = '', ${NEW_CLAIM} WHERE id = $1 RETURNING id`,
     '$2',
   ),
   replay: changingEndpoints(
     'webhook-replay',
-    `UPDATE webhook_endpoints SET delivered_seq = $2, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1 RETURNING id`,
+    `UPDATE webhook_endpoints SET delivered_seq = $2, delivered_above = '', retrying = '', failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = $1 RETURNING id`,
     '$3',
   ),
   // The right-hand sides read the row as it was: the old secret becomes the previous one.
@@ -51,6 +51,8 @@ const STATEMENTS = {
      RETURNING ${ENDPOINT_COLUMNS}`,
     '$4',
   ),
+  // The endpoints version moves with it, so the running worker is given it at once (decisions 10.11).
+  update: changingEndpoints('webhook-update', `UPDATE webhook_endpoints SET max_in_flight = $2 WHERE id = $1 RETURNING ${ENDPOINT_COLUMNS}`, '$3'),
   // An endpoint removed meanwhile is skipped (its row lock finds it gone), not refused by the foreign key.
   record: {
     name: 'webhook-record',
@@ -84,7 +86,15 @@ export function webhookEndpoints({ query }: Pooled, log: Pick<EventLog, 'channel
   };
   return {
     async addEndpoint(e) {
-      const { rows } = await query<EndpointRow>(STATEMENTS.add, [e.id, e.url, e.description, e.secret, e.createdAt.toISOString(), channel]);
+      const { rows } = await query<EndpointRow>(STATEMENTS.add, [
+        e.id,
+        e.url,
+        e.description,
+        e.secret,
+        e.createdAt.toISOString(),
+        e.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
+        channel,
+      ]);
       told(true);
       return toEndpoint(rows[0]!);
     },
@@ -98,6 +108,11 @@ export function webhookEndpoints({ query }: Pooled, log: Pick<EventLog, 'channel
     enableEndpoint: async (id) => told((await query(STATEMENTS.enable, [id, channel])).rowCount === 1),
     async rotateSecret(id, secret, previousUntil) {
       const row = (await query<EndpointRow>(STATEMENTS.rotate, [id, secret, previousUntil.toISOString(), channel])).rows[0];
+      told(row !== undefined);
+      return row && toEndpoint(row);
+    },
+    async updateEndpoint(id, changes) {
+      const row = (await query<EndpointRow>(STATEMENTS.update, [id, changes.maxInFlight, channel])).rows[0];
       told(row !== undefined);
       return row && toEndpoint(row);
     },

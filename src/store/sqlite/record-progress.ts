@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { encodeRetrying, encodeSeqs } from '../../domain/webhook-position.js';
 import type { DeliveryAttempt, DeliveryProgress } from '../../domain/webhook.js';
 import { bumpEndpointsVersion } from './endpoints-version.js';
 
@@ -33,6 +34,8 @@ interface ProgressRow {
   holder: string;
   since: number | null;
   delivered_seq: number;
+  delivered_above: string;
+  retrying: string;
   failures: number;
   next_attempt_at: string | null;
   last_failure_at: string | null;
@@ -48,6 +51,8 @@ export function progressWrite(id: string, holder: string, p: DeliveryProgress, c
       holder,
       since: claimedAt?.getTime() ?? null,
       delivered_seq: p.deliveredSeq,
+      delivered_above: encodeSeqs(p.deliveredAbove),
+      retrying: encodeRetrying(p.retrying),
       failures: p.failures,
       next_attempt_at: p.nextAttemptAt?.toISOString() ?? null,
       last_failure_at: p.lastFailureAt?.toISOString() ?? null,
@@ -104,7 +109,7 @@ function writesOn(db: Database.Database): Writes {
 function writesFor(db: Database.Database): Writes {
   // Only while the holder's lease is live and the endpoint enabled; disabling gives the lease up.
   const progress = db.prepare<ProgressRow & { now: number }>(
-    `UPDATE webhook_endpoints SET delivered_seq = @delivered_seq, failures = @failures, next_attempt_at = @next_attempt_at,
+    `UPDATE webhook_endpoints SET delivered_seq = @delivered_seq, delivered_above = @delivered_above, retrying = @retrying, failures = @failures, next_attempt_at = @next_attempt_at,
        last_failure_at = @last_failure_at, last_failure = @last_failure,
        enabled = @disable IS NULL, disabled_reason = @disable,
        lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { DeliveryAttempt } from '../../domain/webhook.js';
+import { DEFAULT_MAX_IN_FLIGHT, type DeliveryAttempt } from '../../domain/webhook.js';
 import type { AppendedSignal } from '../appended.js';
 import type { WebhookEndpoints } from '../store.js';
 import { committed, LIMIT, type Run } from './connection.js';
@@ -31,8 +31,8 @@ export function webhookEndpoints(
   const stmt = {
     // The head is read under the write lock the insert takes, so no event can commit between the two.
     add: db.prepare<[NewRow], EndpointRow>(
-      `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
-       SELECT @id, @url, @description, @secret, 1, @created_at, events_head, 0 FROM store_state WHERE id = 1
+      `INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures, max_in_flight)
+       SELECT @id, @url, @description, @secret, 1, @created_at, events_head, 0, @max_in_flight FROM store_state WHERE id = 1
        RETURNING ${ENDPOINT_COLUMNS}`,
     ),
     list: db.prepare<[], EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at, id`),
@@ -43,16 +43,18 @@ export function webhookEndpoints(
       'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?',
     ),
     enable: db.prepare<[string]>(
-      `UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
+      `UPDATE webhook_endpoints SET enabled = 1, disabled_reason = NULL, failures = 0, next_attempt_at = NULL, retrying = '', ${NEW_CLAIM} WHERE id = ?`,
     ),
     replay: db.prepare<[number, string]>(
-      `UPDATE webhook_endpoints SET delivered_seq = ?, failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
+      `UPDATE webhook_endpoints SET delivered_seq = ?, delivered_above = '', retrying = '', failures = 0, next_attempt_at = NULL, ${NEW_CLAIM} WHERE id = ?`,
     ),
     // The right-hand sides read the row as it was: the old secret becomes the previous one.
     rotate: db.prepare<[string, string, string], EndpointRow>(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ? WHERE id = ?
        RETURNING ${ENDPOINT_COLUMNS}`,
     ),
+    // The endpoints version moves with it, so the running worker is given it at once (decisions 10.11).
+    update: db.prepare<[number, string], EndpointRow>(`UPDATE webhook_endpoints SET max_in_flight = ? WHERE id = ? RETURNING ${ENDPOINT_COLUMNS}`),
     deliveries: db.prepare<[string, number], DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id DESC LIMIT ${LIMIT}`,
     ),
@@ -72,6 +74,7 @@ export function webhookEndpoints(
   const enable = changingEndpoints(db, (id: string) => stmt.enable.run(id), one);
   const replay = changingEndpoints(db, (after: number, id: string) => stmt.replay.run(after, id), one);
   const rotate = changingEndpoints(db, (until: string, secret: string, id: string) => stmt.rotate.get(until, secret, id), (row) => row !== undefined);
+  const update = changingEndpoints(db, (maxInFlight: number, id: string) => stmt.update.get(maxInFlight, id), (row) => row !== undefined);
   /** After an operator's change commits, tells this process's listeners (the other processes read the version). */
   const told = (changed: boolean): boolean => {
     if (changed) endpointsChanged.emit();
@@ -87,6 +90,7 @@ export function webhookEndpoints(
           description: endpoint.description,
           secret: endpoint.secret,
           created_at: endpoint.createdAt.toISOString(),
+          max_in_flight: endpoint.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
         });
         told(true);
         return toEndpoint(row);
@@ -106,6 +110,12 @@ export function webhookEndpoints(
         told(row !== undefined);
         return row && toEndpoint(row);
       }),
+    updateEndpoint: async (id, changes) =>
+      run(() => {
+        const row = update(changes.maxInFlight, id);
+        told(row !== undefined);
+        return row && toEndpoint(row);
+      }),
     replayFrom: async (id, after) => run(() => told(one(replay(after, id)))),
     recordAttempts: (attempts) => committed(run, () => writer.recordAttempts(attempts.map((a) => deliveryRow(a)))),
     listDeliveries: async (id, limit) => run(() => stmt.deliveries.all(id, limit).map(toAttempt)),
@@ -118,6 +128,7 @@ interface NewRow {
   description: string | null;
   secret: string;
   created_at: string;
+  max_in_flight: number;
 }
 
 function toAttempt(row: DeliveryRow): DeliveryAttempt {

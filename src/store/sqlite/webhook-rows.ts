@@ -1,3 +1,4 @@
+import { decodeRetrying, decodeSeqs } from '../../domain/webhook-position.js';
 import type { WebhookEndpoint } from '../../domain/webhook.js';
 
 /** A webhook_endpoints row as both webhook ports select it. */
@@ -16,10 +17,13 @@ export interface EndpointRow {
   next_attempt_at: string | null;
   last_failure_at: string | null;
   last_failure: string | null;
+  max_in_flight: number;
+  delivered_above: string;
+  retrying: string;
 }
 
 export const ENDPOINT_COLUMNS = `id, url, description, secret, previous_secret, previous_secret_until, enabled, disabled_reason, created_at,
-  delivered_seq, failures, next_attempt_at, last_failure_at, last_failure`;
+  delivered_seq, failures, next_attempt_at, last_failure_at, last_failure, max_in_flight, delivered_above, retrying`;
 
 export function toEndpoint(row: EndpointRow): WebhookEndpoint {
   const date = (s: string | null) => (s === null ? null : new Date(s));
@@ -38,5 +42,8 @@ export function toEndpoint(row: EndpointRow): WebhookEndpoint {
     nextAttemptAt: date(row.next_attempt_at),
     lastFailureAt: date(row.last_failure_at),
     lastFailure: row.last_failure,
+    maxInFlight: row.max_in_flight,
+    deliveredAbove: decodeSeqs(row.delivered_above),
+    retrying: decodeRetrying(row.retrying),
   };
 }

@@ -116,4 +116,20 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
       VALUES (1, 2, 3, now(), 'k', 'k', 'r', 'lost')`), /inventory_history_reason_check/, 'any other reason is still refused');
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });
+
+  it('a schema of version 10 is migrated with its webhook endpoints at one request in flight; a new one gets 16', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    const schema = pg.escapeIdentifier(db.location);
+    await schemaAtVersion(schema, 10, `
+      INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
+        VALUES ('whk_old', 'https://old.example.com/hook', null, 'whsec_old', true, now(), 0, 0);
+    `);
+
+    const store = await db.open();
+    const old = (await store.webhookEndpoints.getEndpoint('whk_old'))!;
+    assert.deepEqual([old.maxInFlight, old.deliveredAbove, old.retrying], [1, [], []]);
+    const added = await store.webhookEndpoints.addEndpoint({ id: 'whk_new', url: 'https://new.example.com/hook', description: null, secret: 'whsec_new', createdAt: new Date() });
+    assert.equal(added.maxInFlight, 16);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
 });

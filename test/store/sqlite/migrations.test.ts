@@ -172,3 +172,24 @@ test('a store of schema version 7 is migrated with its history rows as they were
   assert.deepEqual(rows.map((r) => [r.previousQuantity, r.quantity, r.reason]), [[4, 2, 'damaged'], [5, 4, 'sold'], [4, 5, null], [2, 4, 'received']]);
   assert.deepEqual(rows.slice(2).map((r) => r.id), [8n, 7n], 'the old rows keep their ids');
 });
+
+test('a store of schema version 9 is migrated with its webhook endpoints at one request in flight; a new one gets 16', async (t) => {
+  const filename = join(tempDir(t), 'v9.db');
+  const old = new Connection(filename);
+  old.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+  for (const m of SQLITE_MIGRATIONS.filter((m) => m.version <= 9)) {
+    for (const [name, fn] of Object.entries(m.functions ?? {})) old.function(name, fn);
+    old.exec(m.sql);
+    old.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+  }
+  old.exec(`INSERT INTO webhook_endpoints (id, url, description, secret, enabled, created_at, delivered_seq, failures)
+            VALUES ('whk_old', 'https://old.example.com/hook', NULL, 'whsec_old', 1, '2026-01-01T00:00:00.000Z', 0, 0)`);
+  old.close();
+
+  const store = openSqliteStore(filename);
+  t.after(() => store.close());
+  const stands = (await store.webhookEndpoints.getEndpoint('whk_old'))!;
+  assert.deepEqual([stands.maxInFlight, stands.deliveredAbove, stands.retrying], [1, [], []]);
+  const added = await store.webhookEndpoints.addEndpoint({ id: 'whk_new', url: 'https://new.example.com/hook', description: null, secret: 'whsec_new', createdAt: new Date() });
+  assert.equal(added.maxInFlight, 16);
+});

@@ -59,7 +59,7 @@ test('a change batch and its outcome cross as they are: structured cloning keeps
 test("a webhook endpoint's progress crosses as the rows its transaction binds: each attempt under the endpoint's id, times as ISO text, the claim in ms", () => {
   const at = new Date('2026-11-24T10:00:00.123Z');
   const attempt = { endpointId: 'whk_other', eventId: 'evt_7', seq: 7, attemptedAt: at, status: null, error: 'ECONNRESET', durationMs: 3.6, responseBody: null };
-  const progress = { attempts: [attempt], deliveredSeq: 6, failures: 2, nextAttemptAt: new Date(at.getTime() + 5000), lastFailureAt: at, lastFailure: 'ECONNRESET', disable: 'gone' };
+  const progress = { attempts: [attempt], deliveredSeq: 6, deliveredAbove: [8, 9, 11], retrying: [{ seq: 7, failures: 2, at: new Date(at.getTime() + 5000) }], failures: 2, nextAttemptAt: new Date(at.getTime() + 5000), lastFailureAt: at, lastFailure: 'ECONNRESET', disable: 'gone' };
   const request: WriterRequest = { progress: progressWrite('whk_1', 'holder-a', progress, new Date(1_700_000_000_001)) };
   assert.deepEqual(structuredClone(request), {
     progress: {
@@ -68,6 +68,8 @@ test("a webhook endpoint's progress crosses as the rows its transaction binds: e
         holder: 'holder-a',
         since: 1_700_000_000_001,
         delivered_seq: 6,
+        delivered_above: '8-9,11',
+        retrying: '7:2:1795514405123',
         failures: 2,
         next_attempt_at: '2026-11-24T10:00:05.123Z',
         last_failure_at: '2026-11-24T10:00:00.123Z',

@@ -54,7 +54,7 @@ function attempt(seq: number): DeliveryAttempt {
 }
 
 function progress(deliveredSeq: number, attempts: DeliveryAttempt[]): DeliveryProgress {
-  return { attempts, deliveredSeq, failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null };
+  return { attempts, deliveredSeq, deliveredAbove: [], retrying: [], failures: 0, nextAttemptAt: null, lastFailureAt: null, lastFailure: null };
 }
 
 const endpoint = { id: 'whk_1', url: 'https://receiver.example.com/hook', description: null, secret: 'whsec_s', createdAt: new Date(Date.UTC(2024, 0, 1)) };

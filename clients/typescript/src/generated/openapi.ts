@@ -427,11 +427,15 @@ export interface components {
             deliveredSeq: number;
             /** @description Events committed and not yet delivered to it: head minus deliveredSeq */
             backlog: number;
-            /** @description Failed attempts in a row at the next event */
+            /** @description Requests open to it at most: the events of one pet go in seq order, one at a time, different pets at once up to this; 1 is strict seq order */
+            maxInFlight: number;
+            /** @description The most failed attempts in a row of any event waiting for its retry; 0 when none is */
             failures: number;
+            /** @description Events waiting for a retry after a failure; each holds back only the later events of its own pet */
+            retrying: number;
             /**
              * Format: date-time
-             * @description When the next attempt is due after a failure (RFC 3339, UTC); null: at once
+             * @description Until when the whole endpoint waits (a Retry-After; with maxInFlight 1, any retry) (RFC 3339, UTC); null: it does not
              */
             nextAttemptAt: string | null;
             /**
