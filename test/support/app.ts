@@ -66,6 +66,11 @@ export interface TestAppOptions {
   dashboardDirectory?: string;
   /** How often an idle event stream gets a comment line (see buildApp). */
   eventHeartbeatMs?: number;
+  /**
+   * false: the app's webhook dispatcher is closed before the test begins, for tests that read endpoints
+   * as the store holds them; a running one acts on an endpoint the moment it is added (decisions 10.11).
+   */
+  delivering?: false;
 }
 
 /** Builds the app on a fresh store of the chosen backend with two keys; closed when the test ends. */
@@ -101,6 +106,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   toClose.push(app);
   // The claim at start runs on its own: on PostgreSQL it could come after a test's first endpoints were added, and deliver to them.
   await app.webhookDispatcher.leaseNow();
+  if (options.delivering === false) await app.webhookDispatcher.close();
 
   const send = options.transport === 'http' ? await httpTransport(app) : injectTransport(app);
   const address = app.server.address();
