@@ -550,10 +550,13 @@ function postgresOnly(): void {
     await store.changes.addItems([item(1n)]);
 
     await locker.query(`BEGIN; LOCK TABLE ${pg.escapeIdentifier(db.location)}.inventory IN ACCESS EXCLUSIVE MODE`);
-    const { ms, error } = await timeRejection(store.entries.listInventory());
-    assert.equal((error.cause as { code?: string }).code, '57014', 'cancelled by the server, before the client-side read timeout');
-    assert.ok(ms >= statementTimeoutMs - 50, `cancelled after ${ms} ms, before statement_timeout`);
-    await locker.query('ROLLBACK');
+    try {
+      const { ms, error } = await timeRejection(store.entries.listInventory());
+      assert.equal((error.cause as { code?: string }).code, '57014', 'cancelled by the server, before the client-side read timeout');
+      assert.ok(ms >= statementTimeoutMs - 50, `cancelled after ${ms} ms, before statement_timeout`);
+    } finally {
+      await locker.query('ROLLBACK');
+    }
     assert.deepEqual(await store.entries.listInventory(), [item(1n)]);
   });
 
