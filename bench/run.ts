@@ -21,7 +21,7 @@ import { eventsSection } from './events.js';
 import { rateLimitSection } from './rate-limit.js';
 import { scalingSection } from './scaling.js';
 import { tillsSection } from './tills.js';
-import { webhooksSection } from './webhooks.js';
+import { webhooksSection } from './webhooks-section.js';
 import { BackendBench, describeLoads } from './scenarios.js';
 import { serviceHasWorkers } from './servers.js';
 import { storeProblem } from './seed.js';

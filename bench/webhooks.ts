@@ -11,13 +11,12 @@ import { patch } from './events.js';
 import type { LoadGenerator } from './load.js';
 import { percentile } from './load-spec.js';
 import type { BenchOptions } from './options.js';
-import { ratio, type Check, type Row, type Section } from './report.js';
+import { ratio, type Check, type Row } from './report.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import { seedDatabase } from './seed.js';
 import { alternateRounds, bestRun, eachRun, roundsOf, roundsText, type Side } from './side-by-side.js';
 import { CLOCK_TICKS, cpuTicks, spawnChild, TSX_NODE } from './processes.js';
 import { startServer } from './servers.js';
-import { paceRows } from './webhook-pace.js';
 
 /** The issue's floor: one endpoint that answers at once receives at least this many events a second. */
 export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000, cpuOfBareSender: 1.5 } as const;
@@ -40,21 +39,6 @@ export const DRAIN_MAX_MS = 180_000;
 /** Every server here may deliver to the bench's own receiver on loopback. */
 const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
 
-/**
- * Webhooks on one backend: deliveries per second to one local endpoint that answers at once (a
- * backlog built while the endpoint's first delivery is held, then released), the time from a
- * PATCH's 200 to its delivery, and PATCH throughput with ten endpoints registered against none,
- * two servers side by side.
- */
-export async function webhooksSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
-  const rows: Row[] = [];
-  const notes: string[] = [];
-  rows.push(...(await deliveryRateRows(backend, options, load, notes)));
-  rows.push(await latencyRow(backend, options.smoke ? 20 : options.quick ? 200 : 500, notes));
-  rows.push(...(await throughputRows(backend, options, load, notes)));
-  rows.push(...(await paceRows(backend, options, notes)));
-  return { title, rows, notes };
-}
 
 /** A receiver in this process: answers each delivery 204 at once (or holds it while `hold` is set), and tells `onDelivery`. */
 export class Receiver {
@@ -133,7 +117,7 @@ export async function databaseWithEndpoints(backend: Backend, name: string, size
  * are timed from the release to the last, with the server's CPU over them; then the bare sender
  * sends as many beside it: what a delivery costs with nothing else around it.
  */
-async function deliveryRateRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
+export async function deliveryRateRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
   const scenario = 'deliveries to one endpoint answering at once';
   const receiver = new Receiver();
   let release!: () => void;
@@ -248,7 +232,7 @@ export async function bareDeliveries(file: string, url: string, event: string, c
 }
 
 /** `count` PATCHes one at a time: the time from each 200 (its body read) to its delivery, matched by X-Request-Id, on this process's one clock. */
-async function latencyRow(backend: Backend, count: number, notes: string[]): Promise<Row> {
+export async function latencyRow(backend: Backend, count: number, notes: string[]): Promise<Row> {
   const scenario = 'PATCH 200 → its webhook delivered';
   const receiver = new Receiver();
   const url = await receiver.listen();
@@ -295,7 +279,7 @@ async function latencyRow(backend: Backend, count: number, notes: string[]): Pro
  * at once, from a receiver in the bench process) and one with none; PATCH loads alternated between
  * them, the best round of each compared.
  */
-async function throughputRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
+export async function throughputRows(backend: Backend, options: BenchOptions, load: LoadGenerator, notes: string[]): Promise<Row[]> {
   const size = options.sizes[1];
   const scenario = `PATCH random pet, ${size.toLocaleString('en-US')} entries`;
   const receiver = new Receiver();
