@@ -3,6 +3,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { issueApiKey } from '../../../src/auth/issue-key.js';
+import { StoreUnavailableError } from '../../../src/errors.js';
 import { RELISTEN_DELAY_MS } from '../../../src/store/postgres/events.js';
 import type { Store } from '../../../src/store/store.js';
 import { backendSkip, createTestDatabase, TEST_DATABASE_DIRECT_URL, type TestDatabase } from '../../support/backends.js';
@@ -89,8 +90,8 @@ describe('PostgreSQL store through PgBouncer in transaction mode', { skip: (awai
         () => assert.fail('listed behind an exclusive lock'),
         (err: unknown) => err,
       );
-      assert.equal((error as Error).name, 'StoreUnavailableError');
-      assert.equal(((error as Error).cause as { code?: string }).code, '57014', 'cancelled by the server, before the client-side read timeout');
+      assert.ok(error instanceof StoreUnavailableError, `unavailable, not ${(error as Error).name}`);
+      assert.equal(((error).cause as { code?: string }).code, '57014', 'cancelled by the server, before the client-side read timeout');
     } finally {
       await locker.query('ROLLBACK');
     }
