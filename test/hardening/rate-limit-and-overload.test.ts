@@ -226,7 +226,9 @@ describe('per-key rate limit shared through Redis', () => {
       const perInstance = [0, 1].map((n) => answers.filter((a, i) => i % 2 === n && a.status === 200).length);
       t.diagnostic(`two instances sharing Redis, limit ${limit}: ${admitted.length} of 130 admitted (${perInstance.join(' + ')})`);
       assert.equal(admitted.length, limit, 'exactly the limit: never more, and nothing else used the window');
-      assert.ok(perInstance[0]! > 0 && perInstance[1]! > 0, 'both instances admitted some');
+      // Each instance was sent 65 and could have admitted 60 on its own: exactly 60 in all is the shared limit, however the
+      // grants fell between them (one may take them all when its steps reach Redis first).
+      assert.ok(perInstance.every((n) => n <= limit));
       for (const a of answers.filter((x) => x.status !== 200)) {
         assert.equal(a.status, 429);
         assert.deepEqual(Object.keys(a.body).sort(), ['code', 'message', 'status']);
