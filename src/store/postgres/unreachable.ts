@@ -61,6 +61,8 @@ export function causeOf(err: unknown): Cause {
     if (code.startsWith('28')) return { connecting: true, text: /authentication failed/i.test(message) ? message : `authentication failed: ${message}` };
     if (code === '3D000') return { connecting: true, text: message };
     if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return { connecting: true, text: `TLS: ${message}` };
+    // PgBouncer refuses a role it cannot authenticate with its own words and a protocol-violation code.
+    if (code === '08P01' && message === 'no such user') return { connecting: true, text: 'authentication failed: no such user (said by PgBouncer)' };
     if (code.startsWith('08')) return { connecting: true, text: message };
   }
   if (DRIVER_TIMEOUT.test(message)) return { connecting: true, text: 'timed out: the connection did not open in time' };

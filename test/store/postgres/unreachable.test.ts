@@ -6,7 +6,7 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../../../src/errors.js';
 import { openStore } from '../../../src/store/postgres/open.js';
 import { causeOf, storeAddress, unavailableMessage } from '../../../src/store/postgres/unreachable.js';
-import { backendSkip, TEST_DATABASE_URL } from '../../support/backends.js';
+import { backendSkip, TEST_DATABASE_DIRECT_URL, TEST_DATABASE_URL } from '../../support/backends.js';
 import { BIN, spawnServer } from '../../support/process.js';
 
 /** An error as Node or the driver makes it: a message and, when given, a code. */
@@ -71,6 +71,7 @@ test('each cause in one sentence, with where: refused, authentication, DNS, time
     [failure('self-signed certificate', 'DEPTH_ZERO_SELF_SIGNED_CERT'), 'cannot be reached: TLS: self-signed certificate'],
     [failure('Hostname/IP does not match certificate\'s altnames', 'ERR_TLS_CERT_ALTNAME_INVALID'), 'cannot be reached: TLS: Hostname/IP does not match certificate\'s altnames'],
     [failure('connect EHOSTUNREACH 10.0.0.9:5432', 'EHOSTUNREACH'), 'cannot be reached: no route to the server (EHOSTUNREACH)'],
+    [failure('no such user', '08P01'), 'cannot be reached: authentication failed: no such user (said by PgBouncer)'],
     [failure('Connection terminated unexpectedly'), 'cannot be reached: the connection was cut: Connection terminated unexpectedly'],
     [failure('sorry, too many clients already', '53300'), 'is busy: sorry, too many clients already'],
     [failure('canceling statement due to statement timeout', '57014'), 'is busy: canceling statement due to statement timeout'],
@@ -80,7 +81,10 @@ test('each cause in one sentence, with where: refused, authentication, DNS, time
 
 test("the driver's own failures, as PostgreSQL sends them: an unknown role and a missing database", { skip: await backendSkip('postgres') }, async () => {
   const noRole = causeOf(await driverError(testUrlWith((url) => (url.username = 'no_such_role_43'))));
-  assert.deepEqual(noRole, { connecting: true, text: 'authentication failed: role "no_such_role_43" does not exist' });
+  // Through a pooler (the PgBouncer lane) the pooler answers for the role; the database is checked by the server it asks.
+  const pooled = TEST_DATABASE_URL !== TEST_DATABASE_DIRECT_URL;
+  const roleRefused = pooled ? 'authentication failed: no such user (said by PgBouncer)' : 'authentication failed: role "no_such_role_43" does not exist';
+  assert.deepEqual(noRole, { connecting: true, text: roleRefused });
   const noDatabase = causeOf(await driverError(testUrlWith((url) => (url.pathname = '/no_such_database_43'))));
   assert.deepEqual(noDatabase, { connecting: true, text: 'database "no_such_database_43" does not exist' });
 });
