@@ -4,9 +4,12 @@
 // globs and runs the files it is given in the order of their names, and npm scripts run under sh, which
 // has no **: hence this script.
 //
-//   node scripts/test.mjs [--list] [--except FILE]... [--concurrency N] [NODE_OPTION...]
+//   node scripts/test.mjs [--list] [--except FILE|FOLDER/]... [--share K/N] [--concurrency N] [NODE_OPTION...]
 //     --list           print the files it would run, in the order it starts them, and run nothing
-//     --except FILE    leave this test file out (a path from the project root; .ci/test-on-node uses it)
+//     --except FILE    leave this test file out (a path from the project root; .ci/test-on-node uses it);
+//                      a path ending in / leaves out every file under that folder
+//     --share K/N      only the K-th of N shares of the files left, dealt longest first, so the N shares
+//                      take about as long (CI runs the suite's shares on other Node lines side by side)
 //     --concurrency N  files at once (default TEST_CONCURRENCY, else twice the cores); the files that
 //                      need the machine alone run after the rest, one at a time, whatever N is
 //     NODE_OPTION      passed to node before each file (e.g. --test-reporter=spec)
@@ -41,11 +44,15 @@ for (let i = args.indexOf('--except'); i >= 0; i = args.indexOf('--except')) {
   if (file === undefined) throw new Error('--except needs a test file');
   excepted.add(file);
 }
+const share = takeShare(args);
 const concurrency = takeConcurrency(args, process.env);
 const all = TEST_FOLDERS.flatMap(testFiles);
+const isExcepted = (file) => [...excepted].some((path) => (path.endsWith('/') ? file.startsWith(path) : file === path));
 // A name that matches nothing is a typo or a moved file: it would silently run what it meant to leave out.
-for (const file of excepted) if (!all.includes(file)) throw new Error(`--except ${file}: no such test file`);
-const { shared, alone } = runOrder(all.filter((file) => !excepted.has(file)));
+for (const path of excepted) {
+  if (!all.some((file) => (path.endsWith('/') ? file.startsWith(path) : file === path))) throw new Error(`--except ${path}: no such test file or folder of tests`);
+}
+const { shared, alone } = dealt(runOrder(all.filter((file) => !isExcepted(file))), share);
 const running = { stopped: false, files: new Map() };
 if (args.includes('--list')) {
   process.stdout.write(`${[...shared, ...alone].join('\n')}\n`);
@@ -58,6 +65,24 @@ if (args.includes('--list')) {
   const started = performance.now();
   const results = [...(await pool(shared, concurrency)), ...(await pool(alone, 1))];
   summarise(results, performance.now() - started);
+}
+
+/** `--share K/N` (taken out of `args`): [K, N], or undefined without it. */
+function takeShare(args) {
+  const i = args.indexOf('--share');
+  if (i < 0) return undefined;
+  const [, raw] = args.splice(i, 2);
+  const match = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(raw ?? '');
+  if (!match || Number(match[1]) > Number(match[2])) throw new Error(`--share takes K/N with 1 <= K <= N, not "${raw}"`);
+  return [Number(match[1]), Number(match[2])];
+}
+
+/** The K-th of N shares of each list in run order (the longest first): every N-th file from the K-th on. */
+function dealt({ shared, alone }, share) {
+  if (share === undefined) return { shared, alone };
+  const [k, n] = share;
+  const mine = (list) => list.filter((_, index) => index % n === k - 1);
+  return { shared: mine(shared), alone: mine(alone) };
 }
 
 /** Stopped (Ctrl-C, CI's time limit): says which files were running, with what they printed so far, and fails. */

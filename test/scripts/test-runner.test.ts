@@ -34,6 +34,29 @@ test('--except with a file that is not a test fails before running anything, nam
   assert.match(stderr, /--except test\/no-such\.test\.ts: no such test file/);
 });
 
+test('--except with a folder (ending in /) leaves out every file under it, and a folder with no tests is refused', () => {
+  const all = runner('--list').stdout.trim().split('\n');
+  const { status, stdout } = runner('--list', '--except', 'test/hardening/');
+  assert.equal(status, 0);
+  assert.deepEqual(stdout.trim().split('\n'), all.filter((file) => !file.startsWith('test/hardening/')));
+  const missing = runner('--list', '--except', 'test/no-such-folder/');
+  assert.notEqual(missing.status, 0);
+  assert.match(missing.stderr, /--except test\/no-such-folder\/: no such test file or folder of tests/);
+});
+
+test('--share K/N: the N shares hold every file once between them, dealt in run order, and a bad share is refused', () => {
+  const all = runner('--list').stdout.trim().split('\n');
+  const shares = [1, 2, 3].map((k) => runner('--list', '--share', `${k}/3`).stdout.trim().split('\n'));
+  assert.deepEqual([...shares.flat()].sort(), [...all].sort());
+  // Dealt longest first: the three longest files start the three shares.
+  assert.deepEqual(shares.map((share) => share[0]), all.slice(0, 3));
+  for (const bad of ['0/2', '3/2', 'half']) {
+    const { status, stderr } = runner('--list', '--share', bad);
+    assert.notEqual(status, 0, bad);
+    assert.match(stderr, /--share takes K\/N with 1 <= K <= N/);
+  }
+});
+
 test('every file has a bound on hanging, unless the caller sets its own', async () => {
   const { FILE_TIMEOUT_MS, nodeArguments } = await import('../../scripts/test-arguments.mjs');
   assert.deepEqual(nodeArguments([], 'a.test.ts'), ['--import', 'tsx', '--test', `--test-timeout=${FILE_TIMEOUT_MS}`, 'a.test.ts']);
