@@ -115,7 +115,7 @@ export const SETTINGS = {
   MAX_CONNECTIONS: {
     key: 'maxConnections',
     value: integer({ default: 10_000, min: 1, max: 1_000_000 }),
-    doc: 'open connections per process; at the cap the longest-idle keep-alive connection is closed to admit a new one, and with none idle the new one gets `503`',
+    doc: 'open connections per process; at the cap the longest-idle keep-alive connection is closed to admit a new one (never one accepted under a second ago and not yet answered), and with none such the new one gets `503`',
   },
   KEEP_ALIVE_TIMEOUT_MS: {
     key: 'keepAliveTimeoutMs',

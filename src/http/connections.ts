@@ -38,6 +38,8 @@ export const DRAIN_RECONNECT_GRACE_MS = 250;
  * could otherwise grow without reading a single answer.
  */
 export const MAX_PIPELINED = 64;
+/** A connection that has sent nothing for this long since it was accepted may be closed at the cap (see #evictable). */
+export const FRESH_GRACE_MS = 1000;
 /** File descriptors left for the store, the logs and the listener when the cap is fitted under the open-file limit. */
 export const RESERVED_FILE_DESCRIPTORS = 128;
 
@@ -51,6 +53,9 @@ interface Connection {
   startedAt: number;
   /** Requests pipelined behind the current one, as [req, res, req, res, ...], run one at a time. */
   queue: (IncomingMessage | ServerResponse)[] | undefined;
+  /** When it was accepted (Date.now()), and whether an answer has ended on it: a fresh one may be sending its first request. */
+  readonly openedAt: number;
+  answered: boolean;
   /** When it last became idle, and how many bytes it had read then (more since: a request is arriving). */
   idleSince: number;
   bytesAtIdle: number;
@@ -72,7 +77,8 @@ interface Connection {
  *   sees it, and nothing behind an answer that closes the connection is executed.
  * - The request timeout covers the body too: Node cuts only slow headers, so a periodic sweep
  *   answers a request whose body has not arrived in time with 408 and closes its connection.
- * - At `maxConnections`, the longest-idle connection is closed to admit a new one; with none idle,
+ * - At `maxConnections`, the longest-idle connection is closed to admit a new one (an answered one,
+ *   or one silent for FRESH_GRACE_MS since it was accepted); with none such,
  *   the new one gets 503 and is closed. Idle connections thus never lock out a new client.
  * - `drain` closes each connection after its next answer, and each idle one once it has sent
  *   nothing for DRAIN_IDLE_GRACE_MS, until none is left or its time is up (and not before its
@@ -299,12 +305,14 @@ export class ConnectionManager {
     // The app is closing and the listener about to: a connection accepted meanwhile (a client's spare) would hold the close.
     if (this.#closingIdle) return void socket.destroy();
     if (this.#open.size >= this.maxConnections) {
-      const oldest = this.#idle.values().next().value;
+      const oldest = this.#evictable();
       if (oldest === undefined) return this.#refuse(socket);
       this.#forget(oldest, true);
     }
     const conn: Connection = {
       socket,
+      openedAt: Date.now(),
+      answered: false,
       req: undefined,
       res: undefined,
       startedAt: 0,
@@ -320,6 +328,19 @@ export class ConnectionManager {
     this.#idle.add(conn);
     this.#drainWatch?.connected();
     socket.once('close', () => this.#forget(conn, false));
+  }
+
+  /**
+   * The idle connection to close at the cap, longest idle first: one that was answered (a kept-alive
+   * spare, which a client reopens as it must whenever a server closes one), or one that has sent
+   * nothing for FRESH_GRACE_MS. A connection accepted just before may have its first request in the
+   * kernel's buffer, not yet read: closing it would cut that request unanswered, so the newcomer
+   * gets the 503 instead. Undefined: none.
+   */
+  #evictable(): Connection | undefined {
+    const now = Date.now();
+    for (const conn of this.#idle) if (conn.answered || now - conn.openedAt >= FRESH_GRACE_MS) return conn;
+    return undefined;
   }
 
   /** At the cap with no idle connection to close: 503 with Retry-After, and the connection closes. */
@@ -374,6 +395,7 @@ export class ConnectionManager {
       return;
     }
     if (this.#closingIdle) return void this.#forget(conn, true);
+    conn.answered = true;
     conn.idleSince = this.#idleClock();
     conn.bytesAtIdle = socket.bytesRead;
     this.#idle.add(conn);

@@ -349,3 +349,49 @@ describe('closing the app closes the connections with no request in progress', (
     assert.equal(manager.size, 0);
   });
 });
+
+describe('at the cap', () => {
+  // A connection accepted a moment ago may have its first request in the kernel's buffer, unread: closing it for a
+  // newcomer would cut that request unanswered. An answered (kept-alive) one, or one silent past the grace, is closed.
+  test('a fresh connection is not closed for a newcomer, who gets 503; an answered idle one is', { timeout: 20_000 }, async (t) => {
+    const manager = new ConnectionManager({ maxConnections: 2, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
+    const server = createServer();
+    manager.attach(server, (_req, res) => res.end('answered'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    const sockets: Socket[] = [];
+    const open = async () => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('error', () => undefined);
+      sockets.push(socket);
+      await once(socket, 'connect');
+      return { socket, text: () => text };
+    };
+    t.after(() => {
+      for (const socket of sockets) socket.destroy();
+      manager.close();
+      server.close();
+    });
+    const answered = await open();
+    answered.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    while (!answered.text().endsWith('answered')) await once(answered.socket, 'data');
+    const fresh = await open();
+    // Both slots taken: the answered idle one makes room, the fresh one keeps its place.
+    const second = await open();
+    await once(answered.socket, 'close');
+    // Now both open ones are fresh: the newcomer is refused, and both stay open.
+    const refused = await open();
+    await once(refused.socket, 'close');
+    assert.match(refused.text(), /^HTTP\/1\.1 503 /);
+    assertRawError(parseAnswers(refused.text())[0], 503, 'service_unavailable');
+    assert.equal(fresh.socket.destroyed, false);
+    assert.equal(second.socket.destroyed, false);
+    // The fresh one's request, sent late, is answered.
+    fresh.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    while (!fresh.text().endsWith('answered')) await once(fresh.socket, 'data');
+    assert.match(fresh.text(), /^HTTP\/1\.1 200 /);
+  });
+});
