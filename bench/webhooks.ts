@@ -3,6 +3,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULT_MAX_IN_FLIGHT } from '../src/domain/webhook.js';
 import { openStore } from '../src/store/open.js';
 import { newEndpointId, newWebhookSecret } from '../src/webhooks/secret.js';
 import type { BareSenderReport } from './bare-sender-input.js';
@@ -287,10 +288,11 @@ export async function throughputRows(backend: Backend, options: BenchOptions, lo
   const sides: Side[] = [];
   try {
     for (const [label, endpoints] of [
-      [`service, ${ENDPOINTS} webhook endpoints`, ENDPOINTS],
+      [`service, ${ENDPOINTS} webhook endpoints (maxInFlight ${DEFAULT_MAX_IN_FLIGHT})`, ENDPOINTS],
       ['service, no webhook endpoint', 0],
     ] as const) {
-      const { databaseUrl, key } = await databaseWithEndpoints(backend, `webhooks_load_${sides.length}`, size, url, endpoints);
+      // The default of a new endpoint: its deliveries go 16 at a time, the most they can take from the requests.
+      const { databaseUrl, key } = await databaseWithEndpoints(backend, `webhooks_load_${sides.length}`, size, url, endpoints, DEFAULT_MAX_IN_FLIGHT);
       sides.push({ label, key, server: await startServer('service', { databaseUrl, key, env: DELIVERING }), runs: [] });
     }
     await alternateRounds(sides, scenario, backend, options, load, notes);
