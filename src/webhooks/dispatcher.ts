@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.js';
 import type { SendMessage, WebhookLog, WebhookObserver } from './context.js';
 import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
+import { SENDS_PER_TURN, TurnBudget } from './turn-budget.js';
 
 /**
  * How often a dispatcher reads the log's head to wake its idle endpoints, and the endpoints version
@@ -74,6 +75,7 @@ export class WebhookDispatcher {
       schedule: options.schedule,
       log: options.log,
       ...(options.observer && { observer: options.observer }),
+      turn: new TurnBudget(SENDS_PER_TURN),
       // Renewed every third of a lease: two rounds missed in a row, and the lease may soon run out.
       leaseFresh: () => performance.now() - this.#renewedAt < (2 * options.leaseMs) / 3,
       stopped: (worker) => {

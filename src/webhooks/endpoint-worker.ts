@@ -5,6 +5,7 @@ import { DeliveryWindow, type WindowItem } from './delivery-window.js';
 import { attemptRecord, eventMessage, resetMessage } from './messages.js';
 import type { SentAttempt } from './sender.js';
 import { signingSecrets, webhookHeaders } from './signing.js';
+import type { TurnBudget } from './turn-budget.js';
 
 /** Events read from the log at a time. */
 const PAGE = 100;
@@ -33,6 +34,8 @@ export interface WorkerContext {
   schedule: readonly number[];
   log: WebhookLog;
   observer?: WebhookObserver;
+  /** The sends the process may start this turn of the event loop, shared by its workers (none: no bound). */
+  turn?: Pick<TurnBudget, 'grant'>;
   /**
    * Whether the dispatcher renewed its leases recently enough that they cannot have run out: while
    * it is not (the store unreachable past a lease's third), the worker sends nothing, so another
@@ -172,7 +175,11 @@ export class EndpointWorker {
     const slots = maxInFlight - this.#sends.size;
     if (slots <= 0) return { hungry: false, dueAt: Infinity };
     const { items, dueAt } = this.#window.ready(now, slots, maxInFlight === 1);
-    for (const item of items) this.#start(item);
+    // The rest go in a later turn, once the I/O that is ready (the API's requests) has been handled: woken then.
+    const granted = this.#context.turn?.grant(items.length, () => this.#kick()) ?? items.length;
+    for (let i = 0; i < granted; i++) this.#start(items[i]!);
+    // Held back by the turn, not by the receiver: no more events are read for it meanwhile.
+    if (granted < items.length) return { hungry: false, dueAt };
     return { hungry: this.#sends.size < maxInFlight, dueAt };
   }
 
