@@ -20,9 +20,10 @@ import { CLOCK_TICKS, cpuTicks, spawnChild, TSX_NODE } from './processes.js';
 import { startServer } from './servers.js';
 
 /** The floor: one endpoint that answers at once receives at least this many events a second. */
-export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000, cpuOfBareSender: 1.5 } as const;
+/** A burst never holds up the API's answers (decisions 10.14): PATCH throughput beside busy endpoints, against none, at least this. */
+export const WEBHOOK_TARGETS = { deliveriesPerSecond: 1000, cpuOfBareSender: 1.5, patchBesideDeliveries: 0.8 } as const;
 
-/** Endpoints registered on the loaded server of the PATCH comparison (at one request in flight, as before there was a choice). */
+/** Endpoints registered on the loaded server of the PATCH comparison. */
 const ENDPOINTS = 10;
 /** Pause between one PATCH's delivery and the next PATCH. */
 const LAG_PACE_MS = 10;
@@ -306,7 +307,7 @@ export async function throughputRows(backend: Backend, options: BenchOptions, lo
     );
     return [
       { scenario, server: without.label, result: best(without), checks: [] },
-      { scenario, server: withEndpoints.label, result: best(withEndpoints), checks: [ratio(best(withEndpoints).requestsPerSecond / best(without).requestsPerSecond, 'with none')] },
+      { scenario, server: withEndpoints.label, result: best(withEndpoints), checks: [ratio(best(withEndpoints).requestsPerSecond / best(without).requestsPerSecond, 'with none', WEBHOOK_TARGETS.patchBesideDeliveries)] },
     ];
   } finally {
     receiver.close();
