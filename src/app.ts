@@ -221,6 +221,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
       listCache,
       changeOptions,
       batchMaxChanges: config.batchMaxChanges,
+      reservationLimits: { maxItems: config.reservationMaxItems, ttlSeconds: config.reservationTtlSeconds },
       openApiDocumentJson: JSON.stringify(document),
       eventStreams: eventStreamPort(streams, connections),
     },

@@ -65,7 +65,7 @@ test('edges: empty list, inserts before the first id and after the last, int64 e
   body.apply([{ petId: -(2n ** 63n), quantity: 2, status: 'sold' }, { petId: 2n ** 63n - 1n, quantity: 3, status: 'sold' }]);
   assert.equal(
     body.render().toString(),
-    '[{"petId":-9223372036854775808,"quantity":2,"status":"sold"},{"petId":5,"quantity":1,"status":"sold"},{"petId":9223372036854775807,"quantity":3,"status":"sold"}]',
+    '[{"petId":-9223372036854775808,"quantity":2,"status":"sold","reserved":0,"available":2},{"petId":5,"quantity":1,"status":"sold","reserved":0,"available":1},{"petId":9223372036854775807,"quantity":3,"status":"sold","reserved":0,"available":3}]',
   );
   const many = Array.from({ length: 3 * SEGMENT_SIZE }, (_, i): InventoryItem => ({ petId: BigInt(10 + i), quantity: 0, status: 'available' }));
   body.apply(many);

@@ -4,7 +4,7 @@ import type { EndOutcome, NewReservation, Reservation, ReservationEnd, Reservati
 import type { AppendedSignal } from '../appended.js';
 import type { GroupCommit } from '../group-commit.js';
 import type { Reservations } from '../store.js';
-import type { Run } from './connection.js';
+import { committed, type Run } from './connection.js';
 import { reservationReads } from './reservation-reads.js';
 
 /** The writes of reservations, one at a time in the writer thread (reservation-writes.ts). */
@@ -36,7 +36,7 @@ export function reservations(db: Database.Database, run: Run, commits: Reservati
       return outcome;
     },
     async expireDue() {
-      const expired = await commits.expireDue();
+      const expired = await committed(run, () => commits.expireDue());
       if (expired.length > 0) appended.emit();
       return expired;
     },
