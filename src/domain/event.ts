@@ -1,7 +1,7 @@
 // From values.ts, not the event's schema: the SQLite writer thread imports this file, and should not load TypeBox.
 import { EVENT_TYPES } from '../schemas/values.js';
 import type { ChangeReason, PetStatus } from '../schemas/inventory.js';
-import type { ReservationItem, ReservationStatus } from './reservation.js';
+import type { ReservationItem, ReservationStatus } from './reservation-item.js';
 
 // Declared with the wire schema (a layer below), kept importable from here.
 export { EVENT_TYPES };

@@ -1,14 +1,8 @@
-import { RESERVATION_STATUSES } from '../schemas/values.js';
 import type { ChangeOrigin } from './inventory.js';
+import type { ReservationItem, ReservationStatus } from './reservation-item.js';
 
-export { RESERVATION_STATUSES };
-export type ReservationStatus = (typeof RESERVATION_STATUSES)[number];
-
-/** One pet a reservation holds, and how many of it. */
-export interface ReservationItem {
-  petId: bigint;
-  quantity: number;
-}
+// Declared apart, so the event log's types name them without a loop through this file's imports.
+export { RESERVATION_STATUSES, type ReservationItem, type ReservationStatus } from './reservation-item.js';
 
 /** A reservation as the store keeps it. */
 export interface Reservation {
@@ -94,10 +88,8 @@ export interface ListedReservation {
   place: bigint;
 }
 
-/** What the sweep marked expired, and the pets whose holds it gave back. */
-export interface ExpiredReservations {
-  expired: Reservation[];
-}
+/** The most reservations one sweep marks in one transaction: a sweep that marks this many runs again at once for the rest. */
+export const EXPIRE_BATCH = 100;
 
 /** The stored outcome of a creation (for Idempotency-Key replays): JSON, petIds as strings. */
 export function encodeReservationOutcome(outcome: ReservationOutcome): string {

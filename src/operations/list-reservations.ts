@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { tryParsePetId } from '../domain/pet-id.js';
 import type { ListedReservation } from '../domain/reservation.js';
+import { petIdDescription } from '../schemas/inventory.js';
 import { RESERVATION_STATUSES } from '../schemas/values.js';
 import { ReservationPage } from '../schemas/reservation.js';
 import { jsonAnswer } from './answer.js';
@@ -14,7 +15,7 @@ export const RESERVATIONS_LIMIT_DEFAULT = 100;
 const ReservationQuery = Type.Object(
   {
     status: Type.Optional(Type.Unsafe<(typeof RESERVATION_STATUSES)[number]>({ type: 'string', enum: [...RESERVATION_STATUSES], description: 'Only reservations in this status, as they stand now' })),
-    petId: Type.Optional(Type.String({ pattern: '^-?(0|[1-9][0-9]*)$', description: 'Only reservations holding (or that held) this pet' })),
+    petId: Type.Optional(Type.String({ pattern: '^-?(0|[1-9][0-9]*)$', description: petIdDescription('Only reservations holding (or that held) this pet, its digits') })),
     // A decimal string, not an integer schema: conversion would quietly truncate 2.5 to 2.
     limit: Type.Optional(
       Type.String({ pattern: '^(500|[1-4][0-9]{2}|[1-9][0-9]?)$', description: `Reservations per page, 1 to ${RESERVATIONS_LIMIT_MAX} (default ${RESERVATIONS_LIMIT_DEFAULT})` }),

@@ -48,12 +48,18 @@ export const HeldFields = {
   }),
 };
 
+/** What reservations hold, as the contract's InventoryItem carries it: always answered, required of no client (decisions 12.2). */
+const HeldExtension = {
+  reserved: Type.Optional(Type.Integer({ ...HeldFields.reserved, 'x-extension': true })),
+  available: Type.Optional(Type.Integer({ ...HeldFields.available, 'x-extension': true })),
+};
+
 export const InventoryItem = Type.Object(
   {
     petId: PetId,
     quantity: Quantity,
     status: PetStatus,
-    ...HeldFields,
+    ...HeldExtension,
   },
   { additionalProperties: false },
 );

@@ -58,15 +58,15 @@ for (const backend of BACKENDS) {
           const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '2', { quantity: 40 });
           assert.equal(res.status, 200);
-          assert.deepEqual(res.json(), { petId: 2, quantity: 40, status: 'pending' });
+          assert.deepEqual(res.json(), { petId: 2, quantity: 40, status: 'pending', reserved: 0, available: 40 });
           const list = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
-          assert.match(list.text, /\{"petId":2,"quantity":40,"status":"pending"\}/);
+          assert.match(list.text, /\{"petId":2,"quantity":40,"status":"pending","reserved":0,"available":40\}/);
         });
 
         test('status never changes through PATCH (decisions 3.6)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '3', { quantity: 5 });
-          assert.deepEqual(res.json(), { petId: 3, quantity: 5, status: 'sold' });
+          assert.deepEqual(res.json(), { petId: 3, quantity: 5, status: 'sold', reserved: 0, available: 5 });
         });
 
         test('quantity bounds 0 and 2147483647 are accepted (decisions 3.3)', async (t) => {

@@ -4,6 +4,7 @@ import type { ChangeOrigin } from '../../domain/inventory.js';
 import {
   encodeReservationOutcome,
   END_STATUS,
+  EXPIRE_BATCH,
   judgeEnd,
   replayReservationOutcome,
   type NewReservation,
@@ -19,8 +20,6 @@ import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
 import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE } from './reservation-writes.js';
 
-/** The most due reservations one sweep marks in its statement: the next sweep, a moment later, takes the rest. */
-export const EXPIRE_BATCH = 100;
 
 const COLUMNS = `r.place, r.id, r.status, r.reference, r.created_at AS "createdAt", r.expires_at AS "expiresAt", r.ended_at AS "endedAt",
   r.status = 'active' AND r.expires_at <= now() AS lapsed,

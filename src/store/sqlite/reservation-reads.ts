@@ -31,6 +31,8 @@ export interface ReservationReads {
   get(id: string, now: Date): Reservation | undefined;
   list(query: ReservationQuery, now: Date): ListedReservation[];
   held(now: Date): { active: number; units: number };
+  /** Whether any active reservation is past its expiry: the sweep's look before it takes the write lock. */
+  anyDue(now: Date): boolean;
 }
 
 /**
@@ -62,6 +64,7 @@ export function reservationReads(db: Database.Database): ReservationReads {
   const held = db
     .prepare("SELECT count(DISTINCT r.place), coalesce(sum(i.quantity), 0) FROM reservations r JOIN reservation_items i ON i.place = r.place WHERE r.status = 'active' AND r.expires_at > ?")
     .raw(true);
+  const due = db.prepare("SELECT 1 FROM reservations WHERE status = 'active' AND expires_at <= ? LIMIT 1").pluck();
   const list = db.transaction((query: ReservationQuery, now: Date): ListedReservation[] => {
     const rows = page(query).all({
       now: now.getTime(),
@@ -83,6 +86,7 @@ export function reservationReads(db: Database.Database): ReservationReads {
   return {
     get: (id, now) => get.deferred(id, now),
     list: (query, now) => list.deferred(query, now),
+    anyDue: (now) => due.get(now.getTime()) !== undefined,
     held(now) {
       const [active, units] = held.get(now.getTime()) as [number, number];
       return { active, units };

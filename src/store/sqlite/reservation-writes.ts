@@ -5,6 +5,7 @@ import type { ChangeOrigin, QuantityChange } from '../../domain/inventory.js';
 import {
   encodeReservationOutcome,
   END_STATUS,
+  EXPIRE_BATCH,
   judgeEnd,
   replayReservationOutcome,
   type EndOutcome,
@@ -21,8 +22,6 @@ import { changeStatements } from './change-statements.js';
 import { perConnection } from './connection.js';
 import { reservationReader } from './reservation-reads.js';
 
-/** The most due reservations one sweep marks in its transaction: the next sweep, a moment later, takes the rest. */
-export const EXPIRE_BATCH = 100;
 
 /**
  * The SQLite store's writes of reservations, each one IMMEDIATE transaction in the writer thread

@@ -343,9 +343,9 @@ export interface components {
             quantity: number;
             status: components["schemas"]["PetStatus"];
             /** @description What active reservations hold of it (an expired one holds nothing) */
-            reserved: number;
+            reserved?: number;
             /** @description quantity - reserved, never below 0: what a new reservation or a sale may take */
-            available: number;
+            available?: number;
         };
         InventoryUpdate: {
             /** @description The new stock count (the value the entry is to hold) */
@@ -1848,7 +1848,7 @@ export interface operations {
             query?: {
                 /** @description Only reservations in this status, as they stand now */
                 status?: "active" | "committed" | "released" | "expired";
-                /** @description Only reservations holding (or that held) this pet */
+                /** @description Only reservations holding (or that held) this pet, its digits. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992). */
                 petId?: string;
                 /** @description Reservations per page, 1 to 500 (default 100) */
                 limit?: string;
