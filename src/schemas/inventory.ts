@@ -65,7 +65,7 @@ export const InventoryItem = Type.Object(
 );
 
 /** An entry as the store and the CLI handle it: what creations and imports give, and what reservations hold (0 when absent). */
-const StoredItem = Type.Object({ petId: PetId, quantity: Quantity, status: PetStatus, reserved: Type.Optional(HeldFields.reserved) });
+export const StoredItem = Type.Object({ petId: PetId, quantity: Quantity, status: PetStatus, reserved: Type.Optional(HeldFields.reserved) });
 export type InventoryItem = Static<typeof StoredItem>;
 
 export const InventoryList = Type.Array(InventoryItem);

@@ -80,8 +80,7 @@ export function reservationReads(db: Database.Database): ReservationReads {
   const get = db.transaction((id: string, now: Date): Reservation | undefined => {
     const found = read(id);
     if (!found) return undefined;
-    const { place: _place, ...reservation } = found;
-    return { ...reservation, status: liveStatus(reservation, now) };
+    return { ...withoutPlace(found), status: liveStatus(found, now) };
   });
   return {
     get: (id, now) => get.deferred(id, now),
@@ -119,6 +118,11 @@ export function lapsedHoldsReader(db: Database.Database): (now: number) => { hel
     }
     return { held, lapsed: rows.length === 0 ? '' : String(latest) };
   };
+}
+
+/** A reservation as the API knows it, without its place in the list. */
+export function withoutPlace(r: Reservation & { place?: bigint }): Reservation {
+  return { id: r.id, status: r.status, items: r.items, reference: r.reference, createdAt: r.createdAt, expiresAt: r.expiresAt, endedAt: r.endedAt };
 }
 
 function toReservation(row: ReservationRow, items: Reservation['items']): Reservation {

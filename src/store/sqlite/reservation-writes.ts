@@ -20,7 +20,7 @@ import { eventOf } from '../../domain/write-kinds.js';
 import { changeLog } from './change-log.js';
 import { changeStatements } from './change-statements.js';
 import { perConnection } from './connection.js';
-import { reservationReader } from './reservation-reads.js';
+import { reservationReader, withoutPlace } from './reservation-reads.js';
 
 
 /**
@@ -60,7 +60,7 @@ function prepare(db: Database.Database): ReservationWrites {
   const finish = (found: Reservation & { place: bigint }, status: Reservation['status'], now: Date, origin: ChangeOrigin | undefined): void => {
     stmt.setStatus.run(status, now.getTime(), found.place);
     for (const item of found.items) stmt.unhold.run(item.quantity, item.petId);
-    const ended: Reservation = { ...stripPlace(found), status, endedAt: now };
+    const ended: Reservation = { ...withoutPlace(found), status, endedAt: now };
     const events: NewEvent[] = [];
     if (status === 'committed' && origin) {
       for (const item of found.items) {
@@ -97,7 +97,7 @@ function prepare(db: Database.Database): ReservationWrites {
     for (const id of stmt.due.all(now.getTime()) as string[]) {
       const found = read(id)!;
       finish(found, 'expired', now, undefined);
-      marked.push({ ...stripPlace(found), status: 'expired', endedAt: now });
+      marked.push({ ...withoutPlace(found), status: 'expired', endedAt: now });
     }
     return marked;
   };
@@ -154,10 +154,10 @@ function prepare(db: Database.Database): ReservationWrites {
     expireDue(now);
     const found = read(id);
     // Past its expiry it was marked just above: it reads expired.
-    const verdict = judgeEnd(found && stripPlace(found), how);
+    const verdict = judgeEnd(found && withoutPlace(found), how);
     if (verdict !== 'apply') return verdict;
     finish(found!, END_STATUS[how], now, origin);
-    return { kind: 'ended', reservation: { ...stripPlace(found!), status: END_STATUS[how], endedAt: now } };
+    return { kind: 'ended', reservation: { ...withoutPlace(found!), status: END_STATUS[how], endedAt: now } };
   });
 
   const expire = db.transaction((): Reservation[] => expireDue(new Date()));
@@ -167,9 +167,4 @@ function prepare(db: Database.Database): ReservationWrites {
     end: (id, how, origin) => end.immediate(id, how, origin),
     expireDue: () => expire.immediate(),
   };
-}
-
-function stripPlace(r: Reservation & { place?: bigint }): Reservation {
-  const { place: _place, ...reservation } = r;
-  return reservation;
 }
