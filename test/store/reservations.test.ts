@@ -5,7 +5,7 @@ import { isReservationEvent, type InventoryEvent } from '../../src/domain/event.
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip, openTestStore } from '../support/backends.js';
 import { created, newReservation, testOrigin } from '../support/reservations.js';
-import { adjustment, change, eventsAfter, itemOf } from '../support/store.js';
+import { adjustment, change, itemOf, logAfter as eventsAfter } from '../support/store.js';
 
 /** The store's reservations port (decisions 12), the same contract on every backend. */
 

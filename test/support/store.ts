@@ -85,3 +85,14 @@ export async function eventsAfter(store: Store, after: number): Promise<StockEve
     after = page.items.at(-1)!.seq;
   }
 }
+
+/** Every event of the log after seq `after`, oldest first, reservations' among them. */
+export async function logAfter(store: Store, after: number): Promise<InventoryEvent[]> {
+  const all: InventoryEvent[] = [];
+  for (;;) {
+    const page = await store.events.readEvents(after, 500);
+    all.push(...page.items);
+    if (page.items.length < 500) return all;
+    after = page.items.at(-1)!.seq;
+  }
+}
