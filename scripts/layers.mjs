@@ -8,7 +8,7 @@ export const LAYERS = [
   ['errors.ts', 'json.ts', 'schemas'],
   ['domain'],
   ['store'],
-  ['auth', 'cache', 'limits', 'config', 'config.ts', 'prune-timer.ts', 'webhooks', 'relay'],
+  ['auth', 'cache', 'limits', 'config', 'config.ts', 'prune-timer.ts', 'expiry-timer.ts', 'webhooks', 'relay'],
   ['operations'],
   ['openapi'],
   ['pipeline'],

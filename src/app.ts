@@ -6,6 +6,7 @@ import { FailureThrottle } from './auth/throttle.js';
 import { EventHub } from './cache/event-hub.js';
 import { ListCache } from './cache/list-cache.js';
 import type { Config } from './config.js';
+import { scheduleExpiry } from './expiry-timer.js';
 import { schedulePruning } from './prune-timer.js';
 import { ConnectionManager } from './http/connections.js';
 import { answerUndecodableUrl, registerErrorHandling } from './http/errors.js';
@@ -187,6 +188,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   app.decorate('connections', connections);
   app.decorate('webhookDispatcher', dispatcher);
   const purge = schedulePruning(store, config, app.log);
+  const expiry = scheduleExpiry(store.reservations, app.log);
   app.addHook('preClose', async () => {
     closing = true;
     // Before the server closes: it waits for every open answer, and a stream never ends by itself.
@@ -199,6 +201,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   });
   app.addHook('onClose', async () => {
     purge.stop();
+    expiry.stop();
     connections.close();
     metrics?.close();
     loopDelay?.close();
@@ -221,6 +224,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
       listCache,
       changeOptions,
       batchMaxChanges: config.batchMaxChanges,
+      reservationLimits: { maxItems: config.reservationMaxItems, ttlSeconds: config.reservationTtlSeconds },
       openApiDocumentJson: JSON.stringify(document),
       eventStreams: eventStreamPort(streams, connections),
     },

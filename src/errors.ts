@@ -31,6 +31,7 @@ export const ERROR_CATALOGUE = {
   precondition_failed: { status: 412, message: 'The entry has changed since the given ETag.' },
   precondition_required: { status: 428, message: 'This operation requires an If-Match header.' },
   insufficient_stock: { status: 409, message: 'The adjustment would take the count below 0; nothing changed.' },
+  reservation_not_active: { status: 409, message: 'The reservation is no longer active; nothing changed.' },
   events_pruned: {
     status: 410,
     message: 'The events after this seq were pruned: reload the list, then follow the events from the seq in X-Events-Head.',

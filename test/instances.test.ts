@@ -84,7 +84,7 @@ describe('several instances on one PostgreSQL database', { skip: await backendSk
     const { key, a, b } = await twoInstances(t, 3);
     assert.equal((await call(a, key, 'PATCH', '/v1/inventory/2', { quantity: 41 })).status, 200);
     const list = await call(b, key, 'GET', '/v1/inventory');
-    assert.equal(list.text, '[{"petId":1,"quantity":0,"status":"available"},{"petId":2,"quantity":41,"status":"available"},{"petId":3,"quantity":0,"status":"available"}]');
+    assert.equal(list.text, '[{"petId":1,"quantity":0,"status":"available","reserved":0,"available":0},{"petId":2,"quantity":41,"status":"available","reserved":0,"available":41},{"petId":3,"quantity":0,"status":"available","reserved":0,"available":0}]');
   });
 
   // How soon is the key cache's lifetime (decisions 2.6), held with a clock of the test's own in test/auth/authenticator.test.ts.

@@ -29,7 +29,7 @@ for (const backend of BACKENDS) {
         assert.match(stdout, /\n200$/, `${line}\n${stdout}`);
       }
       const list = await fetch(`${server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${key}` } });
-      assert.match(await list.text(), /^\[\{"petId":1,"quantity":5,"status":"available"\}/);
+      assert.match(await list.text(), /^\[\{"petId":1,"quantity":5,"status":"available","reserved":0,"available":5\}/);
       // The dashboard and the API reference, at the addresses the banner names.
       const pages = [...banner.matchAll(/^(The staff dashboard|The API reference)\b.*: (http:\/\/\S+)$/gm)].map((m) => m[2]!);
       assert.deepEqual(pages.map((url) => new URL(url).pathname), ['/dashboard', '/docs'], banner);
@@ -72,7 +72,7 @@ for (const backend of BACKENDS) {
       patch.finish();
       await patch.closed;
       assert.match(patch.response(), /^HTTP\/1\.1 200 /);
-      assert.match(patch.response(), /\{"petId":7,"quantity":42,"status":"available"\}$/);
+      assert.match(patch.response(), /\{"petId":7,"quantity":42,"status":"available","reserved":0,"available":42\}$/);
       assert.equal(await server.exited, 0);
       assert.match(server.stdout(), /shut down cleanly/);
       const { stdout } = await run(BIN, ['pets', 'list', '--json'], { env: { ...process.env, ...env } });
@@ -201,7 +201,7 @@ test('stopping a server with an idle keep-alive connection and a request in flig
   const body = answer.slice(head.length + 4);
   assert.match(head, /^HTTP\/1\.1 200 /);
   assert.equal(Buffer.byteLength(body), Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]), 'the whole body');
-  assert.deepEqual(JSON.parse(body), { petId: 1, quantity: 9, status: 'available' });
+  assert.deepEqual(JSON.parse(body), { petId: 1, quantity: 9, status: 'available', reserved: 0, available: 9 });
   assert.equal(await server.exited, 0);
   const log = server.stdout();
   assert.match(log, /shut down cleanly/);

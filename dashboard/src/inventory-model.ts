@@ -42,7 +42,10 @@ export interface RowFilter {
   search: string;
 }
 
-export function buildModel(items: readonly InventoryItem[]): InventoryModel {
+/** What the table keeps of an entry: its count and status (what reservations hold comes with the list, not with every change event). */
+export type ModelItem = Pick<InventoryItem, 'petId' | 'quantity' | 'status'>;
+
+export function buildModel(items: readonly ModelItem[]): InventoryModel {
   const size = items.length;
   const ids = new Array<bigint>(size);
   const idText = new Array<string>(size);
@@ -74,7 +77,7 @@ export function withQuantity(model: InventoryModel, index: number, quantity: num
 }
 
 /** What the change events say of an entry: its quantity and status now, or null once retired. */
-export type EntryChange = InventoryItem | null;
+export type EntryChange = ModelItem | null;
 /** Entries' changes by their id digits. */
 export type EntryChanges = ReadonlyMap<string, EntryChange>;
 
@@ -111,7 +114,7 @@ function rebuilt(model: InventoryModel, changes: EntryChanges): InventoryModel {
   const added = [...changes.entries()]
     .flatMap(([id, change]) => (change !== null && !model.indexOf.has(id) ? [change] : []))
     .sort((a, b) => (a.petId < b.petId ? -1 : a.petId > b.petId ? 1 : 0));
-  const items: InventoryItem[] = [];
+  const items: ModelItem[] = [];
   let next = 0;
   for (let i = 0; i < model.size; i++) {
     const petId = model.ids[i]!;

@@ -41,6 +41,8 @@ export function useLiveEvents(client: InventoryClient, handlers: LiveHandlers): 
       if (!signal.aborted) latest.current.onChanges((model) => withChanges(model, changes));
     };
     const take = ({ type, data }: InventoryEvent) => {
+      // A reservation moves what is held of its pets, which the list carries: read it again (usually a 304).
+      if ('reservationId' in data) return void latest.current.onLive();
       const id = data.petId.toString();
       if ((versions.get(id) ?? 0) >= data.version) return;
       versions.set(id, data.version);

@@ -16,14 +16,17 @@ export class ListSnapshot extends EncodedBody {
     body: Buffer,
     /** The event log's head read with this version: the list holds every event up to it and none after (X-Events-Head). */
     readonly eventsHead: number,
+    /** The holds past their expiry this list leaves out, not yet marked (EntryChanges.lapsed); '' for none. */
+    readonly lapsed = '',
   ) {
     super(body, LIST_COMPRESSION);
     this.etags = [this.etag(), ...CONTENT_ENCODINGS.map((e) => this.etag(e))];
   }
 
-  /** A strong ETag per representation (RFC 9110 8.8.3): the coding is part of it. */
+  /** A strong ETag per representation (RFC 9110 8.8.3): the coding is part of it, and so are lapsed holds, which change it at one version. */
   etag(encoding?: ContentEncoding): string {
-    return encoding ? `"inv-${this.version}-${encoding}"` : `"inv-${this.version}"`;
+    const version = this.lapsed === '' ? `${this.version}` : `${this.version}.${this.lapsed}`;
+    return encoding ? `"inv-${version}-${encoding}"` : `"inv-${version}"`;
   }
 }
 
@@ -70,12 +73,12 @@ export class ListCache {
   async #catchUp(): Promise<ListSnapshot> {
     const known = this.#snapshot;
     const changes = await this.#entries.changesSince(known?.version ?? -1);
-    const unchanged = known !== undefined && changes.version === known.version;
+    const unchanged = known !== undefined && changes.version === known.version && (changes.lapsed ?? '') === known.lapsed;
     this.#observer?.read(!unchanged);
     if (unchanged) {
       if (changes.eventsHead === known.eventsHead) return known;
       // No entry changed, yet the log moved on (never expected: each event bumps the version); the head must still be this read's.
-      this.#snapshot = new ListSnapshot(known.version, known.body, changes.eventsHead);
+      this.#snapshot = new ListSnapshot(known.version, known.body, changes.eventsHead, known.lapsed);
       return this.#snapshot;
     }
     if (known && !changes.complete) {
@@ -84,7 +87,7 @@ export class ListCache {
     } else {
       this.#body.reset(changes.items);
     }
-    this.#snapshot = new ListSnapshot(changes.version, this.#body.render(), changes.eventsHead);
+    this.#snapshot = new ListSnapshot(changes.version, this.#body.render(), changes.eventsHead, changes.lapsed ?? '');
     return this.#snapshot;
   }
 }

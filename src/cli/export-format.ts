@@ -1,4 +1,3 @@
-import { itemJson } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 import { CSV_HEADER, type ImportFormat } from './import/format.js';
 
@@ -24,7 +23,12 @@ export const EXPORT_WRITERS: Record<ImportFormat, ExportWriter> = {
   },
   json: {
     start: '[',
-    page: (items, first) => `${first ? '\n' : ',\n'}${items.map(itemJson).join(',\n')}`,
+    page: (items, first) => `${first ? '\n' : ',\n'}${items.map(countJson).join(',\n')}`,
     end: (empty) => (empty ? ']\n' : '\n]\n'),
   },
 };
+
+/** An entry as an import reads it back: its count, never what reservations hold (they are no part of a stocktake). */
+function countJson(item: InventoryItem): string {
+  return `{"petId":${item.petId},"quantity":${item.quantity},"status":"${item.status}"}`;
+}

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { eventJson, type InventoryEvent } from '../domain/event.js';
+import { eventJson, isReservationEvent, type InventoryEvent } from '../domain/event.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { Events } from '../store/store.js';
 import { parseCommandArgs, printHelp, type Command } from './command.js';
@@ -150,6 +150,11 @@ function output(io: CliIO, signal: AbortSignal): (text: string) => Promise<void>
 
 /** One event as a line a person reads: seq, when, what, which pet, from and to, and who. */
 export function eventLine(e: InventoryEvent): string {
+  if (isReservationEvent(e)) {
+    const who = e.source === 'cli' ? 'cli' : `key ${e.keyId ?? '-'} request ${e.requestId ?? '-'}`;
+    const items = e.items.map((i) => `pet ${i.petId} x${i.quantity}`).join(', ');
+    return [`${e.seq}`, e.occurredAt.toISOString(), e.type, e.reservationId, items, e.status, e.reference ?? '-', who].join('  ');
+  }
   const what = e.type.replace(/^inventory\./, '');
   const change = `${e.previousQuantity ?? '-'} -> ${e.quantity ?? '-'}`;
   const who = e.source === 'cli' ? 'cli' : `key ${e.keyId ?? '-'} request ${e.requestId ?? '-'}`;

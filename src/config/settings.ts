@@ -78,6 +78,16 @@ export const SETTINGS = {
     value: integer({ default: 1000, min: 1, max: 100_000 }),
     doc: 'most changes in one `POST /v1/inventory/batch` (`400 invalid_body` beyond); that route takes a body of up to 256 bytes per change, or `BODY_LIMIT` when larger',
   },
+  RESERVATION_MAX_ITEMS: {
+    key: 'reservationMaxItems',
+    value: integer({ default: 100, min: 1, max: 10_000 }),
+    doc: 'most items (distinct pets) in one `POST /v1/reservations` (`400 invalid_body` beyond)',
+  },
+  RESERVATION_TTL_SECONDS: {
+    key: 'reservationTtlSeconds',
+    value: integer({ default: 900, min: 1, max: 86_400 }),
+    doc: 'how long a reservation holds its stock when its request names no `ttlSeconds`, in seconds',
+  },
   REQUEST_TIMEOUT_MS: {
     key: 'requestTimeoutMs',
     value: integer({ default: 10_000, min: 1, max: 3_600_000 }),

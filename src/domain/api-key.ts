@@ -67,9 +67,11 @@ export function generateApiKey(input: {
   return { key, record };
 }
 
-/** inventory:write implies inventory:read. */
+/** inventory:write implies inventory:read and reservations:write; reservations:write implies inventory:read (decisions 12.1). */
 export function hasScope(granted: readonly Scope[], needed: Scope): boolean {
-  return granted.includes(needed) || (needed === 'inventory:read' && granted.includes('inventory:write'));
+  if (granted.includes(needed)) return true;
+  if (needed === 'inventory:read') return granted.includes('inventory:write') || granted.includes('reservations:write');
+  return needed === 'reservations:write' && granted.includes('inventory:write');
 }
 
 export function isScope(value: string): value is Scope {

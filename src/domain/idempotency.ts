@@ -125,6 +125,8 @@ interface StoredEntry {
   quantity: number;
   status: PetStatus;
   version: number;
+  /** What reservations held (decisions 12.2); absent in records kept before reservations, and where none held anything. */
+  reserved?: number;
 }
 
 interface StoredOutcome {
@@ -168,9 +170,11 @@ function outcomeOf(stored: StoredOutcome): ChangeOutcome {
 }
 
 function storedEntry({ item, version }: InventoryEntry): StoredEntry {
-  return { petId: item.petId.toString(), quantity: item.quantity, status: item.status, version };
+  const stored: StoredEntry = { petId: item.petId.toString(), quantity: item.quantity, status: item.status, version };
+  if (item.reserved) stored.reserved = item.reserved;
+  return stored;
 }
 
-function entryOf({ petId, quantity, status, version }: StoredEntry): InventoryEntry {
-  return { item: { petId: BigInt(petId), quantity, status }, version };
+function entryOf({ petId, quantity, status, version, reserved }: StoredEntry): InventoryEntry {
+  return { item: reserved ? { petId: BigInt(petId), quantity, status, reserved } : { petId: BigInt(petId), quantity, status }, version };
 }

@@ -96,7 +96,8 @@ export type ChangeResult =
  * The judgement of one change on the entry it finds, inside its transaction: no entry is
  * not_found (before any precondition, RFC 9110 13.2.1); an If-Match condition that fails is
  * precondition_failed (the client's premise is wrong, whatever the count); a delta that would take
- * the count below 0 is insufficient_stock, above QUANTITY_MAX quantity_out_of_range; anything else
+ * the count below 0, or a negative one below what reservations hold (decisions 12.3), is
+ * insufficient_stock, above QUANTITY_MAX quantity_out_of_range; anything else
  * applies, with the count it sets. SQLite calls it; PostgreSQL judges a whole batch in one
  * statement that mirrors it and calls it for each change that statement did not apply, and the
  * store contract suite sends the same cases through both and this function.
@@ -112,6 +113,8 @@ export function judgeChange(
   }
   const quantity = change.delta === undefined ? change.quantity : current.item.quantity + change.delta;
   if (quantity < QUANTITY_MIN) return { kind: 'insufficient_stock', entry: current };
+  // A sale may not take what reservations hold (decisions 12.3); a count always applies: it is what is on the shelf.
+  if (change.delta !== undefined && change.delta < 0 && quantity < (current.item.reserved ?? 0)) return { kind: 'insufficient_stock', entry: current };
   if (quantity > QUANTITY_MAX) return { kind: 'quantity_out_of_range', entry: current };
   return { kind: 'apply', current, quantity };
 }
@@ -145,7 +148,13 @@ export function etagOf(version: number): string {
   return `"v${version}"`;
 }
 
-/** An entry's JSON: petId as its exact digits (never through a float), status from a closed enum (nothing to escape). */
+/** An entry's JSON as the API answers it: petId as its exact digits (never through a float), status from a closed enum (nothing to escape), what is held and available. */
 export function itemJson(item: InventoryItem): string {
-  return `{"petId":${item.petId},"quantity":${item.quantity},"status":"${item.status}"}`;
+  const reserved = item.reserved ?? 0;
+  return `{"petId":${item.petId},"quantity":${item.quantity},"status":"${item.status}","reserved":${reserved},"available":${availableOf(item)}}`;
+}
+
+/** What an entry has for anyone but its reservations: never below 0, as a count may fall below what is held (decisions 12.3). */
+export function availableOf(item: Pick<InventoryItem, 'quantity' | 'reserved'>): number {
+  return Math.max(0, item.quantity - (item.reserved ?? 0));
 }

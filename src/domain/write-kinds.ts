@@ -1,5 +1,5 @@
 import type { ChangeReason, PetStatus } from '../schemas/inventory.js';
-import type { EventSource, EventType, NewEvent } from './event.js';
+import type { EventSource, StockEvent, StockEventType } from './event.js';
 
 /**
  * What one kind of write of an entry records (decisions 5.4, 5.8, 5.9): the event it appends,
@@ -10,7 +10,7 @@ import type { EventSource, EventType, NewEvent } from './event.js';
  */
 export interface WriteRecord {
   /** The type of the event it appends. */
-  event: EventType;
+  event: StockEventType;
   /** The no-op rule: written always, or (a stocktake restates every count) only when the count it sets differs from the one held. */
   writes: 'always' | 'when the count differs';
   /** Whether it writes a row of the entry's history. */
@@ -82,7 +82,7 @@ export interface WriteFacts {
 }
 
 /** The event a write of `kind` appends, as WRITE_KINDS says; a CLI's event carries no key nor request id (decisions 5.9). */
-export function eventOf(kind: WriteKind, facts: WriteFacts): NewEvent {
+export function eventOf(kind: WriteKind, facts: WriteFacts): Omit<StockEvent, 'seq'> {
   const record: WriteRecord = WRITE_KINDS[kind];
   const origin = record.source === 'origin' ? given(facts.origin, kind, 'origin') : undefined;
   const source = origin ? origin.source : (record.source as EventSource);

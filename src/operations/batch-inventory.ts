@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { repeatedPet, type EntryChange } from '../domain/inventory.js';
+import { availableOf, repeatedPet, type EntryChange } from '../domain/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../domain/pet-id.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { stringifyJson } from '../json.js';
@@ -109,7 +109,7 @@ export async function answerInventoryBatch(changes: Pick<Changes, 'applyBatch'>,
     // No ETag header: the answer is about the batch, not one entry; the message of a 412 names the entry's.
     throw refusalError(result.outcome, entryChanges[result.index]!).atChange(result.index, { ...replayed });
   }
-  const items = result.entries.map(({ item, version }) => ({ ...item, version }));
+  const items = result.entries.map(({ item, version }) => ({ ...item, reserved: item.reserved ?? 0, available: availableOf(item), version }));
   return jsonAnswer(200, stringifyJson({ items }), replayed);
 }
 

@@ -16,12 +16,14 @@ export function refusalError(refusal: ChangeRefusal, change: CountChange & { pet
       const etag = etagOf(refusal.entry.version);
       return new ApiError('precondition_failed', `The entry is at ${etag}, not the version If-Match names; GET it and retry.`, { etag, ...headers });
     }
-    case 'insufficient_stock':
-      return new ApiError(
-        'insufficient_stock',
-        `Pet ${change.petId} has ${refusal.entry.item.quantity} on hand; a delta of ${change.delta} would take the count below 0. Nothing changed.`,
-        headers,
-      );
+    case 'insufficient_stock': {
+      const { quantity, reserved = 0 } = refusal.entry.item;
+      const why =
+        (change.delta ?? 0) + quantity < 0
+          ? 'would take the count below 0'
+          : `would take what is available below 0: reservations hold ${reserved} of them`;
+      return new ApiError('insufficient_stock', `Pet ${change.petId} has ${quantity} on hand; a delta of ${change.delta} ${why}. Nothing changed.`, headers);
+    }
     case 'quantity_out_of_range':
       return new ApiError(
         'invalid_quantity',

@@ -66,11 +66,11 @@ export function changeOrigin(request: ChangeRequest, what: Fingerprinted, record
   };
 }
 
-/** The store's refusal of the Idempotency-Key itself, for one change or a batch alike. */
+/** The store's refusal of the Idempotency-Key itself, for one change, a batch or a reservation alike. */
 export type KeyRefusal = Extract<ChangeResult | ChangeBatchResult, { kind: 'idempotency_key_reused' | 'idempotency_records_full' }>;
 
 /** Whether the store refused the Idempotency-Key rather than judging the change. */
-export function isKeyRefusal(result: ChangeResult | ChangeBatchResult): result is KeyRefusal {
+export function isKeyRefusal<R extends { kind: string }>(result: R | KeyRefusal): result is KeyRefusal {
   return result.kind === 'idempotency_key_reused' || result.kind === 'idempotency_records_full';
 }
 

@@ -22,13 +22,15 @@ export interface EventStreamPort {
 /** What the app gives the operations to answer with; each operation's `serve` takes the parts it needs. */
 export interface OperationDependencies {
   /** The store's ports the operations read and write. */
-  store: Pick<Store, 'entries' | 'changes' | 'history' | 'events' | 'webhookEndpoints'>;
+  store: Pick<Store, 'entries' | 'changes' | 'history' | 'events' | 'webhookEndpoints' | 'reservations'>;
   /** The rendered list, read fresh. */
   listCache: Pick<ListCache, 'current'>;
   /** What every change of a count follows: REQUIRE_IF_MATCH, IDEMPOTENCY_RECORDS_PER_KEY. */
   changeOptions: ChangeOptions;
   /** BATCH_MAX_CHANGES */
   batchMaxChanges: number;
+  /** RESERVATION_MAX_ITEMS and RESERVATION_TTL_SECONDS */
+  reservationLimits: { maxItems: number; ttlSeconds: number };
   /** The service's OpenAPI document, serialised once. */
   openApiDocumentJson: string;
   /** The process's event streams. */
@@ -45,6 +47,8 @@ export interface OperationRequest {
   requestId: string;
   /** The path's petId, parsed, on the paths that have one. */
   petId?: bigint;
+  /** The path's parameters as sent (a reservation's id), on the paths that have any; the operation checks them. */
+  params?: Readonly<Record<string, string>> | undefined;
   /** The query, as the declaration's querystring schema passed it. */
   query: unknown;
   /** The body, parsed, and checked by the declaration's schema unless the operation checks it itself. */

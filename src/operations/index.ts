@@ -1,4 +1,9 @@
 import { adjustInventory } from './adjust-inventory.js';
+import { commitReservation } from './commit-reservation.js';
+import { createReservation } from './create-reservation.js';
+import { getReservation } from './get-reservation.js';
+import { listReservations } from './list-reservations.js';
+import { releaseReservation } from './release-reservation.js';
 import { applyInventoryBatch } from './batch-inventory.js';
 import { getCallingKey } from './get-calling-key.js';
 import { getInventoryItem } from './get-inventory-item.js';
@@ -15,4 +20,4 @@ import { updateInventory } from './update-inventory.js';
  * Every operation of the API, the one list: the app registers each one's route from it, and the
  * OpenAPI document lists each one, its tags and its named schemas, in this order.
  */
-export const OPERATIONS: readonly Operation[] = [listInventory, getInventoryItem, updateInventory, adjustInventory, applyInventoryBatch, listInventoryHistory, listEvents, streamEvents, getCallingKey, listWebhooks, getOpenApiDocument];
+export const OPERATIONS: readonly Operation[] = [listInventory, getInventoryItem, updateInventory, adjustInventory, applyInventoryBatch, listInventoryHistory, createReservation, listReservations, getReservation, commitReservation, releaseReservation, listEvents, streamEvents, getCallingKey, listWebhooks, getOpenApiDocument];

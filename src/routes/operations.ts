@@ -84,6 +84,7 @@ function operationRequest(request: FastifyRequest, op: Operation, rateLimiter: R
     principal: op.scope ? principalOf(request) : null,
     requestId: request.id,
     petId: request.petId,
+    params: request.params as Record<string, string> | undefined,
     query: request.query,
     body: request.body,
     chargeRequests: rateLimiter && ctx ? (count) => takeMore(rateLimiter, ctx, count) : undefined,

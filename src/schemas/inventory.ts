@@ -38,15 +38,35 @@ export const Quantity = Type.Integer({
   description: 'Current stock count',
 });
 
+/** What active reservations hold of an entry, and what is left for anyone else (decisions 12.2). */
+export const HeldFields = {
+  reserved: Type.Integer({ minimum: 0, maximum: QUANTITY_MAX, description: 'What active reservations hold of it (an expired one holds nothing)' }),
+  available: Type.Integer({
+    minimum: 0,
+    maximum: QUANTITY_MAX,
+    description: 'quantity - reserved, never below 0: what a new reservation or a sale may take',
+  }),
+};
+
+/** What reservations hold, as the contract's InventoryItem carries it: always answered, required of no client (decisions 12.2). */
+const HeldExtension = {
+  reserved: Type.Optional(Type.Integer({ ...HeldFields.reserved, 'x-extension': true })),
+  available: Type.Optional(Type.Integer({ ...HeldFields.available, 'x-extension': true })),
+};
+
 export const InventoryItem = Type.Object(
   {
     petId: PetId,
     quantity: Quantity,
     status: PetStatus,
+    ...HeldExtension,
   },
   { additionalProperties: false },
 );
-export type InventoryItem = Static<typeof InventoryItem>;
+
+/** An entry as the store and the CLI handle it: what creations and imports give, and what reservations hold (0 when absent). */
+export const StoredItem = Type.Object({ petId: PetId, quantity: Quantity, status: PetStatus, reserved: Type.Optional(HeldFields.reserved) });
+export type InventoryItem = Static<typeof StoredItem>;
 
 export const InventoryList = Type.Array(InventoryItem);
 
@@ -134,6 +154,7 @@ export const VersionedItem = Type.Object(
     petId: PetId,
     quantity: Quantity,
     status: PetStatus,
+    ...HeldFields,
     version: Type.Integer({ minimum: 1, description: 'The entry\'s version after the change: its ETag is "v" and this number' }),
   },
   { additionalProperties: false },

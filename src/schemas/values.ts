@@ -29,8 +29,23 @@ export const EVENT_TYPE_MEANINGS = {
   'inventory.created': 'an entry appeared',
   'inventory.updated': 'its quantity or status changed',
   'inventory.deleted': 'it was retired',
+  'reservation.created': 'stock was held for a checkout (data names the reservation and every pet it holds)',
+  'reservation.committed': 'a reservation was sold: each pet it held has its own inventory.updated (reason sold) before this event',
+  'reservation.released': 'a reservation was given up: its pets are available again',
+  'reservation.expired': 'a reservation passed its expiresAt unsold: its pets are available again',
 } as const;
 export const EVENT_TYPES = Object.keys(EVENT_TYPE_MEANINGS) as readonly (keyof typeof EVENT_TYPE_MEANINGS)[];
 
-/** What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH), webhooks:manage (GET /v1/webhooks). */
-export const SCOPES = ['inventory:read', 'inventory:write', 'webhooks:manage'] as const;
+/**
+ * What an API key may do: inventory:read (the GET operations), inventory:write (GET and PATCH, and reservations),
+ * webhooks:manage (GET /v1/webhooks), reservations:write (reservations and reading stock, no change of a count).
+ */
+export const SCOPES = ['inventory:read', 'inventory:write', 'webhooks:manage', 'reservations:write'] as const;
+
+/** Where a reservation stands: active holds its items; the other three hold nothing and never change again. */
+export const RESERVATION_STATUSES = ['active', 'committed', 'released', 'expired'] as const;
+/** A reservation's time to live, in seconds. */
+export const RESERVATION_TTL_MIN = 1;
+export const RESERVATION_TTL_MAX = 86_400;
+/** The longest `reference` a reservation keeps (a shop's order number). */
+export const RESERVATION_REFERENCE_MAX = 200;

@@ -2,9 +2,10 @@ import type { ApiKeyRecord } from '../domain/api-key.js';
 import type { InventoryEvent } from '../domain/event.js';
 import type { HistoryEntry } from '../domain/history.js';
 import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
-import type { ChangeBatch, ChangeBatchResult, ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, ChangeOrigin, ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
 import type { InventoryItem } from '../schemas/inventory.js';
 import type { DeliveryAttempt, DeliveryProgress, NewWebhookEndpoint, WebhookEndpoint } from '../domain/webhook.js';
+import type { EndOutcome, ListedReservation, NewReservation, Reservation, ReservationEnd, ReservationQuery, ReservationResult } from '../domain/reservation.js';
 
 /**
  * A store is a few narrow ports, each implemented by every backend (src/store/<backend>/, one
@@ -34,6 +35,8 @@ export interface Store {
   readonly webhookDeliveries: WebhookDeliveries;
   /** Where each relay of the event log to another system stands, and who runs it. */
   readonly relays: Relays;
+  /** Stock held for a checkout, then sold, given up or expired. */
+  readonly reservations: Reservations;
   /** What operators and timers need: durability, readiness, pruning. */
   readonly maintenance: Maintenance;
   /** Commits the changes already accepted, then releases the store; further calls reject with StoreUnavailableError. */
@@ -255,6 +258,36 @@ export interface Relays {
   release(name: string, holder: string): Promise<void>;
 }
 
+/**
+ * Reservations (decisions 12): stock held for a checkout. Each entry keeps what active
+ * reservations hold of it (`reserved`), moved in the transaction of every change of a
+ * reservation's status, which appends its event (naming every pet it holds) through the change log
+ * and bumps the store version naming those pets. An active reservation past its expiry holds
+ * nothing from that instant: every read leaves it out before the sweep marks it.
+ */
+export interface Reservations {
+  /**
+   * Holds every item or none, in one transaction, each from the entry's available stock (quantity
+   * - reserved), for ttlSeconds from the store's clock; refused by the first item with no entry or
+   * too little available. An Idempotency-Key is kept and replayed as a change's (domain/idempotency.ts).
+   */
+  create(reservation: NewReservation): Promise<ReservationResult>;
+  /** One reservation, or undefined; an active one past its expiry reads as expired. */
+  get(id: string): Promise<Reservation | undefined>;
+  /** A page of reservations, newest first, by live status and pet. */
+  list(query: ReservationQuery): Promise<ListedReservation[]>;
+  /**
+   * Commits (each item's count goes down by what it held, floored at 0, with a history row reason
+   * sold and an inventory.updated event per pet, then the reservation's event) or releases an active
+   * reservation, in one transaction; the same end again is `already`, any other final status `not_active`.
+   */
+  end(id: string, end: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome>;
+  /** Marks expired every active reservation past its expiry, each exactly once across processes and instances, with its event; resolves to those this call marked. */
+  expireDue(): Promise<Reservation[]>;
+  /** How many reservations are active and how many units they hold, expired ones left out. */
+  held(): Promise<{ active: number; units: number }>;
+}
+
 /** An endpoint as a lease holds it: with the time the lease was claimed, which a renewal keeps. */
 export type LeasedEndpoint = WebhookEndpoint & { leaseClaimedAt: Date };
 
@@ -286,6 +319,12 @@ export interface EntryChanges {
   removed: bigint[];
   /** `items` is the whole list (asked from -1, or the store cannot tell what changed): the reader replaces what it holds. */
   complete: boolean;
+  /**
+   * Which holds past their expiry, not yet marked by the sweep, this read left out (decisions 12.4):
+   * absent for none, else a token that differs whenever that set does at one version (the latest
+   * expiry among them); their pets are among `items`. A cached list is current only at the same version and token.
+   */
+  lapsed?: string;
   /** The event log's head in the same read: the list at `version` holds every event up to it and none after (X-Events-Head). */
   eventsHead: number;
 }
@@ -323,6 +362,7 @@ const EVERY_PORT: Record<PortName, true> = {
   webhookEndpoints: true,
   webhookDeliveries: true,
   relays: true,
+  reservations: true,
   maintenance: true,
 };
 

@@ -8,7 +8,20 @@ import { WRITE_KINDS, type WriteKind, type WriteRecord } from '../domain/write-k
  */
 
 /** The columns of inventory_events after seq, in the order eventValues gives them. */
-export const EVENT_COLUMNS = ['type', 'occurred_at', 'pet_id', 'status', 'previous_quantity', 'quantity', 'version', 'reason', 'source', 'key_id', 'request_id'] as const;
+export const EVENT_COLUMNS = [
+  'type',
+  'occurred_at',
+  'pet_id',
+  'status',
+  'previous_quantity',
+  'quantity',
+  'version',
+  'reason',
+  'source',
+  'key_id',
+  'request_id',
+  'payload',
+] as const;
 
 /** A write's facts (domain WriteFacts) as SQL expressions of one statement; the change's reason and origin where a kind's event takes them. */
 export interface FactsSql {
@@ -79,6 +92,9 @@ function columnSql(kind: WriteKind, column: EventColumn, facts: FactsSql): strin
       return byApi(record, facts, facts.keyId, 'keyId');
     case 'request_id':
       return byApi(record, facts, facts.requestId, 'requestId');
+    case 'payload':
+      // Only a reservation's event has one (decisions 12.6); no write of an entry's kinds is one.
+      return 'NULL';
   }
 }
 

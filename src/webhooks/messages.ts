@@ -1,4 +1,4 @@
-import { eventId, eventJson, type InventoryEvent } from '../domain/event.js';
+import { eventId, eventJson, eventPets, type InventoryEvent } from '../domain/event.js';
 import type { DeliveryAttempt, WEBHOOK_EVENT_TYPES } from '../domain/webhook.js';
 import type { SentAttempt } from './sender.js';
 
@@ -16,7 +16,7 @@ export interface WebhookMessage {
 
 /** An event of the log, as the feed and the stream have it. */
 export function eventMessage(event: InventoryEvent): WebhookMessage {
-  return { id: eventId(event.seq), seq: event.seq, body: eventJson(event), pets: [event.petId], occurredAt: event.occurredAt };
+  return { id: eventId(event.seq), seq: event.seq, body: eventJson(event), pets: eventPets(event), occurredAt: event.occurredAt };
 }
 
 /**

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { stockEvents } from '../support/store.js';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -48,7 +49,7 @@ for (const backend of BACKENDS) {
       assert.match(rows[0]!.requestId, /^adjust-[0-9a-f-]{36}$/);
       assert.notEqual(rows[0]!.requestId, rows[1]!.requestId, 'a request id per run');
       // The CLI's change, as every change the CLI makes: source cli, no key id nor request id (the history row keeps them).
-      const events = (await store.events.readEvents(0, 100)).items.filter((e) => e.type === 'inventory.updated');
+      const events = stockEvents((await store.events.readEvents(0, 100)).items).filter((e) => e.type === 'inventory.updated');
       assert.deepEqual(
         events.map((e) => [e.petId, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId]),
         [[TWO_53_PLUS_1, 5, 3, 2, 'sold', 'cli', null, null], [TWO_53_PLUS_1, 3, 7, 3, null, 'cli', null, null]],

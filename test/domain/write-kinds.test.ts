@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EVENT_TYPES } from '../../src/domain/event.js';
+import { RESERVATION_EVENT_TYPES } from '../../src/domain/reservation-events.js';
 import { eventOf, WRITE_KINDS, type WriteFacts } from '../../src/domain/write-kinds.js';
 
 const AT = new Date('2026-11-26T10:00:00.000Z');
@@ -9,8 +10,9 @@ const ORIGIN = { source: 'api', keyId: 'key_till', requestId: 'req-1' } as const
 const SAME = { occurredAt: AT, petId: FACTS.petId, status: FACTS.status, version: 4 } as const;
 const BY_CLI = { source: 'cli', keyId: null, requestId: null } as const;
 
-test('every event type is appended by some kind of write, and every kind appends one of them', () => {
-  assert.deepEqual(new Set(Object.values(WRITE_KINDS).map((kind) => kind.event)), new Set(EVENT_TYPES));
+test("every entry's event type is appended by some kind of write, every kind appends one of them, and every status a reservation reaches appends its own", () => {
+  assert.deepEqual(new Set(Object.values(WRITE_KINDS).map((kind) => kind.event)), new Set(EVENT_TYPES.filter((t) => t.startsWith('inventory.'))));
+  assert.deepEqual(new Set(Object.values(RESERVATION_EVENT_TYPES)), new Set(EVENT_TYPES.filter((t) => t.startsWith('reservation.'))));
 });
 
 test("eventOf: each kind's event, as decisions 5.9 has it", () => {

@@ -46,7 +46,7 @@ for (const backend of BACKENDS) {
       const head = `PATCH /v1/inventory/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${api.keys.write}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
       const answer = await rawTranscript(port, [head, body.slice(0, 4), body.slice(4)], 100);
       assert.match(answer, /^HTTP\/1\.1 200 /);
-      assert.match(answer, /\{"petId":1,"quantity":9,"status":"available"\}$/);
+      assert.match(answer, /\{"petId":1,"quantity":9,"status":"available","reserved":0,"available":9\}$/);
     });
   });
 }
@@ -113,7 +113,7 @@ describe("what Node would answer on its own is the service's Error, 401 first wh
     assertRawError(parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`]))[0], 401, 'unauthorized');
     const answered = parseAnswers(await rawTranscript(port, [`GET /v1/inventory HTTP/1.1\r\nHost: x\r\n${auth}${upgrade}\r\n`]));
     assert.equal(answered[0]?.status, 200);
-    assert.equal(answered[0]?.body.toString(), '[{"petId":1,"quantity":1,"status":"available"}]');
+    assert.equal(answered[0]?.body.toString(), '[{"petId":1,"quantity":1,"status":"available","reserved":0,"available":1}]');
   });
 
   test('headers over the limit: 431 headers_too_large (no key can be read), and the connection closes', async (t) => {
@@ -198,9 +198,9 @@ for (const backend of BACKENDS) {
         ]),
       );
       assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
-      assert.equal(answers[1]?.body.toString(), '[{"petId":1,"quantity":5,"status":"available"}]', 'the fast lane GET sees the PATCH before it');
-      assert.equal(answers[3]?.body.toString(), '{"petId":1,"quantity":6,"status":"available"}', "Fastify's GET sees the PATCH before it");
-      assert.equal(answers[5]?.body.toString(), '[{"petId":1,"quantity":7,"status":"available"}]');
+      assert.equal(answers[1]?.body.toString(), '[{"petId":1,"quantity":5,"status":"available","reserved":0,"available":5}]', 'the fast lane GET sees the PATCH before it');
+      assert.equal(answers[3]?.body.toString(), '{"petId":1,"quantity":6,"status":"available","reserved":0,"available":6}', "Fastify's GET sees the PATCH before it");
+      assert.equal(answers[5]?.body.toString(), '[{"petId":1,"quantity":7,"status":"available","reserved":0,"available":7}]');
       assert.ok(api.app.fastLane.answered >= 4, 'the lane took its share');
     });
 

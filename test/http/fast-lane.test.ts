@@ -245,7 +245,7 @@ for (const backend of BACKENDS) {
       const { etag: fullTag, ...fullRest } = sale.full.headers;
       assert.deepEqual({ ...sale.lane, headers: laneRest, bytes: '' }, { ...sale.full, headers: fullRest, bytes: '' });
       assert.equal(sale.lane.status, 200);
-      assert.deepEqual([sale.lane.bytes, sale.full.bytes], ['{"petId":20,"quantity":18,"status":"available"}', '{"petId":20,"quantity":17,"status":"available"}']);
+      assert.deepEqual([sale.lane.bytes, sale.full.bytes], ['{"petId":20,"quantity":18,"status":"available","reserved":0,"available":18}', '{"petId":20,"quantity":17,"status":"available","reserved":0,"available":17}']);
       assert.deepEqual([laneTag, fullTag], ['"v2"', '"v3"'], 'each lane applied its own change');
 
       const keyed = adjustOf(api, '3', '{"delta":-1}', { 'idempotency-key': 'sale-1' });

@@ -53,12 +53,13 @@ test('info has contact and license; it warns that petIds are int64 and tables ev
   for (const code of ERROR_CODES) assert.ok(description.includes(`| \`${code}\` | ${ERROR_CATALOGUE[code].status} |`), `${code} in the table`);
 });
 
-test('every petId, in paths and in bodies, is an int64 whose description says to parse it losslessly', async (t) => {
+test('every petId, in paths and in bodies, is an int64 whose description says to parse it losslessly (a query\'s is its digits as text)', async (t) => {
   const text = JSON.stringify(await documentOf(t));
   const petIds: Record<string, unknown>[] = [];
   JSON.parse(text, function (this: Record<string, unknown>, key, value: unknown) {
     if (key === 'petId' && typeof value === 'object' && value !== null) petIds.push(value as Record<string, unknown>);
-    if (this.name === 'petId' && key === 'schema') petIds.push({ ...(value as object), description: this.description });
+    // A query's value is text: a filter by pet (GET /v1/reservations) takes the digits, kept exact as a string.
+    if (this.name === 'petId' && this.in !== 'query' && key === 'schema') petIds.push({ ...(value as object), description: this.description });
     return value;
   });
   assert.ok(petIds.length >= 4, `path parameters and body properties: ${petIds.length}`);
@@ -98,7 +99,9 @@ test('the two operations are described exactly as the spec has them', async (t) 
   assert.equal(body.required, true);
   assert.deepEqual(Object.keys(body.content), ['application/json', 'application/merge-patch+json']);
   const schemas = doc.components.schemas;
+  // What reservations hold is an extension: present in every answer, required by no client of the contract (decisions 12.2).
   assert.deepEqual(dig(schemas, 'InventoryItem', 'required'), ['petId', 'quantity', 'status']);
+  for (const field of ['reserved', 'available']) assert.equal(dig(schemas, 'InventoryItem', 'properties', field, 'x-extension'), true, field);
   assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'petId'), { type: 'integer', format: 'int64', description: petIdDescription('Identifier of the animal this entry tracks') });
   assert.deepEqual(dig(schemas, 'InventoryItem', 'properties', 'status'), { $ref: '#/components/schemas/PetStatus' });
   assert.deepEqual(dig(schemas, 'PetStatus', 'enum'), ['available', 'pending', 'sold']);
@@ -268,8 +271,56 @@ test('every documented response of both operations is reachable and matches the 
   for (const app of [hooksBroken, hooksDown]) {
     await app.request({ method: 'GET', url: '/v1/webhooks', key: await makeKey(app.store, app.config.environment, ['webhooks:manage']) });
   }
+  // Reservations (decisions 12): every outcome, on a key with the scope, one without, its rate limit, and a store that fails.
+  const held = await buildTestApp(t, { items: PETS, config: { RATE_LIMIT_PER_MINUTE: '40' } });
+  const reserve = (app: typeof held, body: string, key = app.keys.write, headers: Record<string, string> = {}) =>
+    app.request({ method: 'POST', url: '/v1/reservations', key, headers: { 'content-type': 'application/json', ...headers }, body });
+  const made = (await reserve(held, '{"items":[{"petId":1,"quantity":1}]}')).json<{ id: string }>().id;
+  const other = (await reserve(held, '{"items":[{"petId":1,"quantity":1}]}')).json<{ id: string }>().id;
+  await reserve(held, '{"items":[{"petId":1,"quantity":99}]}');
+  await reserve(held, '{"items":[{"petId":2,"quantity":1}]}');
+  await reserve(held, '{"items":[{"petId":1,"quantity":0}]}');
+  await reserve(held, '{"items":[{"petId":1,"quantity":1}]}', held.keys.read);
+  await reserve(held, '{"items":[{"petId":1,"quantity":1}]}', 'nope');
+  await reserve(held, '{"items":[{"petId":1,"quantity":1}]}', held.keys.write, { 'content-type': 'text/plain' });
+  await reserve(held, `{"items":[{"petId":1,"quantity":1}],"reference":"${'x'.repeat(20_000)}"}`);
+  await reserve(held, '{"items":[{"petId":1,"quantity":1}]}', held.keys.write, { 'idempotency-key': 'r1' });
+  await reserve(held, '{"items":[{"petId":1,"quantity":2}]}', held.keys.write, { 'idempotency-key': 'r1' });
+  for (const [method, url] of [
+    ['GET', '/v1/reservations'],
+    ['GET', `/v1/reservations/${made}`],
+    ['POST', `/v1/reservations/${made}/commit`],
+    ['POST', `/v1/reservations/${other}/release`],
+  ] as const) {
+    await held.request({ method, url, key: held.keys.write });
+    await held.request({ method, url: `${url}?x=1`, key: held.keys.write });
+    await held.request({ method, url, key: held.keys.read });
+    await held.request({ method, url, key: 'nope' });
+  }
+  for (const url of ['/v1/reservations/res_000000000000000000000000', '/v1/reservations/res_000000000000000000000000/commit', '/v1/reservations/res_000000000000000000000000/release']) {
+    await held.request({ method: url.endsWith('0') ? 'GET' : 'POST', url, key: held.keys.write });
+  }
+  await held.request({ method: 'POST', url: `/v1/reservations/${made}/release`, key: held.keys.write });
+  await held.request({ method: 'POST', url: `/v1/reservations/${other}/commit`, key: held.keys.write });
+  for (let i = 0; i < 40; i++) {
+    for (const [method, url] of [['GET', '/v1/reservations'], ['GET', `/v1/reservations/${made}`], ['POST', `/v1/reservations/${made}/commit`], ['POST', `/v1/reservations/${other}/release`], ['POST', '/v1/reservations']] as const) {
+      await held.request({ method, url, key: held.keys.write, ...(url === '/v1/reservations' && method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: '{"items":[{"petId":1,"quantity":1}]}' } : {}) });
+    }
+  }
+  const reservationsFailing: (typeof held)[] = [];
+  for (const error of [new Error('boom'), new StoreUnavailableError('down')]) {
+    const app = await buildTestApp(t, {
+      items: PETS,
+      wrapStore: (s) => failingOn(failingOn(failingOn(failingOn(s, 'create', error), 'get', error), 'list', error), 'end', error),
+    });
+    await reserve(app, '{"items":[{"petId":1,"quantity":1}]}');
+    await app.request({ method: 'GET', url: '/v1/reservations', key: app.keys.write });
+    await app.request({ method: 'GET', url: `/v1/reservations/${made}`, key: app.keys.write });
+    for (const how of ['commit', 'release']) await app.request({ method: 'POST', url: `/v1/reservations/${made}/${how}`, key: app.keys.write });
+    reservationsFailing.push(app);
+  }
   const seen = new Set(
-    [api, strict, events, failing, broken, keys, lookupBroken, lookupDown, hooks, hooksBroken, hooksDown].flatMap((app) => [...app.contract.seen]),
+    [api, strict, events, failing, broken, keys, lookupBroken, lookupDown, hooks, hooksBroken, hooksDown, held, ...reservationsFailing].flatMap((app) => [...app.contract.seen]),
   );
   const doc = await documentOf(t);
   for (const [path, ops] of Object.entries(doc.paths)) {

@@ -21,10 +21,10 @@ for (const backend of BACKENDS) {
         const api = await buildTestApp(t, { backend, transport, items: PET_1_AND_INT64_MAX });
         const res = await adjust(api, INT64_MAX_ID, { delta: 5, reason: 'received' });
         assert.equal(res.status, 200);
-        assert.equal(res.text, `{"petId":${INT64_MAX_ID},"quantity":5,"status":"pending"}`);
+        assert.equal(res.text, `{"petId":${INT64_MAX_ID},"quantity":5,"status":"pending","reserved":0,"available":5}`);
         assert.equal(res.headers.etag, '"v2"');
         const sold = await adjust(api, INT64_MAX_ID, { delta: -2, reason: 'sold' });
-        assert.equal(sold.text, `{"petId":${INT64_MAX_ID},"quantity":3,"status":"pending"}`);
+        assert.equal(sold.text, `{"petId":${INT64_MAX_ID},"quantity":3,"status":"pending","reserved":0,"available":3}`);
         const rows = (await history(api, INT64_MAX_ID)).json<HistoryJson>().items;
         assert.deepEqual(rows.map((r) => [r.previousQuantity, r.quantity, r.reason]), [[5, 3, 'sold'], [0, 5, 'received']]);
         const updated = (await events(api)).filter((e) => e.type === 'inventory.updated');

@@ -27,7 +27,7 @@ for (const backend of BACKENDS) {
         const body = `{"changes":[{"petId":${INT64_MAX_ID},"delta":3,"reason":"received"},{"petId":1,"quantity":4,"ifMatch":"\\"v1\\"","reason":"correction"}]}`;
         const res = await batch(api, body, { headers: { 'x-request-id': 'batch-1' } });
         assert.equal(res.status, 200, res.text);
-        assert.equal(res.text, `{"items":[{"petId":${INT64_MAX_ID},"quantity":3,"status":"pending","version":2},{"petId":1,"quantity":4,"status":"available","version":2}]}`);
+        assert.equal(res.text, `{"items":[{"petId":${INT64_MAX_ID},"quantity":3,"status":"pending","reserved":0,"available":3,"version":2},{"petId":1,"quantity":4,"status":"available","reserved":0,"available":4,"version":2}]}`);
         assert.deepEqual(await counts(api), [4, 3]);
         const rows = (await history(api, INT64_MAX_ID)).json<HistoryJson>().items;
         assert.deepEqual(rows.map((r) => [r.quantity, r.reason, r.requestId]), [[3, 'received', 'batch-1']]);

@@ -20,7 +20,7 @@ for (const backend of BACKENDS) {
           const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
           assert.equal(res.status, 200);
-          assert.equal(res.text, '[{"petId":1,"quantity":12,"status":"available"},{"petId":2,"quantity":4,"status":"pending"},{"petId":3,"quantity":0,"status":"sold"}]');
+          assert.equal(res.text, '[{"petId":1,"quantity":12,"status":"available","reserved":0,"available":12},{"petId":2,"quantity":4,"status":"pending","reserved":0,"available":4},{"petId":3,"quantity":0,"status":"sold","reserved":0,"available":0}]');
           assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
         });
 
@@ -58,15 +58,15 @@ for (const backend of BACKENDS) {
           const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '2', { quantity: 40 });
           assert.equal(res.status, 200);
-          assert.deepEqual(res.json(), { petId: 2, quantity: 40, status: 'pending' });
+          assert.deepEqual(res.json(), { petId: 2, quantity: 40, status: 'pending', reserved: 0, available: 40 });
           const list = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
-          assert.match(list.text, /\{"petId":2,"quantity":40,"status":"pending"\}/);
+          assert.match(list.text, /\{"petId":2,"quantity":40,"status":"pending","reserved":0,"available":40\}/);
         });
 
         test('status never changes through PATCH (decisions 3.6)', async (t) => {
           const api = await buildTestApp(t, { backend, transport, items: PETS_OF_EACH_STATUS });
           const res = await patch(api, '3', { quantity: 5 });
-          assert.deepEqual(res.json(), { petId: 3, quantity: 5, status: 'sold' });
+          assert.deepEqual(res.json(), { petId: 3, quantity: 5, status: 'sold', reserved: 0, available: 5 });
         });
 
         test('quantity bounds 0 and 2147483647 are accepted (decisions 3.3)', async (t) => {
@@ -102,7 +102,7 @@ for (const backend of BACKENDS) {
             assert.deepEqual(assertError(res, 404, 'not_found'), { code: 'not_found', message: 'Pet 1 has no inventory entry.', status: 404 });
           }
           const list = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
-          assert.equal(list.text, '[{"petId":2,"quantity":4,"status":"pending"},{"petId":3,"quantity":0,"status":"sold"}]');
+          assert.equal(list.text, '[{"petId":2,"quantity":4,"status":"pending","reserved":0,"available":4},{"petId":3,"quantity":0,"status":"sold","reserved":0,"available":0}]');
           const history = await api.request({ method: 'GET', url: '/v1/inventory/1/history', key: api.keys.read });
           assert.equal(history.status, 200);
           assert.deepEqual(
@@ -206,9 +206,9 @@ for (const backend of BACKENDS) {
             const api = await buildTestApp(t, { backend, transport, items: [{ petId: BigInt(id), quantity: 1, status: 'available' }] });
             const res = await patch(api, id, { quantity: 77 });
             assert.equal(res.status, 200);
-            assert.equal(res.text, `{"petId":${id},"quantity":77,"status":"available"}`);
+            assert.equal(res.text, `{"petId":${id},"quantity":77,"status":"available","reserved":0,"available":77}`);
             const list = await api.request({ method: 'GET', url: '/v1/inventory', key: api.keys.read });
-            assert.equal(list.text, `[{"petId":${id},"quantity":77,"status":"available"}]`);
+            assert.equal(list.text, `[{"petId":${id},"quantity":77,"status":"available","reserved":0,"available":77}]`);
             assert.equal((await itemOf(api.store, BigInt(id)))?.quantity, 77);
           });
         }

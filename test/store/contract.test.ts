@@ -21,6 +21,7 @@ import {
   createTestDatabase,
   openTestStore,
 } from '../support/backends.js';
+import { newReservation, testOrigin } from '../support/reservations.js';
 import { change, changeBatch, importPlan, importSource, itemOf, setQuantity } from '../support/store.js';
 import { withDeadline } from '../support/process.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -124,6 +125,14 @@ const EVERY_CALL = {
     lease: (s) => s.relays.lease('relay', 'holder', 1000),
     recordPosition: (s) => s.relays.recordPosition('relay', 'holder', 1),
     release: (s) => s.relays.release('relay', 'holder'),
+  },
+  reservations: {
+    create: (s) => s.reservations.create(newReservation([[1n, 1]])),
+    get: (s) => s.reservations.get('res_none'),
+    list: (s) => s.reservations.list({ limit: 10 }),
+    end: (s) => s.reservations.end('res_none', 'release', testOrigin()),
+    expireDue: (s) => s.reservations.expireDue(),
+    held: (s) => s.reservations.held(),
   },
   maintenance: {
     durability: (s) => s.maintenance.durability(),

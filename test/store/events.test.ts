@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { InventoryEvent } from '../../src/domain/event.js';
+import type { StockEvent } from '../../src/domain/event.js';
 import type { InventoryItem, PetStatus } from '../../src/schemas/inventory.js';
 import { DuplicatePetError, type Store } from '../../src/store/store.js';
 import { BACKENDS, backendSkip, createTestDatabase, openTestStore } from '../support/backends.js';
-import { change, importPlan, importSource } from '../support/store.js';
+import { change, importPlan, importSource, stockEvents } from '../support/store.js';
 
 /**
  * The event log (Events, and the Changes rule of which write appends which event): one event per
@@ -22,19 +22,19 @@ function item(petId: bigint, quantity = 1, status: PetStatus = 'available'): Inv
 }
 
 /** Every event after `after`, read page by page as a follower would. */
-async function eventsAfter(store: Store, after: number, limit = 3): Promise<InventoryEvent[]> {
-  const all: InventoryEvent[] = [];
+async function eventsAfter(store: Store, after: number, limit = 3): Promise<StockEvent[]> {
+  const all: StockEvent[] = [];
   for (;;) {
     const page = await store.events.readEvents(after, limit);
     assert.equal(page.pruned, false);
-    all.push(...page.items);
+    all.push(...stockEvents(page.items));
     if (page.items.length < limit) return all;
     after = page.items.at(-1)!.seq;
   }
 }
 
 /** Runs `write` and returns the events it appended (the head before and after it). */
-async function appendedBy(store: Store, write: () => Promise<unknown>): Promise<InventoryEvent[]> {
+async function appendedBy(store: Store, write: () => Promise<unknown>): Promise<StockEvent[]> {
   const before = await store.events.head();
   await write();
   const events = await eventsAfter(store, before);
@@ -43,7 +43,7 @@ async function appendedBy(store: Store, write: () => Promise<unknown>): Promise<
 }
 
 /** The event without its seq and time, for comparison; the time is checked apart. */
-function fields({ seq: _seq, occurredAt: _at, ...rest }: InventoryEvent): Omit<InventoryEvent, 'seq' | 'occurredAt'> {
+function fields({ seq: _seq, occurredAt: _at, ...rest }: StockEvent): Omit<StockEvent, 'seq' | 'occurredAt'> {
   return rest;
 }
 
@@ -221,7 +221,7 @@ for (const backend of BACKENDS) {
       assert.equal(await store.events.purgeEvents(new Date(Date.now() - 86_400_000)), 5);
       assert.equal(await store.events.purgeEvents(new Date(Date.now() - 86_400_000)), 0, 'nothing twice');
       for (const after of [0, 4]) assert.deepEqual(await store.events.readEvents(after, 10), { items: [], head: 6, pruned: true }, `after ${after}`);
-      assert.deepEqual((await store.events.readEvents(5, 10)).items.map((e) => [e.seq, e.petId, e.quantity]), [[6, 2n, 9]]);
+      assert.deepEqual(stockEvents((await store.events.readEvents(5, 10)).items).map((e) => [e.seq, e.petId, e.quantity]), [[6, 2n, 9]]);
       // A pruned seq is never handed out again.
       await store.changes.applyChange(change(1n, 5));
       assert.deepEqual((await store.events.readEvents(5, 10)).items.map((e) => e.seq), [6, 7]);
@@ -261,7 +261,7 @@ for (const backend of BACKENDS) {
       await writing;
       // Replaying every event up to the head reproduces the list; those after it bring it to the final one.
       const all = await eventsAfter(reader, 0, 1000);
-      const replay = (events: readonly InventoryEvent[], into: Map<bigint, number>) => {
+      const replay = (events: readonly StockEvent[], into: Map<bigint, number>) => {
         for (const e of events) {
           if (e.quantity === null) into.delete(e.petId);
           else into.set(e.petId, e.quantity);
@@ -279,7 +279,7 @@ for (const backend of BACKENDS) {
       const [store, other, follower] = [await db.open(), await db.open(), await db.open()];
       const pets = Array.from({ length: 50 }, (_, i) => BigInt(i + 1));
       await store.changes.addItems(pets.map((petId) => item(petId, 0)));
-      const seen: InventoryEvent[] = [];
+      const seen: StockEvent[] = [];
       let done = false;
       const following = (async () => {
         let after = 0;
@@ -287,7 +287,7 @@ for (const backend of BACKENDS) {
           const finished = done;
           const page = await follower.events.readEvents(after, 37);
           assert.equal(page.pruned, false);
-          seen.push(...page.items);
+          seen.push(...stockEvents(page.items));
           if (page.items.length > 0) after = page.items.at(-1)!.seq;
           else if (finished) return;
           else await sleep(2);
@@ -310,7 +310,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'in seq order');
       assert.equal(new Set(seqs).size, seqs.length, 'each once');
       assert.deepEqual(seqs, (await eventsAfter(follower, 0, 1000)).map((e) => e.seq), 'every event in the log');
-      const last = new Map<bigint, InventoryEvent>();
+      const last = new Map<bigint, StockEvent>();
       for (const e of seen) last.set(e.petId, e);
       const list = await follower.entries.listInventory();
       assert.deepEqual(list.map((i) => [i.petId, i.quantity]), [...last.values()].sort((a, b) => (a.petId < b.petId ? -1 : 1)).map((e) => [e.petId, e.quantity]));

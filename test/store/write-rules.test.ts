@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { encodeOutcome, idempotencyKeyHash, judgeIdempotency, type IdempotencyRecord } from '../../src/domain/idempotency.js';
-import type { InventoryEvent } from '../../src/domain/event.js';
+import type { StockEvent } from '../../src/domain/event.js';
 import { judgeChange, type ChangeResult, type CountChange, type InventoryEntry, type VersionCondition } from '../../src/domain/inventory.js';
 import { eventOf, writesChange, WRITE_KINDS, type WriteFacts, type WriteKind } from '../../src/domain/write-kinds.js';
 import { QUANTITY_MAX } from '../../src/schemas/values.js';
@@ -268,7 +268,7 @@ function changed(held: InventoryEntry, quantity: number): WriteFacts {
 }
 
 /** An event as compared: without its seq, and its time where the store takes it from its own clock (a creation, a removal's given one aside). */
-function comparable({ seq: _seq, occurredAt, ...rest }: Partial<InventoryEvent> & ReturnType<typeof eventOf>, kind: WriteKind): object {
+function comparable({ seq: _seq, occurredAt, ...rest }: Partial<StockEvent> & ReturnType<typeof eventOf>, kind: WriteKind): object {
   return kind === 'created' ? rest : { ...rest, occurredAt };
 }
 

@@ -180,7 +180,7 @@ async function httpTransport(app: FastifyInstance): Promise<Send> {
 /**
  * Asserts the spec's Error object: exactly code, message, status, with status equal to the HTTP
  * status; with `index`, a batch's Error object that names that change (its `index` field, and
- * `changes[index]` in the message: decisions 5.12).
+ * `changes[index]` in the message: decisions 5.12; a reservation's `items[index]`, decisions 12.5).
  */
 export function assertError(res: TestResponse, status: number, code: string, index?: number): { code: string; message: string; status: number } {
   const body = res.json<{ code: string; message: string; status: number; index?: number }>();
@@ -189,7 +189,8 @@ export function assertError(res: TestResponse, status: number, code: string, ind
   if (body.code !== code) throw new Error(`expected code ${code}, got ${detail}`);
   const fields = index === undefined ? '["code","message","status"]' : '["code","index","message","status"]';
   if (JSON.stringify(Object.keys(body).sort()) !== fields) throw new Error(`Error shape: ${detail}`);
-  if (index !== undefined && (body.index !== index || !body.message.startsWith(`changes[${index}]: `))) throw new Error(`expected index ${index}: ${detail}`);
+  const named = (list: string) => body.message.startsWith(`${list}[${index}]: `);
+  if (index !== undefined && (body.index !== index || !(named('changes') || named('items')))) throw new Error(`expected index ${index}: ${detail}`);
   if (body.status !== status || typeof body.message !== 'string' || body.message.length === 0) throw new Error(`Error fields: ${detail}`);
   if (!/^application\/json; charset=utf-8$/i.test(String(res.headers['content-type']))) throw new Error(`content type: ${detail}`);
   return body;

@@ -1,5 +1,5 @@
 import { importChange, type ImportPlan, type ImportRow, type ImportSource } from '../../src/domain/import.js';
-import type { InventoryEvent } from '../../src/domain/event.js';
+import { isReservationEvent, type InventoryEvent, type StockEvent } from '../../src/domain/event.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import type { ChangeBatch, ChangeOrigin, ChangeResult, EntryChange, QuantityChange } from '../../src/domain/inventory.js';
 import type { Store } from '../../src/store/store.js';
@@ -67,8 +67,27 @@ export async function writtenState(store: Store, petIds: readonly bigint[]): Pro
   };
 }
 
-/** Every event after seq `after`, oldest first. */
-export async function eventsAfter(store: Store, after: number): Promise<InventoryEvent[]> {
+/** Events of entries, as a test that makes no reservation reads them: a reservation's event among them fails it. */
+export function stockEvents(events: readonly InventoryEvent[]): StockEvent[] {
+  return events.map((e) => {
+    if (isReservationEvent(e)) throw new Error(`a reservation's event where only entries' were expected: ${e.type}`);
+    return e;
+  });
+}
+
+/** Every event after seq `after`, oldest first (events of entries: stockEvents). */
+export async function eventsAfter(store: Store, after: number): Promise<StockEvent[]> {
+  const all: StockEvent[] = [];
+  for (;;) {
+    const page = await store.events.readEvents(after, 500);
+    all.push(...stockEvents(page.items));
+    if (page.items.length < 500) return all;
+    after = page.items.at(-1)!.seq;
+  }
+}
+
+/** Every event of the log after seq `after`, oldest first, reservations' among them. */
+export async function logAfter(store: Store, after: number): Promise<InventoryEvent[]> {
   const all: InventoryEvent[] = [];
   for (;;) {
     const page = await store.events.readEvents(after, 500);

@@ -6,6 +6,7 @@ import { newEndpointId, newWebhookSecret } from '../../src/webhooks/secret.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { pets } from '../support/service.js';
+import { stockEvents } from '../support/store.js';
 import { startReceiver, type Received, type Receiver } from '../support/webhook-receiver.js';
 
 /** An app of eight pets that may deliver to local receivers. */
@@ -78,7 +79,7 @@ for (const backend of BACKENDS) {
       const order = shuffledPets(8, 8);
       await changes(api, order);
       await receiver.waitFor(order.length);
-      const events = (await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).items;
+      const events = stockEvents((await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).items);
       assert.deepEqual(receiver.received.map(seqOf).sort((a, b) => a - b), events.map((e) => e.seq), 'every event once');
       assertPerPetOrder(receiver.received);
       assert.ok(receiver.concurrency.max <= 4, `at most 4 open, saw ${receiver.concurrency.max}`);
@@ -111,7 +112,7 @@ for (const backend of BACKENDS) {
       receiver.answer = (r) => ({ status: petOf(r) === 2 ? 500 : 200, delayMs: Math.floor(Math.random() * 5) });
       const order = shuffledPets(4, 5);
       await changes(api, order);
-      const events = (await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).items;
+      const events = stockEvents((await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).items);
       const others = events.filter((e) => e.petId !== 2n);
       const firstOfPet2 = events.find((e) => e.petId === 2n)!;
       await receiver.waitFor((received) => received.filter((r) => petOf(r) !== 2).length === others.length);
@@ -137,7 +138,7 @@ for (const backend of BACKENDS) {
       const order = shuffledPets(4, 4);
       await changes(api, order);
       await receiver.waitFor(order.length + 1);
-      const events = (await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).items;
+      const events = stockEvents((await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).items);
       const seqs = receiver.received.map(seqOf);
       assert.deepEqual(seqs, [...events.slice(0, 4), ...events.slice(3)].map((e) => e.seq), 'strict seq order, the failed one again before the next');
       assert.equal(receiver.concurrency.max, 1);

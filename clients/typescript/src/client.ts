@@ -16,6 +16,10 @@ import type {
   InventoryIfChanged,
   InventoryItem,
   InventoryUpdate,
+  Reservation,
+  ReservationPage,
+  ReservationRequest,
+  ReservationStatus,
   WebhookList,
 } from './types.js';
 
@@ -79,6 +83,23 @@ export interface InventoryClient {
   followEvents(options?: FollowOptions): AsyncGenerator<FollowedEvent, void, undefined>;
   /** Every webhook endpoint and where its delivery stands (scope webhooks:manage), never a secret. */
   listWebhooks(): Promise<WebhookList>;
+  /** Holds every item or none (409 insufficient_stock, 404 not_found with the item's `index`); an Idempotency-Key replays the same reservation. */
+  createReservation(request: ReservationRequest, options?: BatchOptions): Promise<{ reservation: Reservation; replayed: boolean }>;
+  getReservation(id: string): Promise<Reservation>;
+  /** Reservations newest first, by status and pet, a page at a time. */
+  listReservations(options?: ReservationListOptions): Promise<ReservationPage>;
+  /** The sale: each pet's count goes down by what it held; again: the same answer; 409 reservation_not_active once released or expired. */
+  commitReservation(id: string): Promise<Reservation>;
+  /** Gives the held stock back; again: the same answer; 409 reservation_not_active once committed or expired. */
+  releaseReservation(id: string): Promise<Reservation>;
+}
+
+export interface ReservationListOptions {
+  status?: ReservationStatus;
+  petId?: bigint;
+  /** Reservations per page, 1 to 500 (service default 100). */
+  limit?: number;
+  cursor?: string;
 }
 
 /** What openapi-fetch hands back for a call made with parseAs 'text'. */
@@ -180,6 +201,35 @@ export function createInventoryClient(options: InventoryClientOptions): Inventor
 
     async listWebhooks() {
       const { body } = await settle<WebhookList>(api.GET('/webhooks', { parseAs: 'text' }));
+      return body;
+    },
+
+    async createReservation(request, { idempotencyKey } = {}) {
+      for (const item of request.items) checkPetId(item.petId);
+      const { body, response } = await settle<Reservation>(
+        api.POST('/reservations', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: request, parseAs: 'text' }),
+      );
+      return { reservation: body, replayed: replayedOf(response) };
+    },
+
+    async getReservation(id) {
+      const { body } = await settle<Reservation>(api.GET('/reservations/{id}', { params: { path: { id } }, parseAs: 'text' }));
+      return body;
+    },
+
+    async listReservations({ status, petId, limit, cursor } = {}) {
+      const query = { status, petId: petId === undefined ? undefined : checkPetId(petId).toString(), limit: limit === undefined ? undefined : String(limit), cursor };
+      const { body } = await settle<ReservationPage>(api.GET('/reservations', { params: { query }, parseAs: 'text' }));
+      return body;
+    },
+
+    async commitReservation(id) {
+      const { body } = await settle<Reservation>(api.POST('/reservations/{id}/commit', { params: { path: { id } }, parseAs: 'text' }));
+      return body;
+    },
+
+    async releaseReservation(id) {
+      const { body } = await settle<Reservation>(api.POST('/reservations/{id}/release', { params: { path: { id } }, parseAs: 'text' }));
       return body;
     },
   };

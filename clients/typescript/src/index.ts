@@ -1,6 +1,6 @@
 // The package's public surface: the client, its error, and the types of what it returns.
 export { createInventoryClient } from './client.js';
-export type { BatchOptions, EventsOptions, HistoryOptions, InventoryClient, InventoryClientOptions, UpdateOptions } from './client.js';
+export type { BatchOptions, EventsOptions, HistoryOptions, InventoryClient, InventoryClientOptions, ReservationListOptions, UpdateOptions } from './client.js';
 export type { FollowOptions, FollowStatus } from './events.js';
 export { InventoryApiError, UNEXPECTED_RESPONSE } from './errors.js';
 export type { InventoryErrorCode } from './errors.js';
@@ -22,6 +22,10 @@ export type {
   InventoryItem,
   InventoryUpdate,
   PetStatus,
+  Reservation,
+  ReservationPage,
+  ReservationRequest,
+  ReservationStatus,
   Scope,
   ServiceErrorCode,
   WebhookEndpoint,

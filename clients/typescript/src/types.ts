@@ -27,6 +27,13 @@ export type CallingKey = components['schemas']['CallingKey'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 /** Every webhook endpoint, oldest first, and the event log's head the backlogs count against. */
 export type WebhookList = components['schemas']['WebhookList'];
+/** Stock held for a checkout: its id, status (active, committed, released, expired), items, reference and times. */
+export type Reservation = components['schemas']['Reservation'];
+/** What POST /v1/reservations takes: items (petId and quantity each), and optionally ttlSeconds and reference. */
+export type ReservationRequest = components['schemas']['ReservationRequest'];
+/** One page of reservations, newest first; nextCursor is null on the last page. */
+export type ReservationPage = components['schemas']['ReservationPage'];
+export type ReservationStatus = components['schemas']['ReservationStatus'];
 /** The service's closed set of error codes. */
 export type ServiceErrorCode = components['schemas']['Error']['code'];
 

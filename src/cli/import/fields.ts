@@ -4,11 +4,12 @@ import type { InventoryItem, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES, QUANTITY_MAX, QUANTITY_MIN } from '../../schemas/values.js';
 import type { ImportError } from './problems.js';
 
-export type Field = keyof InventoryItem;
+/** What a catalogue file gives of an entry: its count, never what reservations hold. */
+export type Field = Exclude<keyof InventoryItem, 'reserved'>;
 export const FIELD_NAMES: readonly Field[] = ['petId', 'quantity', 'status'];
 
 /** How each field is written and checked; `pets add` uses the same rules for its options. */
-export const ITEM_FIELDS: { [K in Field]: { rule: string; parse: (text: string) => InventoryItem[K] | undefined } } = {
+export const ITEM_FIELDS: { [K in Field]: { rule: string; parse: (text: string) => Required<InventoryItem>[K] | undefined } } = {
   petId: {
     rule: `a decimal integer from ${INT64_MIN} to ${INT64_MAX}, without leading zeros or a plus sign`,
     parse: tryParsePetId,

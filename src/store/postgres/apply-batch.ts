@@ -46,7 +46,8 @@ const APPLIED: FactsSql = {
  *
  * A change sets its quantity ($2), or moves the count it finds in its locked row by a delta ($9,
  * null for a set), in bigint so that no sum overflows before it is judged. ok mirrors domain
- * judgeChange: the If-Match condition, then the count within 0..2147483647; a change it leaves out
+ * judgeChange: the If-Match condition, then the count within 0..2147483647, and a negative delta
+ * not below what reservations hold (reserved, in the same locked row: decisions 12.3); a change it leaves out
  * is classified by judgeChange itself, on the row it found (applyChanges), so the rule lives once.
  * $10 is each change's source (api or cli), which its event carries.
  */
@@ -71,18 +72,19 @@ function changeBatch(withEvents: boolean): Statement {
     name: withEvents ? 'inventory-change-batch' : 'inventory-change-batch-without-events',
     text: `WITH c AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[])
                     WITH ORDINALITY AS c(pet_id, quantity, at, key_id, key_name, request_id, reason, versions, delta, source, ord)),
-         cur AS (SELECT pet_id, quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
+         cur AS (SELECT pet_id, quantity, status, version, reserved FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
                  ORDER BY pet_id FOR UPDATE),
          n AS (SELECT c.pet_id, c.at, c.key_id, c.key_name, c.request_id, c.reason, c.versions, c.source, c.ord, cur.quantity AS previous, cur.status, cur.version,
-                      CASE WHEN c.delta IS NULL THEN c.quantity ELSE cur.quantity::bigint + c.delta END AS quantity
+                      CASE WHEN c.delta IS NULL THEN c.quantity ELSE cur.quantity::bigint + c.delta END AS quantity, c.delta < 0 AS sale, cur.reserved
                FROM c JOIN cur ON cur.pet_id = c.pet_id),
          ok AS (SELECT n.*, n.version + 1 AS new_version FROM n
-                WHERE (n.versions IS NULL OR n.version = ANY(n.versions::bigint[])) AND n.quantity BETWEEN 0 AND 2147483647),
+                WHERE (n.versions IS NULL OR n.version = ANY(n.versions::bigint[])) AND n.quantity BETWEEN 0 AND 2147483647
+                  AND (n.sale IS NOT TRUE OR n.quantity >= n.reserved)),
          hist AS (${insertHistory('SELECT pet_id, previous, quantity, at, key_id, key_name, request_id, reason FROM ok ORDER BY ord')}),
          bump AS (${bump}),${ev}
          upd AS (UPDATE inventory i SET quantity = ok.quantity, version = i.version + 1, change_seq = bump.version, updated_at = ok.at
                  FROM ok, bump WHERE i.pet_id = ok.pet_id RETURNING i.pet_id, i.version, i.quantity)
-    SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, upd.version AS "newVersion", upd.quantity AS "newQuantity"
+    SELECT cur.pet_id AS "petId", cur.quantity, cur.status, cur.version, cur.reserved, upd.version AS "newVersion", upd.quantity AS "newQuantity"
     FROM c LEFT JOIN cur ON cur.pet_id = c.pet_id LEFT JOIN upd ON upd.pet_id = c.pet_id ORDER BY c.ord`,
   };
 }
@@ -135,6 +137,7 @@ interface ResultRow {
   petId: bigint | null;
   quantity: number;
   status: PetStatus;
+  reserved: number | null;
   version: bigint | null;
   newVersion: bigint | null;
   newQuantity: number | null;
@@ -236,8 +239,9 @@ export async function applyChanges(query: Query, changes: readonly QuantityChang
     ...(db.omitEvents ? [] : [db.channel]),
   ]);
   return changes.map((change, i): Applied => {
-    const { petId, quantity, status, version, newVersion, newQuantity } = rows[i]!;
-    const current = petId === null || version === null ? undefined : { item: { petId, quantity, status }, version: Number(version) };
+    const { petId, quantity, status, reserved, version, newVersion, newQuantity } = rows[i]!;
+    const item = reserved ? { petId: petId!, quantity, status, reserved } : { petId: petId!, quantity, status };
+    const current = petId === null || version === null ? undefined : { item, version: Number(version) };
     if (current && newVersion !== null && newQuantity !== null) {
       return { kind: 'updated', entry: { item: { ...current.item, quantity: newQuantity }, version: Number(newVersion) }, replayed: false };
     }

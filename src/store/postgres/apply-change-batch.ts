@@ -7,7 +7,7 @@ import type { Statement } from './connection.js';
 /** The batch's entries, locked in petId order as every write locks them (CHANGE_BATCH locks them again, already held). */
 const LOCK_ENTRIES = {
   name: 'inventory-lock-batch',
-  text: `SELECT pet_id AS "petId", quantity, status, version FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
+  text: `SELECT pet_id AS "petId", quantity, status, version, reserved FROM inventory WHERE pet_id = ANY($1::bigint[]) AND retired_at IS NULL
          ORDER BY pet_id FOR UPDATE`,
 } as const satisfies Statement;
 
@@ -16,6 +16,7 @@ interface EntryRow {
   quantity: number;
   status: PetStatus;
   version: bigint;
+  reserved: number;
 }
 
 /**
@@ -45,7 +46,12 @@ export async function applyChangeBatch(db: Database, batch: ChangeBatch): Promis
     }
     const petIds = changes.map((c) => c.petId).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const { rows } = await query<EntryRow>(LOCK_ENTRIES, [petIds.map(String)]);
-    const found = new Map(rows.map((r): [bigint, InventoryEntry] => [r.petId, { item: { petId: r.petId, quantity: r.quantity, status: r.status }, version: Number(r.version) }]));
+    const found = new Map(
+      rows.map((r): [bigint, InventoryEntry] => {
+        const item = r.reserved > 0 ? { petId: r.petId, quantity: r.quantity, status: r.status, reserved: r.reserved } : { petId: r.petId, quantity: r.quantity, status: r.status };
+        return [r.petId, { item, version: Number(r.version) }];
+      }),
+    );
     let outcome: BatchOutcome | undefined;
     for (const [index, change] of changes.entries()) {
       const verdict = judgeChange(found.get(change.petId), change);

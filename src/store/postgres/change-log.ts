@@ -45,3 +45,34 @@ export function appendEvents(seq: string, kinds: KindsSql, facts: FactsSql, from
 export function insertHistory(select: string): string {
   return `INSERT INTO inventory_history (pet_id, previous_quantity, quantity, at, key_id, key_name, request_id, reason) ${select}`;
 }
+
+/** A reservation's event (decisions 12.6) as SQL of one statement: its type, status, time, payload and who made it. */
+export interface ReservationEventSql {
+  type: string;
+  at: string;
+  status: string;
+  /** JSON text of domain reservationPayload: the reservation's id, items, reference and expiry. */
+  payload: string;
+  source: string;
+  keyId: string;
+  requestId: string;
+}
+
+/**
+ * The insert of reservations' events, one per row of `from`, numbered by `seq`: the one insert of
+ * events that names no entry of its own (its pets are in its payload), beside appendEvents.
+ */
+export function appendReservationEvents(seq: string, e: ReservationEventSql, from: string): string {
+  const values = [seq, e.type, e.at, 'NULL', e.status, 'NULL', 'NULL', 'NULL', 'NULL', e.source, e.keyId, e.requestId, e.payload];
+  return `INSERT INTO inventory_events (seq, ${EVENT_COLUMNS.join(', ')}) SELECT ${values.join(', ')} FROM ${from}`;
+}
+
+/**
+ * The payload of a reservation's event (domain reservationPayload) made in SQL from a reservations
+ * row `r` and its items `items` (pet_id, quantity, position): the same JSON, key for key.
+ */
+export function reservationPayloadSql(r: string, items: string): string {
+  return `json_build_object('reservationId', ${r}.id,
+            'items', (SELECT json_agg(json_build_array(x.pet_id::text, x.quantity) ORDER BY x.position) FROM ${items} x WHERE x.place = ${r}.place),
+            'reference', ${r}.reference, 'expiresAt', (extract(epoch FROM ${r}.expires_at) * 1000)::bigint)::text`;
+}

@@ -5,7 +5,6 @@ import { DuplicatePetError, type Changes } from '../store.js';
 import { appendEvents, bumpStoreState } from './change-log.js';
 import type { EventLog } from './events.js';
 import { inTransaction, type Pooled, type Statement } from './connection.js';
-import { ITEM_COLUMNS } from './entries.js';
 import { importItems } from './import.js';
 
 const STATEMENTS = {
@@ -33,7 +32,7 @@ const STATEMENTS = {
            UPDATE inventory SET change_seq = s.version FROM s WHERE pet_id = ANY($1::bigint[])`,
   },
   // The entry's row first, then store_state, as in every write; the version is bumped only when it retires.
-  lockEntry: { name: 'inventory-lock', text: `SELECT ${ITEM_COLUMNS} FROM inventory WHERE pet_id = $1 AND retired_at IS NULL FOR UPDATE` },
+  lockEntry: { name: 'inventory-lock', text: 'SELECT pet_id AS "petId", quantity, status FROM inventory WHERE pet_id = $1 AND retired_at IS NULL FOR UPDATE' },
   // A retirement is a new version of the entry (decisions 5.9), so its event is newer than the entry's last change.
   retire: {
     name: 'inventory-retire',

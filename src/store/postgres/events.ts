@@ -1,6 +1,6 @@
 import { escapeIdentifier, type Client } from 'pg';
-import type { EventSource, EventType, InventoryEvent } from '../../domain/event.js';
-import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
+import type { InventoryEvent } from '../../domain/event.js';
+import { eventOfRow } from '../../domain/reservation-events.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
 import type { Events } from '../store.js';
@@ -28,7 +28,7 @@ export function eventChannel(schema: string | undefined): string {
 export const RELISTEN_DELAY_MS = 1000;
 
 const EVENT_COLUMNS = `e.seq, e.type, e.occurred_at AS "occurredAt", e.pet_id AS "petId", e.status, e.previous_quantity AS "previousQuantity",
-  e.quantity, e.version, e.reason, e.source, e.key_id AS "keyId", e.request_id AS "requestId"`;
+  e.quantity, e.version, e.reason, e.source, e.key_id AS "keyId", e.request_id AS "requestId", e.payload`;
 
 const STATEMENTS = {
   // One statement, one snapshot: the head, the pruned mark and the events agree; no events when `after` was pruned.
@@ -54,17 +54,18 @@ const STATEMENTS = {
 type ReadRow = { head: bigint; prunedTo: bigint } & { [K in keyof EventRow]: EventRow[K] | null };
 interface EventRow {
   seq: bigint;
-  type: EventType;
+  type: string;
   occurredAt: Date;
-  petId: bigint;
-  status: PetStatus;
+  petId: bigint | null;
+  status: string;
   previousQuantity: number | null;
   quantity: number | null;
-  version: bigint;
-  reason: ChangeReason | null;
-  source: EventSource;
+  version: bigint | null;
+  reason: string | null;
+  source: string;
   keyId: string | null;
   requestId: string | null;
+  payload: string | null;
 }
 
 /**
@@ -99,20 +100,7 @@ export function events({ query }: Pooled, log: EventLog): Events {
 }
 
 function toEvent(r: EventRow): InventoryEvent {
-  return {
-    seq: Number(r.seq),
-    type: r.type,
-    occurredAt: r.occurredAt,
-    petId: r.petId,
-    status: r.status,
-    previousQuantity: r.previousQuantity,
-    quantity: r.quantity,
-    version: Number(r.version),
-    reason: r.reason,
-    source: r.source,
-    keyId: r.keyId,
-    requestId: r.requestId,
-  };
+  return eventOfRow({ ...r, seq: Number(r.seq), version: r.version === null ? null : Number(r.version) });
 }
 
 /** Who is told of a notification, by its payload: the writes' (events appended), or ENDPOINTS_CHANGED. */

@@ -259,6 +259,47 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE webhook_endpoints ADD COLUMN retrying TEXT NOT NULL DEFAULT '';
     `,
   },
+  {
+    version: 13,
+    name: 'reservations',
+    sql: `
+      -- What active reservations hold of each entry, moved in the statement of every reservation's change of status.
+      ALTER TABLE inventory ADD COLUMN reserved INTEGER NOT NULL DEFAULT 0 CHECK (reserved >= 0);
+
+      -- place: the list's order and cursor; id: what the API names it by. Times on the server's clock, as leases are.
+      CREATE TABLE reservations (
+        place      BIGSERIAL   PRIMARY KEY,
+        id         TEXT        NOT NULL UNIQUE,
+        status     TEXT        NOT NULL CHECK (status IN ('active', 'committed', 'released', 'expired')),
+        reference  TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL,
+        ended_at   TIMESTAMPTZ,
+        key_id     TEXT,
+        request_id TEXT
+      );
+      -- The sweep's and every read's look for active reservations past their expiry: almost always an empty range.
+      CREATE INDEX reservations_due ON reservations (status, expires_at);
+
+      CREATE TABLE reservation_items (
+        place    BIGINT  NOT NULL REFERENCES reservations (place),
+        position INTEGER NOT NULL,
+        pet_id   BIGINT  NOT NULL,
+        quantity INTEGER NOT NULL CHECK (quantity BETWEEN 1 AND 2147483647),
+        PRIMARY KEY (place, position)
+      );
+      CREATE INDEX reservation_items_pet ON reservation_items (pet_id, place);
+
+      -- A reservation's event names no one entry: its pets, id, items, reference and expiry are in payload (decisions 12.6).
+      ALTER TABLE inventory_events ALTER COLUMN pet_id DROP NOT NULL, ALTER COLUMN version DROP NOT NULL, ADD COLUMN payload TEXT;
+      ALTER TABLE inventory_events DROP CONSTRAINT inventory_events_type_check;
+      ALTER TABLE inventory_events ADD CONSTRAINT inventory_events_type_check CHECK (type IN ('inventory.created', 'inventory.updated',
+        'inventory.deleted', 'reservation.created', 'reservation.committed', 'reservation.released', 'reservation.expired')) NOT VALID;
+      -- A reservation that expires is the store's own change: no request, no operator.
+      ALTER TABLE inventory_events DROP CONSTRAINT inventory_events_source_check;
+      ALTER TABLE inventory_events ADD CONSTRAINT inventory_events_source_check CHECK (source IN ('api', 'cli', 'expiry')) NOT VALID;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one transaction under an advisory lock: processes opening together migrate one at a time. */

@@ -15,6 +15,7 @@ import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
 import { storeAddress } from './unreachable.js';
 import { relays } from './relays.js';
+import { reservations } from './reservations.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { webhookEndpoints } from './webhook-endpoints.js';
 
@@ -84,6 +85,7 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     webhookEndpoints: webhookEndpoints(calls, log),
     webhookDeliveries: webhookDeliveries(calls, log),
     relays: relays(calls),
+    reservations: reservations(calls, log, (fn) => batchDatabase(clock() + timeoutMs).transaction(fn)),
     maintenance: maintenance(calls),
     close() {
       appended.close();

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { NewEvent } from '../../domain/event.js';
 import type { InventoryEntry, QuantityChange } from '../../domain/inventory.js';
 import { eventOf, type WriteFacts, type WriteKind } from '../../domain/write-kinds.js';
+import { payloadOf } from '../../domain/reservation-events.js';
 import { BULK_WRITE } from '../store.js';
 import { EVENT_COLUMNS, eventValues, type FactsSql, type KindsSql } from '../write-kinds-sql.js';
 import { perConnection } from './connection.js';
@@ -31,8 +32,11 @@ export interface ChangeLog {
   changed(applied: readonly Pick<QuantityChange, 'petId' | 'source'>[], omitEvents: boolean): void;
   /** Commits a write of entries made one by one (created, deleted): the event of each, from its facts, in the order given. */
   wrote(kind: WriteKind, facts: readonly WriteFacts[]): void;
-  /** Commits a write whose statement appended `appended` events itself (appendEvents), naming the pets written, or 'bulk'. */
-  commit(petIds: readonly bigint[] | 'bulk', appended: number): void;
+  /**
+   * Commits a write whose statement appended `appended` events itself (appendEvents), or that appends
+   * these events (a reservation's, with the changes of its sale), naming the pets written, or 'bulk'.
+   */
+  commit(petIds: readonly bigint[] | 'bulk', appended: number | readonly NewEvent[]): void;
 }
 
 /** Rows kept: a reader whose cached version is older than the oldest row reads the whole list again. */
@@ -115,7 +119,7 @@ function prepareChangeLog(db: Database.Database): ChangeLog {
     const seq = version + 1;
     let last = head;
     if (typeof events === 'number') last += events;
-    else for (const e of events) stmt.event.run(++last, e.type, isoTime(e.occurredAt), e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId);
+    else for (const e of events) stmt.event.run(++last, ...eventRow(e));
     stmt.setState.run(seq, last);
     stmt.log.run(seq, petIds === 'bulk' || petIds.length > BULK_WRITE ? '*' : `[${petIds.join(',')}]`);
     if (seq % PRUNE_EVERY === 0) stmt.prune.run(seq - CHANGE_LOG_KEPT);
@@ -154,6 +158,13 @@ function prepareChangeLog(db: Database.Database): ChangeLog {
     },
     commit,
   };
+}
+
+/** A new event's columns after its seq, in EVENT_COLUMNS' order: an entry's, or a reservation's (no pet of its own: they are in its payload). */
+function eventRow(e: NewEvent): unknown[] {
+  const at = isoTime(e.occurredAt);
+  if ('reservationId' in e) return [e.type, at, null, e.status, null, null, null, null, e.source, e.keyId, e.requestId, payloadOf(e)];
+  return [e.type, at, e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId, null];
 }
 
 /**

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { EventSource, EventType, InventoryEvent } from '../../domain/event.js';
-import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
+import type { InventoryEvent } from '../../domain/event.js';
+import { eventOfRow } from '../../domain/reservation-events.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
 import type { EventPage, Events } from '../store.js';
@@ -10,15 +10,16 @@ type EventRow = [
   seq: bigint,
   type: string,
   occurredAt: string,
-  petId: bigint,
+  petId: bigint | null,
   status: string,
   previousQuantity: bigint | null,
   quantity: bigint | null,
-  version: bigint,
+  version: bigint | null,
   reason: string | null,
   source: string,
   keyId: string | null,
   requestId: string | null,
+  payload: string | null,
 ];
 
 /**
@@ -32,7 +33,7 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
     state: db.prepare('SELECT events_head, events_pruned FROM store_state WHERE id = 1').raw(true),
     page: db
       .prepare(
-        `SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id
+        `SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id, payload
          FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ${LIMIT}`,
       )
       .raw(true)
@@ -71,18 +72,19 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
 
 function toEvent(row: EventRow): InventoryEvent {
   const count = (n: bigint | null) => (n === null ? null : Number(n));
-  return {
+  return eventOfRow({
     seq: Number(row[0]),
-    type: row[1] as EventType,
+    type: row[1],
     occurredAt: new Date(row[2]),
     petId: row[3],
-    status: row[4] as PetStatus,
+    status: row[4],
     previousQuantity: count(row[5]),
     quantity: count(row[6]),
-    version: Number(row[7]),
-    reason: row[8] as ChangeReason | null,
-    source: row[9] as EventSource,
+    version: count(row[7]),
+    reason: row[8],
+    source: row[9],
     keyId: row[10],
     requestId: row[11],
-  };
+    payload: row[12],
+  });
 }

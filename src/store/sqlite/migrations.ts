@@ -293,6 +293,63 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE webhook_endpoints ADD COLUMN retrying TEXT NOT NULL DEFAULT '';
     `,
   },
+  {
+    version: 12,
+    name: 'reservations',
+    // The event log is rebuilt: SQLite cannot alter a CHECK, and a reservation's event names no one entry (decisions 12.6).
+    sql: `
+      -- What active reservations hold of each entry, moved in the transaction of every reservation's change of status.
+      ALTER TABLE inventory ADD COLUMN reserved INTEGER NOT NULL DEFAULT 0 CHECK (reserved >= 0);
+
+      -- place: the list's order and cursor; id: what the API names it by. Times as Unix ms (Date.now()'s clock: every
+      -- process sharing the file runs on this machine), so expiry is an integer comparison on the (status, expires_at) index.
+      CREATE TABLE reservations (
+        place      INTEGER PRIMARY KEY,
+        id         TEXT    NOT NULL UNIQUE,
+        status     TEXT    NOT NULL CHECK (status = 'active' OR status = 'committed' OR status = 'released' OR status = 'expired'),
+        reference  TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        ended_at   INTEGER,
+        key_id     TEXT,
+        request_id TEXT
+      ) STRICT;
+      -- The sweep's and every read's look for active reservations past their expiry: almost always an empty range.
+      CREATE INDEX reservations_due ON reservations (status, expires_at);
+
+      CREATE TABLE reservation_items (
+        place    INTEGER NOT NULL REFERENCES reservations (place),
+        position INTEGER NOT NULL,
+        pet_id   INTEGER NOT NULL,
+        quantity INTEGER NOT NULL CHECK (quantity BETWEEN 1 AND 2147483647),
+        PRIMARY KEY (place, position)
+      ) STRICT;
+      CREATE INDEX reservation_items_pet ON reservation_items (pet_id, place);
+
+      CREATE TABLE inventory_events_reservations (
+        seq               INTEGER PRIMARY KEY,
+        type              TEXT    NOT NULL CHECK (type = 'inventory.created' OR type = 'inventory.updated' OR type = 'inventory.deleted'
+                                                  OR type = 'reservation.created' OR type = 'reservation.committed'
+                                                  OR type = 'reservation.released' OR type = 'reservation.expired'),
+        occurred_at       TEXT    NOT NULL,
+        pet_id            INTEGER, -- NULL for a reservation's event, which names its pets in payload
+        status            TEXT    NOT NULL,
+        previous_quantity INTEGER,
+        quantity          INTEGER,
+        version           INTEGER,
+        reason            TEXT,
+        source            TEXT    NOT NULL CHECK (source = 'api' OR source = 'cli' OR source = 'expiry'),
+        key_id            TEXT,
+        request_id        TEXT,
+        payload           TEXT     -- a reservation's event: its id, items, reference and expiry (domain reservationPayload)
+      ) STRICT;
+      INSERT INTO inventory_events_reservations
+        SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id, NULL
+        FROM inventory_events;
+      DROP TABLE inventory_events;
+      ALTER TABLE inventory_events_reservations RENAME TO inventory_events;
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, in one IMMEDIATE transaction: processes starting together migrate one at a time. */

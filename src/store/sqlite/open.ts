@@ -1,6 +1,7 @@
 import { AppendedSignal, batchAppended, batchAppendedEvents } from '../appended.js';
 import { changeGroupCommit, serialCommit } from '../group-commit.js';
 import type { ChangeBatch, ChangeBatchResult } from '../../domain/inventory.js';
+import type { NewReservation } from '../../domain/reservation.js';
 import type { Store } from '../store.js';
 import { errorOf, type BatchResult } from './apply-batch.js';
 import { changes } from './changes.js';
@@ -12,6 +13,7 @@ import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
 import { relays } from './relays.js';
+import { reservations } from './reservations.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { webhookEndpoints } from './webhook-endpoints.js';
 import { inThreadWriter, threadWriter } from './writer.js';
@@ -58,6 +60,21 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     if (!omitEvents && batchAppendedEvents(result)) appended.emit();
     return result;
   }, options);
+  // Reservations: each a transaction of its own in the writer thread, queued as a ChangeBatch is.
+  const writeOf =
+    <A, R>(write: (arg: A) => Promise<R>) =>
+    async (arg: A): Promise<R> => {
+      try {
+        return await write(arg);
+      } catch (err) {
+        throw asUnavailable(err);
+      }
+    };
+  const reservationCommits = {
+    create: serialCommit(writeOf((r: NewReservation) => writer.reserve(r)), options),
+    end: serialCommit(writeOf((e: Parameters<typeof writer.endReservation>) => writer.endReservation(...e)), options),
+    expireDue: writeOf((_: void) => writer.expireDue()),
+  };
   const run = runOn(db);
   let closing: Promise<void> | undefined;
   return {
@@ -70,13 +87,14 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     webhookEndpoints: webhookEndpoints(db, run, writer, endpointsChanged),
     webhookDeliveries: webhookDeliveries(db, run, writer, endpointsChanged),
     relays: relays(db, run, writer),
+    reservations: reservations(db, run, reservationCommits, appended),
     maintenance: maintenance(db, run, writer, { inThread }),
     close() {
       closing ??= (async () => {
         if (!db.open) return;
         appended.close();
         endpointsChanged.close();
-        await Promise.all([groupCommit.close(), batches.close()]);
+        await Promise.all([groupCommit.close(), batches.close(), reservationCommits.create.close(), reservationCommits.end.close()]);
         await writer.close();
         db.close();
       })();

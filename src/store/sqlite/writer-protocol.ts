@@ -1,4 +1,5 @@
-import type { ChangeBatch, ChangeBatchResult, IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, ChangeOrigin, IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
+import type { EndOutcome, NewReservation, Reservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
@@ -26,6 +27,9 @@ export type WriterRequest =
   | { progress: ProgressWrite }
   | { attempts: DeliveryRow[] }
   | { position: PositionWrite }
+  | { reserve: NewReservation }
+  | { endReservation: { id: string; end: ReservationEnd; origin: ChangeOrigin } }
+  | { expireDue: true }
   | { durability: true }
   | { close: true };
 /**
@@ -38,6 +42,9 @@ export type WriterReply =
   | { batchResult: ChangeBatchResult }
   | { recorded: boolean }
   | { failed: ChangeFailure }
+  | { reservationResult: ReservationResult }
+  | { endOutcome: EndOutcome }
+  | { expired: Reservation[] }
   | { durability: Record<string, string> };
 
 /**
@@ -124,13 +131,13 @@ export function decodeBatch(m: BatchMessage): QuantityChange[] {
   return changes;
 }
 
-/** RESULT_WIDTH numbers per change: kind, replayed, quantity, version, status (or kind and retryAt); the failures aside, by index. */
+/** RESULT_WIDTH numbers per change: kind, replayed, quantity, version, status, reserved (or kind and retryAt); the failures aside, by index. */
 export interface ResultsMessage {
   numbers: Float64Array;
   failures: Record<number, ChangeFailure>;
 }
 
-const RESULT_WIDTH = 5;
+const RESULT_WIDTH = 6;
 const KINDS = [
   'updated',
   'not_found',
@@ -163,6 +170,7 @@ export function encodeResults(results: readonly BatchResult[]): ResultsMessage {
     numbers[at + 2] = r.entry.item.quantity;
     numbers[at + 3] = r.entry.version;
     numbers[at + 4] = PET_STATUSES.indexOf(r.entry.item.status);
+    numbers[at + 5] = r.entry.item.reserved ?? 0;
   });
   return { numbers, failures };
 }
@@ -186,7 +194,9 @@ export function decodeResults(m: ResultsMessage, changes: readonly QuantityChang
       case 'insufficient_stock':
       case 'quantity_out_of_range': {
         const status: PetStatus = PET_STATUSES[m.numbers[at + 4]!]!;
-        const entry = { item: { petId: change.petId, quantity: m.numbers[at + 2]!, status }, version: m.numbers[at + 3]! };
+        const reserved = m.numbers[at + 5]!;
+        const item = reserved === 0 ? { petId: change.petId, quantity: m.numbers[at + 2]!, status } : { petId: change.petId, quantity: m.numbers[at + 2]!, status, reserved };
+        const entry = { item, version: m.numbers[at + 3]! };
         return { kind, entry, replayed: m.numbers[at + 1] === 1 };
       }
     }

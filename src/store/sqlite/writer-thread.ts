@@ -5,11 +5,11 @@
  * the thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ChangeBatchResult } from '../../domain/inventory.js';
 import { applyBatch, failure, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
 import { recordPosition } from './record-position.js';
+import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress } from './record-progress.js';
 import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
@@ -27,7 +27,7 @@ port.on('message', (request: WriterRequest) => {
     port.postMessage({ durability: durabilityOf(db) } satisfies WriterReply);
     return;
   }
-  let done: { results: BatchResult[] } | { batchResult: ChangeBatchResult } | { recorded: boolean };
+  let done: Exclude<WriterReply, { results: unknown } | { failed: unknown } | { durability: unknown }> | { results: BatchResult[] };
   try {
     done = write(request);
   } catch (err) {
@@ -44,6 +44,12 @@ function write(request: Exclude<WriterRequest, { close: true } | { durability: t
   if ('changeBatch' in request) return { batchResult: applyChangeBatch(db, request.changeBatch, options) };
   if ('progress' in request) return { recorded: recordProgress(db, request.progress) };
   if ('position' in request) return { recorded: recordPosition(db, request.position) };
+  if ('reserve' in request) return { reservationResult: reservationWrites(db).create(request.reserve) };
+  if ('endReservation' in request) {
+    const { id, end, origin } = request.endReservation;
+    return { endOutcome: reservationWrites(db).end(id, end, origin) };
+  }
+  if ('expireDue' in request) return { expired: reservationWrites(db).expireDue() };
   if ('attempts' in request) {
     recordAttempts(db, request.attempts);
     return { recorded: true };

@@ -2,12 +2,14 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import type { ChangeBatch, ChangeBatchResult, QuantityChange } from '../../domain/inventory.js';
+import type { ChangeBatch, ChangeBatchResult, ChangeOrigin, QuantityChange } from '../../domain/inventory.js';
+import type { EndOutcome, NewReservation, Reservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
 import { recordPosition, type PositionWrite } from './record-position.js';
+import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
@@ -23,6 +25,12 @@ export interface ChangeWriter {
   recordAttempts(attempts: DeliveryRow[]): Promise<void>;
   /** Moves a relay on, fenced by its lease (record-position.ts): false when the fence refused it; rejects when the write failed. */
   recordPosition(write: PositionWrite): Promise<boolean>;
+  /** Holds a reservation's items, all or none (reservation-writes.ts); rejects when the transaction failed. */
+  reserve(reservation: NewReservation): Promise<ReservationResult>;
+  /** Commits or releases a reservation (reservation-writes.ts); rejects when the transaction failed. */
+  endReservation(id: string, end: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome>;
+  /** Marks the reservations past their expiry expired (reservation-writes.ts); rejects when the transaction failed. */
+  expireDue(): Promise<Reservation[]>;
   /** The durability settings of the connection that commits. */
   durability(): Promise<Record<string, string>>;
   /** Why the writer can no longer commit (its thread stopped), or undefined while it can. */
@@ -38,6 +46,9 @@ export function inThreadWriter(db: Database.Database, options: BatchOptions = {}
     recordProgress: async (write) => recordProgress(db, write),
     recordAttempts: async (attempts) => recordAttempts(db, attempts),
     recordPosition: async (write) => recordPosition(db, write),
+    reserve: async (reservation) => reservationWrites(db).create(reservation),
+    endReservation: async (id, end, origin) => reservationWrites(db).end(id, end, origin),
+    expireDue: async () => reservationWrites(db).expireDue(),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
     close: async () => {},
@@ -102,6 +113,9 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
     recordAttempts: async (attempts) => void recorded(await ask({ attempts }), 'attempts'),
     // As progress: straight through the ordered queue, one in flight per relay.
     recordPosition: async (write) => recorded(await ask({ position: write }), 'a position'),
+    reserve: async (reservation) => answered(await ask({ reserve: reservation }), 'reservationResult'),
+    endReservation: async (id, end, origin) => answered(await ask({ endReservation: { id, end, origin } }), 'endOutcome'),
+    expireDue: async () => answered(await ask({ expireDue: true }), 'expired'),
     async durability() {
       const reply = await ask({ durability: true });
       if (!('durability' in reply)) throw new Error('the writer thread answered a durability request with something else');
@@ -128,6 +142,13 @@ export function startThread(entry: URL, workerData: unknown): Worker {
   const loader = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(loader)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
   return new Worker(code, { eval: true, workerData });
+}
+
+/** The member `key` of a reply, or the failed transaction thrown. */
+function answered<K extends 'reservationResult' | 'endOutcome' | 'expired'>(reply: WriterReply, key: K): Extract<WriterReply, Record<K, unknown>>[K] {
+  if ('failed' in reply) throw errorOf(reply.failed);
+  if (!(key in reply)) throw new Error(`the writer thread answered ${key} with something else`);
+  return (reply as Extract<WriterReply, Record<K, unknown>>)[key];
 }
 
 /** The answer to progress, attempts or a position: whether it was recorded, or the failed transaction thrown. */

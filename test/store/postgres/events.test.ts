@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { InventoryEvent } from '../../../src/domain/event.js';
+import type { StockEvent } from '../../../src/domain/event.js';
 import type { Store } from '../../../src/store/store.js';
 import { TEST_DATABASE_DIRECT_URL, backendSkip, createTestDatabase } from '../../support/backends.js';
 import { heldSession, waitingOn } from '../../support/pg-session.js';
-import { change } from '../../support/store.js';
+import { change, stockEvents } from '../../support/store.js';
 
 /**
  * On PostgreSQL transactions commit concurrently, so seq order being commit order is something to
@@ -25,8 +25,8 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean):
 }
 
 /** Follows the log from `after`: every event read since, in the order read. */
-function follower(store: Store, after: number): { seen: InventoryEvent[]; catchUp(): Promise<number> } {
-  const seen: InventoryEvent[] = [];
+function follower(store: Store, after: number): { seen: StockEvent[]; catchUp(): Promise<number> } {
+  const seen: StockEvent[] = [];
   let at = after;
   return {
     seen,
@@ -34,7 +34,7 @@ function follower(store: Store, after: number): { seen: InventoryEvent[]; catchU
       for (;;) {
         const page = await store.events.readEvents(at, 100);
         assert.equal(page.pruned, false);
-        seen.push(...page.items);
+        seen.push(...stockEvents(page.items));
         if (page.items.length === 0) return page.head;
         at = page.items.at(-1)!.seq;
       }

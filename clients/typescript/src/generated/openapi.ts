@@ -127,6 +127,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reservations, newest first
+         * @description Reservations newest first, by status as they stand now (an active one past its expiresAt is expired) and by pet. Pages with limit and cursor, as the history does.
+         *
+         *     Requires the scope `reservations:write`.
+         */
+        get: operations["listReservations"];
+        put?: never;
+        /**
+         * Hold stock for a checkout
+         * @description Holds every item or none, each from the pet's available stock (quantity - reserved), for ttlSeconds (1 to 86400, default RESERVATION_TTL_SECONDS, 900): until it is committed (sold), released, or expires. 201 with Location and the reservation. A pet without enough available stock is 409 insufficient_stock, an unknown pet 404 not_found, a bad item 400: each with index naming the item, and nothing held. Idempotency-Key works as on PATCH: a replay answers the same reservation, and nothing is held twice.
+         *
+         *     Requires the scope `reservations:write`.
+         */
+        post: operations["createReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reservations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One reservation
+         * @description The reservation as it stands: an active one past its expiresAt is expired, holding nothing, whether or not the service has marked it yet.
+         *
+         *     Requires the scope `reservations:write`.
+         */
+        get: operations["getReservation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reservations/{id}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sell what a reservation holds
+         * @description The sale: each item's quantity goes down by what it held (never below 0), with one history row (reason sold) and one inventory.updated event per pet, then reservation.committed, all in one transaction. Committing again answers the same 200; a released or expired reservation is 409 reservation_not_active, naming its status.
+         *
+         *     Requires the scope `reservations:write`.
+         */
+        post: operations["commitReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reservations/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give up what a reservation holds
+         * @description Its pets are available again at once, with a reservation.released event. Releasing again answers the same 200; a committed or expired reservation is 409 reservation_not_active, naming its status.
+         *
+         *     Requires the scope `reservations:write`.
+         */
+        post: operations["releaseReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/events": {
         parameters: {
             query?: never;
@@ -248,6 +342,10 @@ export interface components {
             /** @description Current stock count */
             quantity: number;
             status: components["schemas"]["PetStatus"];
+            /** @description What active reservations hold of it (an expired one holds nothing) */
+            reserved?: number;
+            /** @description quantity - reserved, never below 0: what a new reservation or a sale may take */
+            available?: number;
         };
         InventoryUpdate: {
             /** @description The new stock count (the value the entry is to hold) */
@@ -305,6 +403,10 @@ export interface components {
             /** @description Current stock count */
             quantity: number;
             status: components["schemas"]["PetStatus"];
+            /** @description What active reservations hold of it (an expired one holds nothing) */
+            reserved: number;
+            /** @description quantity - reserved, never below 0: what a new reservation or a sale may take */
+            available: number;
             /** @description The entry's version after the change: its ETag is "v" and this number */
             version: number;
         };
@@ -346,21 +448,69 @@ export interface components {
             /** @description Pass as cursor for the next (older) page; null on the last page */
             nextCursor: string | null;
         };
+        ReservationRequest: {
+            /** @description The pets to hold, each once: 1 to RESERVATION_MAX_ITEMS (100 by default) */
+            items: components["schemas"]["ReservationItem"][];
+            /** @description How long the stock is held, 1 to 86400 seconds (default RESERVATION_TTL_SECONDS, 900) */
+            ttlSeconds?: number;
+            /** @description The shop's own reference (an order number), at most 200 characters */
+            reference?: string;
+        };
+        Reservation: {
+            /** @description res_ and 24 hex digits */
+            id: string;
+            status: components["schemas"]["ReservationStatus"];
+            /** @description What it holds (or held), in the order asked */
+            items: components["schemas"]["ReservationItem"][];
+            /** @description The reference sent with it, or null */
+            reference: string | null;
+            /**
+             * Format: date-time
+             * @description When it was made (RFC 3339, UTC, the store's clock)
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it stops holding anything unless committed or released first
+             */
+            expiresAt: string;
+        };
+        ReservationItem: {
+            /**
+             * Format: int64
+             * @description The pet held. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992).
+             */
+            petId: bigint;
+            /** @description How many of it are held: 1 to 2147483647 */
+            quantity: number;
+        };
+        /**
+         * @description active: it holds its items; committed: sold; released: given up; expired: its time ran out unsold. Only active ever changes.
+         * @enum {string}
+         */
+        ReservationStatus: "active" | "committed" | "released" | "expired";
+        ReservationPage: {
+            /** @description Reservations, newest first */
+            items: components["schemas"]["Reservation"][];
+            /** @description Pass as cursor for the next (older) page; null on the last page */
+            nextCursor: string | null;
+        };
         InventoryEvent: {
             /** @description evt_ and the seq: the same event has the same id wherever it is delivered */
             id: string;
             /** @description Increases strictly in commit order and is never reused; gaps are allowed */
             seq: number;
             /**
-             * @description inventory.created: an entry appeared; inventory.updated: its quantity or status changed; inventory.deleted: it was retired
+             * @description inventory.created: an entry appeared; inventory.updated: its quantity or status changed; inventory.deleted: it was retired; reservation.created: stock was held for a checkout (data names the reservation and every pet it holds); reservation.committed: a reservation was sold: each pet it held has its own inventory.updated (reason sold) before this event; reservation.released: a reservation was given up: its pets are available again; reservation.expired: a reservation passed its expiresAt unsold: its pets are available again
              * @enum {string}
              */
-            type: "inventory.created" | "inventory.updated" | "inventory.deleted";
+            type: "inventory.created" | "inventory.updated" | "inventory.deleted" | "reservation.created" | "reservation.committed" | "reservation.released" | "reservation.expired";
             /**
              * Format: date-time
              * @description When the change was committed (RFC 3339, UTC)
              */
             occurredAt: string;
+            /** @description An entry's change (the inventory.* types) or a reservation's (the reservation.* types) */
             data: {
                 /**
                  * Format: int64
@@ -388,6 +538,28 @@ export interface components {
                 keyId: string | null;
                 /** @description X-Request-Id of the request; null for the CLI */
                 requestId: string | null;
+            } | {
+                /** @description The reservation: res_ and 24 hex digits */
+                reservationId: string;
+                status: components["schemas"]["ReservationStatus"];
+                /** @description Every pet it holds or held, and how many */
+                items: components["schemas"]["ReservationItem"][];
+                /** @description The reference sent with it, or null */
+                reference: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it stops holding anything unless committed or released first
+                 */
+                expiresAt: string;
+                /**
+                 * @description api: a request; cli: the operator's command line; expiry: the service, as its time ran out
+                 * @enum {string}
+                 */
+                source: "api" | "cli" | "expiry";
+                /** @description Id of the API key that made the change; null for the CLI and an expiry */
+                keyId: string | null;
+                /** @description X-Request-Id of the request; null for the CLI and an expiry */
+                requestId: string | null;
             };
         };
         EventPage: {
@@ -398,7 +570,7 @@ export interface components {
          * @description A permission of an API key: inventory:read (the GET operations of the inventory), inventory:write (GET and PATCH), webhooks:manage (GET /v1/webhooks)
          * @enum {string}
          */
-        Scope: "inventory:read" | "inventory:write" | "webhooks:manage";
+        Scope: "inventory:read" | "inventory:write" | "webhooks:manage" | "reservations:write";
         CallingKey: {
             /** @description The key's id, as in `keys list` and in the change history */
             id: string;
@@ -462,7 +634,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "reservation_not_active" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code */
@@ -473,12 +645,25 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "reservation_not_active" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code */
             status: number;
             /** @description The position in changes of the change refused; absent when the refusal is not about one change */
+            index?: number;
+        };
+        ReservationError: {
+            /**
+             * @description Machine-readable error code
+             * @enum {string}
+             */
+            code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "invalid_pet_id" | "invalid_quantity" | "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_parameter" | "invalid_reason" | "bad_request" | "expectation_failed" | "headers_too_large" | "unsupported_media_type" | "payload_too_large" | "precondition_failed" | "precondition_required" | "insufficient_stock" | "reservation_not_active" | "events_pruned" | "events_beyond_head" | "idempotency_key_reused" | "rate_limited" | "service_unavailable" | "internal_error";
+            /** @description Human-readable description */
+            message: string;
+            /** @description The HTTP status code */
+            status: number;
+            /** @description The position in items of the item refused; absent when the refusal is not about one item */
             index?: number;
         };
     };
@@ -1658,6 +1843,852 @@ export interface operations {
             };
         };
     };
+    listReservations: {
+        parameters: {
+            query?: {
+                /** @description Only reservations in this status, as they stand now */
+                status?: "active" | "committed" | "released" | "expired";
+                /** @description Only reservations holding (or that held) this pet, its digits. A signed 64-bit integer (int64, -9223372036854775808 to 9223372036854775807), written as plain JSON digits: parse it losslessly (as a BigInt, a 64-bit integer or a string of digits), never as a double, which rounds ids beyond 2^53 (9007199254740993 would become 9007199254740992). */
+                petId?: string;
+                /** @description Reservations per page, 1 to 500 (default 100) */
+                limit?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of reservations, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationPage"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope reservations:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    createReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A unique key per intended change (e.g. a UUID), 1 to 255 printable ASCII characters; a retry with the same key and body gets the first answer again */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What to hold, for how long */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReservationRequest"];
+                "application/merge-patch+json": components["schemas"]["ReservationRequest"];
+            };
+        };
+        responses: {
+            /** @description Every item held: the reservation */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description /v1/reservations/{id} */
+                    Location: string;
+                    /** @description "true" when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description The body or an item in it is invalid (index names the item), a pet appears twice, or items is empty or too long; nothing held */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "missing_field" | "unknown_field" | "invalid_body" | "malformed_json" | "invalid_pet_id" | "invalid_quantity" | "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope reservations:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description An item names a pet without an inventory entry (index names it); nothing held */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                        /** @constant */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description An item asks for more than the pet has available (index names it, the message what is available); nothing held */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "insufficient_stock";
+                        /** @constant */
+                        status?: 409;
+                    };
+                };
+            };
+            /** @description The body is larger than 16384 bytes */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "payload_too_large";
+                        /** @constant */
+                        status?: 413;
+                    };
+                };
+            };
+            /** @description The body is not application/json or application/merge-patch+json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "unsupported_media_type";
+                        /** @constant */
+                        status?: 415;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "idempotency_key_reused";
+                        /** @constant */
+                        status?: 422;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationError"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reservation's id: res_ and 24 hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope reservations:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description No reservation has this id */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                        /** @constant */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    commitReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reservation's id: res_ and 24 hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Committed (now or before): the reservation */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope reservations:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description No reservation has this id */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                        /** @constant */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description The reservation was released or expired; nothing changed */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "reservation_not_active";
+                        /** @constant */
+                        status?: 409;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    releaseReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reservation's id: res_ and 24 hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Released (now or before): the reservation */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description The request has an invalid parameter or body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description API key missing or invalid */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Bearer realm="inventory", with error="invalid_token" when a token was sent */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                        /** @constant */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description The API key lacks the scope reservations:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                        /** @constant */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description No reservation has this id */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                        /** @constant */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description The reservation was committed or expired; nothing changed */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "reservation_not_active";
+                        /** @constant */
+                        status?: 409;
+                    };
+                };
+            };
+            /** @description Too many requests from this API key this minute, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "rate_limited";
+                        /** @constant */
+                        status?: 429;
+                    };
+                };
+            };
+            /** @description Unexpected error; the message is generic and the logs hold the details */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "internal_error";
+                        /** @constant */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description The store is unreachable, the service is overloaded, or it is shutting down */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "service_unavailable";
+                        /** @constant */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -2252,4 +3283,4 @@ export interface operations {
 export const INT64_PROPERTIES: readonly string[] = ["petId"];
 
 /** Every type of change event, as the document's InventoryEvent names them: the events the stream's reader yields. */
-export const INVENTORY_EVENT_TYPES: readonly components["schemas"]["InventoryEvent"]["type"][] = ["inventory.created","inventory.updated","inventory.deleted"];
+export const INVENTORY_EVENT_TYPES: readonly components["schemas"]["InventoryEvent"]["type"][] = ["inventory.created","inventory.updated","inventory.deleted","reservation.created","reservation.committed","reservation.released","reservation.expired"];

@@ -1,0 +1,170 @@
+import type Database from 'better-sqlite3';
+import type { NewEvent } from '../../domain/event.js';
+import { idempotencyKeyHash, judgeIdempotency, refusePastCap } from '../../domain/idempotency.js';
+import type { ChangeOrigin, QuantityChange } from '../../domain/inventory.js';
+import {
+  encodeReservationOutcome,
+  END_STATUS,
+  EXPIRE_BATCH,
+  judgeEnd,
+  replayReservationOutcome,
+  type EndOutcome,
+  type NewReservation,
+  type Reservation,
+  type ReservationEnd,
+  type ReservationOutcome,
+  type ReservationResult,
+} from '../../domain/reservation.js';
+import { reservationEvent } from '../../domain/reservation-events.js';
+import { eventOf } from '../../domain/write-kinds.js';
+import { changeLog } from './change-log.js';
+import { changeStatements } from './change-statements.js';
+import { perConnection } from './connection.js';
+import { reservationReader, withoutPlace } from './reservation-reads.js';
+
+
+/**
+ * The SQLite store's writes of reservations, each one IMMEDIATE transaction in the writer thread
+ * (under SQLite's one write lock, so every judgement reads what is current): the reservation's row,
+ * the entries' `reserved`, for a sale their counts and history rows, and the events through the
+ * change log (change-log.ts), its commit last as in every write. Each first marks the
+ * reservations already past their expiry (usually none: one look at the due index), so a hold that
+ * lapsed is neither counted by a new reservation nor ended twice.
+ */
+export interface ReservationWrites {
+  create(reservation: NewReservation): ReservationResult;
+  end(id: string, end: ReservationEnd, origin: ChangeOrigin): EndOutcome;
+  expireDue(): Reservation[];
+}
+
+export const reservationWrites = perConnection(prepare);
+
+function prepare(db: Database.Database): ReservationWrites {
+  const stmt = {
+    entry: db.prepare('SELECT quantity, reserved FROM inventory WHERE pet_id = ? AND retired_at IS NULL').raw(true),
+    insert: db.prepare(
+      'INSERT INTO reservations (id, status, reference, created_at, expires_at, key_id, request_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING place',
+    ).pluck(),
+    insertItem: db.prepare('INSERT INTO reservation_items (place, position, pet_id, quantity) VALUES (?, ?, ?, ?)'),
+    hold: db.prepare('UPDATE inventory SET reserved = reserved + ? WHERE pet_id = ?'),
+    // A retired entry keeps what was held of it; reserved never goes below 0.
+    unhold: db.prepare('UPDATE inventory SET reserved = max(0, reserved - ?) WHERE pet_id = ?'),
+    setStatus: db.prepare('UPDATE reservations SET status = ?, ended_at = ? WHERE place = ? AND status = \'active\''),
+    due: db.prepare(`SELECT id FROM reservations WHERE status = 'active' AND expires_at <= ? ORDER BY expires_at LIMIT ${EXPIRE_BATCH}`).pluck(),
+  };
+  const read = reservationReader(db);
+  const log = changeLog(db);
+  const write = changeStatements(db);
+
+  /** Ends an active reservation with `status` at `now`: its rows, the entries' holds, for a sale the counts; returns the events and pets. */
+  const finish = (found: Reservation & { place: bigint }, status: Reservation['status'], now: Date, origin: ChangeOrigin | undefined): void => {
+    stmt.setStatus.run(status, now.getTime(), found.place);
+    for (const item of found.items) stmt.unhold.run(item.quantity, item.petId);
+    const ended: Reservation = { ...withoutPlace(found), status, endedAt: now };
+    const events: NewEvent[] = [];
+    if (status === 'committed' && origin) {
+      for (const item of found.items) {
+        const current = write.entry(item.petId);
+        // An entry retired since it was held has no count to sell from.
+        if (!current) continue;
+        // A count taken below what was held (decisions 12.3) sells what is on the shelf: never below 0.
+        const quantity = Math.max(0, current.item.quantity - item.quantity);
+        const sale: QuantityChange = { ...origin, petId: item.petId, delta: quantity - current.item.quantity, reason: 'sold', at: now };
+        const after = write.apply(sale, { kind: 'apply', current, quantity });
+        events.push(
+          eventOf('updated', {
+            petId: item.petId,
+            status: after.item.status,
+            before: current.item.quantity,
+            after: quantity,
+            version: after.version,
+            at: now,
+            reason: 'sold',
+            origin,
+          }),
+        );
+      }
+    }
+    events.push(reservationEvent(ended, now, origin));
+    log.commit(
+      found.items.map((i) => i.petId),
+      events,
+    );
+  };
+
+  const expireDue = (now: Date): Reservation[] => {
+    const marked: Reservation[] = [];
+    for (const id of stmt.due.all(now.getTime()) as string[]) {
+      const found = read(id)!;
+      finish(found, 'expired', now, undefined);
+      marked.push({ ...withoutPlace(found), status: 'expired', endedAt: now });
+    }
+    return marked;
+  };
+
+  const create = db.transaction((r: NewReservation): ReservationResult => {
+    const { origin } = r;
+    const idem = origin.idempotency;
+    const keyHash = idem && idempotencyKeyHash(idem.key);
+    if (idem) {
+      const verdict = judgeIdempotency(write.findRecord(origin.keyId, keyHash!, origin.at), idem.fingerprint, replayReservationOutcome);
+      if (verdict.kind === 'answer') return verdict.result;
+      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(origin.keyId, origin.at), 1, idem.recordsPerKey, origin.at) : undefined;
+      if (full) return full.result;
+    }
+    const now = new Date();
+    expireDue(now);
+    const outcome = hold(r, now);
+    if (idem) write.saveRecord(origin.keyId, keyHash!, idem, encodeReservationOutcome(outcome), origin.at);
+    return { ...outcome, replayed: false };
+  });
+
+  /** Judges every item, then holds them all, or none. */
+  const hold = (r: NewReservation, now: Date): ReservationOutcome => {
+    for (const [index, { petId, quantity }] of r.items.entries()) {
+      const row = stmt.entry.get(petId) as [number, number] | undefined;
+      if (!row) return { kind: 'not_found', index, petId };
+      const available = Math.max(0, row[0] - row[1]);
+      if (available < quantity) return { kind: 'insufficient_stock', index, petId, quantity: row[0], reserved: row[1], available };
+    }
+    const reservation: Reservation = {
+      id: r.id,
+      status: 'active',
+      items: r.items.map((i) => ({ petId: i.petId, quantity: i.quantity })),
+      reference: r.reference,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + r.ttlSeconds * 1000),
+      endedAt: null,
+    };
+    const byApi = r.origin.source === 'api';
+    const place = stmt.insert.get(r.id, 'active', r.reference, now.getTime(), reservation.expiresAt.getTime(), byApi ? r.origin.keyId : null, byApi ? r.origin.requestId : null) as bigint | number;
+    for (const [position, item] of r.items.entries()) {
+      stmt.insertItem.run(place, position, item.petId, item.quantity);
+      stmt.hold.run(item.quantity, item.petId);
+    }
+    log.commit(
+      r.items.map((i) => i.petId),
+      [reservationEvent(reservation, now, r.origin)],
+    );
+    return { kind: 'created', reservation };
+  };
+
+  const end = db.transaction((id: string, how: ReservationEnd, origin: ChangeOrigin): EndOutcome => {
+    const now = new Date();
+    expireDue(now);
+    const found = read(id);
+    // Past its expiry it was marked just above: it reads expired.
+    const verdict = judgeEnd(found && withoutPlace(found), how);
+    if (verdict !== 'apply') return verdict;
+    finish(found!, END_STATUS[how], now, origin);
+    return { kind: 'ended', reservation: { ...withoutPlace(found!), status: END_STATUS[how], endedAt: now } };
+  });
+
+  const expire = db.transaction((): Reservation[] => expireDue(new Date()));
+
+  return {
+    create: (r) => create.immediate(r),
+    end: (id, how, origin) => end.immediate(id, how, origin),
+    expireDue: () => expire.immediate(),
+  };
+}
