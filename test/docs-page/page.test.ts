@@ -258,8 +258,8 @@ for (const backend of BACKENDS) {
     assert.equal(response.status(), 200);
     assert.equal(response.request().headers().authorization, `Bearer ${api.keys.read}`);
     assert.deepEqual(JSON.parse(await response.text()), [
-      { petId: 1, quantity: 12, status: 'available' },
-      { petId: 2, quantity: 3, status: 'pending' },
+      { petId: 1, quantity: 12, status: 'available', reserved: 0, available: 12 },
+      { petId: 2, quantity: 3, status: 'pending', reserved: 0, available: 3 },
     ]);
     await client.getByText('200 OK').first().waitFor({ state: 'visible' });
     await client.getByText('"pending"').first().waitFor({ state: 'visible' });
