@@ -56,6 +56,8 @@ export const InventoryEventSchema = Type.Object(
     }),
     occurredAt: Type.String({ format: 'date-time', description: 'When the change was committed (RFC 3339, UTC)' }),
     data: Type.Union([StockEventData, ReservationEventData], {
+      // Both branches are objects; said here too, as the API reference's renderer refuses a schema with anyOf and no type.
+      type: 'object',
       description: 'An entry\'s change (the inventory.* types) or a reservation\'s (the reservation.* types)',
     }),
   },
