@@ -158,7 +158,7 @@ for (const backend of BACKENDS) {
 
     test('keys create refuses bad options with exit 2 and stores nothing', async (t) => {
       const s = await sandbox(t, backend);
-      assertFailed(await s.run('keys', 'create', '--name', 'x', '--scope', 'admin'), 2, /--scope must be one of inventory:read, inventory:write, webhooks:manage \(got "admin"\)/);
+      assertFailed(await s.run('keys', 'create', '--name', 'x', '--scope', 'admin'), 2, /--scope must be one of inventory:read, inventory:write, webhooks:manage, reservations:write \(got "admin"\)/);
       assertFailed(await s.run('keys', 'create', '--name', 'x', '--expires-in', '30'), 2, /--expires-in must be .*30d.* \(got "30"\)/);
       assertFailed(await s.run('keys', 'create', '--name', 'x', '--expires-in', '0d'), 2, /--expires-in/);
       assertFailed(await s.run('keys', 'create'), 2, /needs --name/);
