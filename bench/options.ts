@@ -20,10 +20,10 @@ export interface BenchOptions {
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
   /** One scenario alone (the start-up only when it is the one), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'ratelimit' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
+  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'ratelimit' | 'reservations' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick | --smoke] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|ratelimit|scaling|startup|tills|webhooks]
+export const HELP = `Usage: npm run bench -- [--quick | --smoke] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|ratelimit|reservations|scaling|startup|tills|webhooks]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -46,6 +46,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
                     PATCH's 200 to its event on a stream, idle streams one process holds)
   --only ratelimit  only the shared rate limit (GET with REDIS_URL against without it, side by side, on the
                     first of --backends)
+  --only reservations  only the reservations (50 clients checking out 1 of a pet, POST /v1/reservations
+                    then its commit, against the same clients sending PATCH, side by side)
   --only scaling    only the scaling table (1, 2 and 3 instances on one PostgreSQL database, directly and
                     through PgBouncer in transaction mode: GET and PATCH per second, CPU, commits per second)
   --only startup    only the start-up (--help, keys list, serve until /readyz and serve --workers 2, against
@@ -65,7 +67,7 @@ BENCH_REDIS_URL the Redis of the rate-limit scenario (default redis://127.0.0.1:
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'ratelimit', 'scaling', 'startup', 'tills', 'webhooks'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'ratelimit', 'reservations', 'scaling', 'startup', 'tills', 'webhooks'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

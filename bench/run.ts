@@ -19,6 +19,7 @@ import { docsSection } from './docs.js';
 import { durableSection } from './durable.js';
 import { eventsSection } from './events.js';
 import { rateLimitSection } from './rate-limit.js';
+import { reservationsSection } from './reservations.js';
 import { scalingSection } from './scaling.js';
 import { tillsSection } from './tills.js';
 import { webhooksSection } from './webhooks-section.js';
@@ -30,7 +31,7 @@ import { startupSection } from './startup.js';
 const RESULTS_FILE = resolve(REPO_ROOT, 'bench', 'results.md');
 const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
 /** The --only scenarios run once per backend. */
-const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'durable', 'events', 'tills', 'webhooks']);
+const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'durable', 'events', 'reservations', 'tills', 'webhooks']);
 
 async function main(argv: string[]): Promise<number> {
   let options: BenchOptions | undefined;
@@ -100,6 +101,10 @@ async function main(argv: string[]): Promise<number> {
       if (options.only === undefined || options.only === 'tills') {
         const tills = `Tills on ${TITLES[backend]}`;
         show(skip ? { title: tills, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await tillsSection(backend, tills, options));
+      }
+      if (options.only === undefined || options.only === 'reservations') {
+        const reservations = `Reservations on ${TITLES[backend]}`;
+        show(skip ? { title: reservations, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await reservationsSection(backend, reservations, options));
       }
     }
     if (options.only === undefined || options.only === 'ratelimit') {

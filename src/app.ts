@@ -149,6 +149,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     metrics.followEvents({ hub, streams: () => streams.size });
     hub.followAlways();
     metrics.followWebhooks(store);
+    metrics.followReservations(store.reservations);
   }
   // Every instance (and worker) delivers to the endpoints whose lease it holds: none, some or all.
   const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhooksAllowPrivate });
@@ -188,7 +189,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   app.decorate('connections', connections);
   app.decorate('webhookDispatcher', dispatcher);
   const purge = schedulePruning(store, config, app.log);
-  const expiry = scheduleExpiry(store.reservations, app.log);
+  const expiry = scheduleExpiry(store.reservations, app.log, undefined, metrics?.reservations);
   app.addHook('preClose', async () => {
     closing = true;
     // Before the server closes: it waits for every open answer, and a stream never ends by itself.

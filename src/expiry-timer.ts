@@ -14,6 +14,11 @@ export interface ExpiryLog {
   info(fields: object, message: string): void;
 }
 
+/** Told how many reservations each run marked (the metrics). */
+export interface ExpiryObserver {
+  expired(count: number): void;
+}
+
 /** The expiry timer; stop() ends it (a run under way finishes, as the store closes). */
 export interface ExpiryTimer {
   stop(): void;
@@ -28,7 +33,12 @@ export interface ExpiryTimer {
  * Runs never overlap; a run that leaves more due (past the store's batch) runs again at once. A
  * failing store is logged once when the failures begin and once when they end, not every 250 ms.
  */
-export function scheduleExpiry(reservations: Pick<Reservations, 'expireDue'>, log: ExpiryLog, intervalMs = EXPIRY_INTERVAL_MS): ExpiryTimer {
+export function scheduleExpiry(
+  reservations: Pick<Reservations, 'expireDue'>,
+  log: ExpiryLog,
+  intervalMs = EXPIRY_INTERVAL_MS,
+  observer?: ExpiryObserver,
+): ExpiryTimer {
   let running: Promise<number> | undefined;
   let stopped = false;
   let failing = false;
@@ -37,6 +47,8 @@ export function scheduleExpiry(reservations: Pick<Reservations, 'expireDue'>, lo
     for (;;) {
       const expired = await reservations.expireDue();
       marked += expired.length;
+      // Counted batch by batch: a run that fails later has still marked these.
+      if (expired.length > 0) observer?.expired(expired.length);
       if (expired.length > 0) log.info({ reservations: expired.map((r) => r.id) }, 'reservations expired');
       // A full batch may leave more behind it.
       if (expired.length < EXPIRE_BATCH || stopped) return marked;

@@ -20,10 +20,10 @@ The key is printed once, alone on stdout; only its SHA-256 hash is stored, so ke
 Options:
   --name NAME            who or what uses the key (required, at most ${NAME_MAX} characters)
   --scope SCOPE          inventory:read (list stock), inventory:write (list and set stock),
-                         webhooks:manage (GET /v1/webhooks: the webhook endpoints) or
-                         reservations:write (hold stock for a checkout, commit or release it,
-                         and list stock: a storefront's key); repeat it for several;
-                         inventory:read is added to a key given no inventory scope.
+                         reservations:write (a storefront's: hold, commit and release stock,
+                         read it, set no count) or webhooks:manage (GET /v1/webhooks: the
+                         webhook endpoints); repeat it for several; inventory:read is added
+                         to a key given no inventory scope.
                          Default: inventory:read only (least privilege)
   --expires-in DURATION  the key stops working after this long: 3600s, 90m, 12h, 30d or 2w
                          (s, m, h, d, w; at most 3650d). Default: it never expires

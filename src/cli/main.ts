@@ -18,6 +18,7 @@ export const COMMANDS: Record<string, Command> = {
   ),
   events: lazyCommand('follow the change events of the store', async () => (await import('./events.js')).eventsCommand),
   webhooks: lazyCommand('add, list, test and manage webhook endpoints', async () => (await import('./webhooks.js')).webhooksCommand),
+  reservations: lazyCommand('list, show and release reservations of stock', async () => (await import('./reservations.js')).reservationsCommand),
 };
 
 const cli = commandGroup({

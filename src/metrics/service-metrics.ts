@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { EventHub, EventHubObserver } from '../cache/event-hub.js';
+import type { ExpiryObserver } from '../expiry-timer.js';
 import type { ListCacheObserver } from '../cache/list-cache.js';
 import { EVENT_TYPES, type EventType } from '../domain/event.js';
 import { OPERATIONS } from '../operations/index.js';
@@ -12,6 +13,7 @@ import type { RelayObserver } from '../relay/relay.js';
 import type { WebhookObserver } from '../webhooks/context.js';
 import { CellCounter, CellHistogram, type CounterCell, type HistogramCell } from './cells.js';
 import { relayMetrics } from './relay-metrics.js';
+import { reservationMetrics } from './reservation-metrics.js';
 import { webhookMetrics } from './webhook-metrics.js';
 
 /** Seconds: the fast lane answers in well under a millisecond, a frozen store in seconds. */
@@ -58,6 +60,7 @@ export class ServiceMetrics implements RequestObserver {
   readonly #streamLag: HistogramCell;
   #events: { hub: Pick<EventHub, 'head'>; streams: () => number } | undefined;
   readonly #webhooks: ReturnType<typeof webhookMetrics>;
+  readonly #reservations: ReturnType<typeof reservationMetrics>;
   /** For the event relay (EVENTS_NATS_URL): each event published, and NATS out of reach. */
   readonly relay: RelayObserver;
 
@@ -166,6 +169,7 @@ export class ServiceMetrics implements RequestObserver {
     });
     this.#webhooks = webhookMetrics(registry);
     this.relay = relayMetrics(registry);
+    this.#reservations = reservationMetrics(registry);
     collectDefaultMetrics({ register: registry });
     this.#onBatch = (size) => this.#batches.observe(size as number);
     batchChannel.subscribe(this.#onBatch);
@@ -184,6 +188,16 @@ export class ServiceMetrics implements RequestObserver {
   /** Where the webhook gauges read the endpoints and the head (the store). */
   followWebhooks(store: WebhookListSource): void {
     this.#webhooks.follow(store);
+  }
+
+  /** Where the reservation gauges read what is held (the store). */
+  followReservations(reservations: Pick<Store['reservations'], 'held'>): void {
+    this.#reservations.follow(reservations);
+  }
+
+  /** For the expiry timer: the reservations this process marked expired. */
+  get reservations(): ExpiryObserver {
+    return this.#reservations.observer;
   }
 
   /** For the webhook dispatcher: each attempt, and each delivery's latency. */

@@ -10,7 +10,7 @@ import type { Tag } from './operation.js';
 export const RESERVATIONS_TAG = { name: 'reservations', description: 'Stock held for a checkout, then sold, given up, or expired' } as const satisfies Tag;
 
 /** A reservation's id as the paths take it; any other text names no reservation (404). */
-const RESERVATION_ID = /^res_[0-9a-f]{24}$/;
+export const RESERVATION_ID = /^res_[0-9a-f]{24}$/;
 
 export const RESERVATION_ID_PARAM = { id: Type.String({ description: 'The reservation\'s id: res_ and 24 hex digits' }) };
 

@@ -5,11 +5,12 @@ import { keysCommand } from '../../src/cli/keys.js';
 import { lazyCommand } from '../../src/cli/lazy-command.js';
 import { COMMANDS } from '../../src/cli/main.js';
 import { petsCommand } from '../../src/cli/pets.js';
+import { reservationsCommand } from '../../src/cli/reservations.js';
 import { serveCommand } from '../../src/cli/serve.js';
 import { webhooksCommand } from '../../src/cli/webhooks.js';
 
 test("each top-level command's summary is its module's own", () => {
-  const loaded = { serve: serveCommand, keys: keysCommand, pets: petsCommand, events: eventsCommand, webhooks: webhooksCommand };
+  const loaded = { serve: serveCommand, keys: keysCommand, pets: petsCommand, events: eventsCommand, webhooks: webhooksCommand, reservations: reservationsCommand };
   assert.deepEqual(Object.keys(COMMANDS), Object.keys(loaded));
   for (const [name, command] of Object.entries(loaded)) assert.equal(COMMANDS[name]!.summary, command.summary, name);
 });

@@ -25,8 +25,8 @@ function tempStore(t: TestContext): { dir: string; file: string; env: Record<str
 test('every usage error names the program once, at the start of its one line', async (t) => {
   const { env } = tempStore(t);
   const cases: [string[], string][] = [
-    [[], 'no command given: use serve, keys, pets, events, webhooks (see "petstore-inventory --help")'],
-    [['feed'], 'unknown command "feed": use serve, keys, pets, events, webhooks (see "petstore-inventory --help")'],
+    [[], 'no command given: use serve, keys, pets, events, webhooks, reservations (see "petstore-inventory --help")'],
+    [['feed'], 'unknown command "feed": use serve, keys, pets, events, webhooks, reservations (see "petstore-inventory --help")'],
     [['events'], 'events needs a command: use tail (see "petstore-inventory events --help")'],
     [['events', 'follow'], 'events has no command "follow": use tail (see "petstore-inventory events --help")'],
     [['pets'], 'pets needs a command: use add, list, adjust, import, export, remove, history (see "petstore-inventory pets --help")'],
