@@ -162,6 +162,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
     log: app.log,
     ...(metrics && { observer: metrics.webhooks }),
     cancelSends: () => sender.close(),
+    busy: () => connections.answering > 0,
   });
   // With EVENTS_NATS_URL, every instance (and worker) runs a relay; the one holding its lease publishes.
   const natsUrl = config.eventsNatsUrl;

@@ -96,6 +96,8 @@ export class ConnectionManager {
   maxConnections: number;
   readonly #options: ConnectionOptions;
   readonly #open = new Map<Socket, Connection>();
+  /** The connections whose request is being answered, streams excepted (see answering). */
+  readonly #answering = new Set<Connection>();
   /** The idle connections, longest idle first (a Set keeps insertion order). */
   readonly #idle = new Set<Connection>();
   /** A clock read by the sweep, not per request: the timeout needs no finer grain. */
@@ -139,6 +141,11 @@ export class ConnectionManager {
     return this.#open.size;
   }
 
+  /** How many requests are being answered now (event streams, which last as long as their clients, not counted). */
+  get answering(): number {
+    return this.#answering.size;
+  }
+
   /** The server's request listener: one request at a time per connection, in order. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const conn = this.#open.get(req.socket);
@@ -163,7 +170,9 @@ export class ConnectionManager {
    */
   streaming(res: ServerResponse, end: () => void): void {
     const conn = this.#open.get(res.req.socket);
-    if (conn !== undefined && conn.res === res) conn.endStream = end;
+    if (conn === undefined || conn.res !== res) return;
+    conn.endStream = end;
+    this.#answering.delete(conn);
   }
 
   /** A client error Node raised before a request existed: answered in the Error shape after any answer still due on the connection. */
@@ -354,6 +363,7 @@ export class ConnectionManager {
   #forget(conn: Connection, destroy: boolean): void {
     const known = this.#open.delete(conn.socket);
     this.#idle.delete(conn);
+    this.#answering.delete(conn);
     if (destroy) conn.socket.destroy();
     if (known && this.#open.size === 0) this.#drainWatch?.emptied();
   }
@@ -363,6 +373,7 @@ export class ConnectionManager {
     conn.res = res;
     conn.startedAt = this.#clock;
     this.#idle.delete(conn);
+    this.#answering.add(conn);
     // While draining, the last request known on the connection closes it with its answer.
     if (this.draining && !conn.queue?.length) res.shouldKeepAlive = false;
     res.on('finish', this.#onFinish);
@@ -372,6 +383,7 @@ export class ConnectionManager {
   #finished(res: ServerResponse): void {
     const conn = this.#open.get(res.req.socket);
     if (conn === undefined || conn.res !== res) return;
+    this.#answering.delete(conn);
     conn.req = undefined;
     conn.res = undefined;
     conn.endStream = undefined;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.js';
 import type { SendMessage, WebhookLog, WebhookObserver } from './context.js';
 import { EndpointWorker, type WorkerContext } from './endpoint-worker.js';
-import { SENDS_PER_TURN, TurnBudget } from './turn-budget.js';
+import { SENDS_PER_SECOND_WHEN_BUSY, SENDS_PER_TURN, TurnBudget } from './turn-budget.js';
 
 /**
  * How often a dispatcher reads the log's head to wake its idle endpoints, and the endpoints version
@@ -24,6 +24,8 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** Aborts every send in flight (WebhookSender.close), so a shutdown need not wait out a receiver's timeout. */
   cancelSends?: () => void;
+  /** Whether the process is answering API requests now: deliveries then start at most SENDS_PER_SECOND_WHEN_BUSY (decisions 10.14). */
+  busy?: () => boolean;
 }
 
 /**
@@ -75,7 +77,7 @@ export class WebhookDispatcher {
       schedule: options.schedule,
       log: options.log,
       ...(options.observer && { observer: options.observer }),
-      turn: new TurnBudget(SENDS_PER_TURN),
+      turn: new TurnBudget(SENDS_PER_TURN, { ...(options.busy && { busy: options.busy }), perSecondWhenBusy: SENDS_PER_SECOND_WHEN_BUSY }),
       // Renewed every third of a lease: two rounds missed in a row, and the lease may soon run out.
       leaseFresh: () => performance.now() - this.#renewedAt < (2 * options.leaseMs) / 3,
       stopped: (worker) => {

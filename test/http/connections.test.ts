@@ -395,3 +395,58 @@ describe('at the cap', () => {
     assert.match(fresh.text(), /^HTTP\/1\.1 200 /);
   });
 });
+
+describe('requests being answered', () => {
+  // The webhook deliveries slow down while it is above 0 (decisions 10.14); an event stream, open for as long as its
+  // client reads it, is not a request waiting for its answer.
+  test('counts a request from its start to its answer, never an event stream', { timeout: 20_000 }, async (t) => {
+    const manager = new ConnectionManager({ maxConnections: 10, requestTimeoutMs: 5000, answerTimeoutMs: 10_000, warn: () => undefined });
+    const server = createServer();
+    let answer = () => {};
+    let streamed = () => {};
+    const signal = () => {
+      let resolve = () => {};
+      const promise = new Promise<void>((done) => (resolve = done));
+      return { promise, resolve: () => resolve() };
+    };
+    const started = { plain: signal(), stream: signal() };
+    manager.attach(server, (req, res) => {
+      if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        manager.streaming(res, () => res.end());
+        streamed = () => res.end();
+        started.stream.resolve();
+      } else {
+        answer = () => res.end('answered');
+        started.plain.resolve();
+      }
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    const sockets: Socket[] = [];
+    t.after(() => {
+      for (const socket of sockets) socket.destroy();
+      manager.close();
+      server.close();
+    });
+    const send = (path: string) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      sockets.push(socket);
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      return socket;
+    };
+    assert.equal(manager.answering, 0);
+    const plain = send('/');
+    await started.plain.promise;
+    assert.equal(manager.answering, 1);
+    send('/stream');
+    await started.stream.promise;
+    assert.equal(manager.answering, 1, 'the stream is not counted');
+    answer();
+    await once(plain, 'data');
+    assert.equal(manager.answering, 0);
+    streamed();
+  });
+});

@@ -14,3 +14,15 @@ test('a turn grants at most its budget across callers; whoever got less is calle
   assert.deepEqual([...woken], ['b', 'c'], 'only those held back are woken, in order');
   assert.equal(budget.grant(5, () => woken.push('d')), 3, 'whole again');
 });
+
+test('while the API is busy, sends also wait for the rate: granted as it refills, the held back woken by a timer once one may start', async () => {
+  let busy = true;
+  const budget = new TurnBudget(8, { busy: () => busy, perSecondWhenBusy: 1000 });
+  assert.equal(budget.grant(8, () => assert.fail('granted in full')), 8, 'a full bucket to begin with');
+  const woken = new Promise<void>((resolve) => assert.equal(budget.grant(1, resolve), 0, 'the bucket is empty'));
+  await woken;
+  assert.equal(budget.grant(1, () => undefined), 1, 'a millisecond later, one more');
+  busy = false;
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(budget.grant(8, () => undefined), 8, 'not busy: only the turn bounds it');
+});
