@@ -6,7 +6,6 @@
  * carry too (answer-headers.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { stringifyJson } from '../src/json.js';
 import { sendJson as send, sendOk } from './answer-headers.js';
 import { loadItems } from './bare-durable.js';
 import { requiredEnv } from './env.js';
@@ -16,10 +15,16 @@ const ITEM_PATH = /^\/v1\/inventory\/(-?\d+)$/;
 const expectedAuthorization = `Bearer ${requiredEnv('BENCH_KEY')}`;
 const items = await loadItems(requiredEnv('DATABASE_URL'));
 /** One JSON fragment per item, in petId order: a PATCH rewrites one fragment, not the whole list. */
-const fragments = items.map((item) => stringifyJson(item));
+const fragments = items.map(render);
 const positionById = new Map(items.map((item, i) => [item.petId.toString(), i]));
 /** The GET body, rebuilt on the first GET after a PATCH so that reads always see the latest write. */
 let listBody: Buffer | undefined;
+
+/** An entry as the service answers it: with what reservations hold and what is left (never below 0). */
+function render(item: (typeof items)[number]): string {
+  const reserved = item.reserved ?? 0;
+  return `{"petId":${item.petId},"quantity":${item.quantity},"status":"${item.status}","reserved":${reserved},"available":${Math.max(0, item.quantity - reserved)}}`;
+}
 
 function listInventory(res: ServerResponse): void {
   listBody ??= Buffer.from(`[${fragments.join(',')}]`);
@@ -41,7 +46,7 @@ function updateInventory(req: IncomingMessage, res: ServerResponse, petId: strin
     if (position === undefined) return send(res, 404, '{"code":"not_found"}');
     const item = { ...items[position]!, quantity: quantity as number };
     items[position] = item;
-    fragments[position] = stringifyJson(item);
+    fragments[position] = render(item);
     listBody = undefined;
     send(res, 200, fragments[position]);
   });

@@ -6,7 +6,13 @@ export interface PeerItem {
   petId: number;
   quantity: number;
   status: string;
+  /** What reservations hold, and what is left for anyone else: the service's answer carries both. */
+  reserved: number;
+  available: number;
 }
+
+/** An entry's columns as the service answers them, in its order; available never below 0. */
+const ITEM_COLUMNS = 'pet_id AS "petId", quantity, status, reserved, MAX(0, quantity - reserved) AS available';
 
 /** What the Express peer asks of its database: one query per call, nothing cached. */
 export interface PeerDatabase {
@@ -15,7 +21,7 @@ export interface PeerDatabase {
   close(): Promise<void>;
 }
 
-const LIST_SQL = 'SELECT pet_id AS "petId", quantity, status FROM inventory ORDER BY pet_id';
+const LIST_SQL = (columns: string) => `SELECT ${columns} FROM inventory ORDER BY pet_id`;
 
 export async function openPeerDatabase(target: DatabaseTarget): Promise<PeerDatabase> {
   return target.backend === 'sqlite' ? openSqlite(target.filename) : openPostgres(target.url);
@@ -26,8 +32,8 @@ function openSqlite(filename: string): PeerDatabase {
   // exec(), not pragma(): a dropped better-sqlite3 statement can abort Node 24 when collected (see src/store/sqlite/connection.ts).
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = FULL');
-  const list = db.prepare(LIST_SQL);
-  const update = db.prepare('UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING pet_id AS "petId", quantity, status');
+  const list = db.prepare(LIST_SQL(ITEM_COLUMNS));
+  const update = db.prepare(`UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING ${ITEM_COLUMNS}`);
   return {
     list: async () => list.all() as PeerItem[],
     setQuantity: async (petId, quantity) => update.get(quantity, new Date().toISOString(), petId) as PeerItem | undefined,
@@ -39,12 +45,14 @@ function openPostgres(url: string): PeerDatabase {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
   // pg returns BIGINT as a string; the textbook fix is Number() on the way out.
-  const toItem = (row: { petId: string; quantity: number; status: string }): PeerItem => ({ ...row, petId: Number(row.petId) });
+  type Row = Omit<PeerItem, 'petId'> & { petId: string };
+  const toItem = (row: Row): PeerItem => ({ ...row, petId: Number(row.petId) });
+  const columns = ITEM_COLUMNS.replace('MAX(', 'GREATEST(');
   return {
-    list: async () => (await pool.query<{ petId: string; quantity: number; status: string }>(LIST_SQL)).rows.map(toItem),
+    list: async () => (await pool.query<Row>(LIST_SQL(columns))).rows.map(toItem),
     async setQuantity(petId, quantity) {
-      const { rows } = await pool.query<{ petId: string; quantity: number; status: string }>(
-        'UPDATE inventory SET quantity = $2, updated_at = now() WHERE pet_id = $1 RETURNING pet_id AS "petId", quantity, status',
+      const { rows } = await pool.query<Row>(
+        `UPDATE inventory SET quantity = $2, updated_at = now() WHERE pet_id = $1 RETURNING ${columns}`,
         [petId, quantity],
       );
       return rows[0] && toItem(rows[0]);
