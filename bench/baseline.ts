@@ -6,7 +6,7 @@
  * carry too (answer-headers.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { stringifyJson } from '../src/json.js';
+import { itemJson } from '../src/domain/inventory.js';
 import { sendJson as send, sendOk } from './answer-headers.js';
 import { loadItems } from './bare-durable.js';
 import { requiredEnv } from './env.js';
@@ -16,7 +16,7 @@ const ITEM_PATH = /^\/v1\/inventory\/(-?\d+)$/;
 const expectedAuthorization = `Bearer ${requiredEnv('BENCH_KEY')}`;
 const items = await loadItems(requiredEnv('DATABASE_URL'));
 /** One JSON fragment per item, in petId order: a PATCH rewrites one fragment, not the whole list. */
-const fragments = items.map((item) => stringifyJson(item));
+const fragments = items.map((item) => itemJson(item));
 const positionById = new Map(items.map((item, i) => [item.petId.toString(), i]));
 /** The GET body, rebuilt on the first GET after a PATCH so that reads always see the latest write. */
 let listBody: Buffer | undefined;
@@ -41,7 +41,7 @@ function updateInventory(req: IncomingMessage, res: ServerResponse, petId: strin
     if (position === undefined) return send(res, 404, '{"code":"not_found"}');
     const item = { ...items[position]!, quantity: quantity as number };
     items[position] = item;
-    fragments[position] = stringifyJson(item);
+    fragments[position] = itemJson(item);
     listBody = undefined;
     send(res, 200, fragments[position]);
   });

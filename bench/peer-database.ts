@@ -6,6 +6,8 @@ export interface PeerItem {
   petId: number;
   quantity: number;
   status: string;
+  reserved: number;
+  available: number;
 }
 
 /** What the Express peer asks of its database: one query per call, nothing cached. */
@@ -15,7 +17,10 @@ export interface PeerDatabase {
   close(): Promise<void>;
 }
 
-const LIST_SQL = 'SELECT pet_id AS "petId", quantity, status FROM inventory ORDER BY pet_id';
+/** An entry's columns as the service answers them, what reservations hold and what is left included (one portable expression on both databases). */
+const COLUMNS = 'pet_id AS "petId", quantity, status, reserved, CASE WHEN quantity > reserved THEN quantity - reserved ELSE 0 END AS available';
+const LIST_SQL = `SELECT ${COLUMNS} FROM inventory ORDER BY pet_id`;
+type PeerRow = Omit<PeerItem, 'petId'> & { petId: string };
 
 export async function openPeerDatabase(target: DatabaseTarget): Promise<PeerDatabase> {
   return target.backend === 'sqlite' ? openSqlite(target.filename) : openPostgres(target.url);
@@ -27,7 +32,7 @@ function openSqlite(filename: string): PeerDatabase {
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = FULL');
   const list = db.prepare(LIST_SQL);
-  const update = db.prepare('UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING pet_id AS "petId", quantity, status');
+  const update = db.prepare(`UPDATE inventory SET quantity = ?, updated_at = ? WHERE pet_id = ? RETURNING ${COLUMNS}`);
   return {
     list: async () => list.all() as PeerItem[],
     setQuantity: async (petId, quantity) => update.get(quantity, new Date().toISOString(), petId) as PeerItem | undefined,
@@ -39,12 +44,12 @@ function openPostgres(url: string): PeerDatabase {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
   // pg returns BIGINT as a string; the textbook fix is Number() on the way out.
-  const toItem = (row: { petId: string; quantity: number; status: string }): PeerItem => ({ ...row, petId: Number(row.petId) });
+  const toItem = (row: PeerRow): PeerItem => ({ ...row, petId: Number(row.petId) });
   return {
-    list: async () => (await pool.query<{ petId: string; quantity: number; status: string }>(LIST_SQL)).rows.map(toItem),
+    list: async () => (await pool.query<PeerRow>(LIST_SQL)).rows.map(toItem),
     async setQuantity(petId, quantity) {
-      const { rows } = await pool.query<{ petId: string; quantity: number; status: string }>(
-        'UPDATE inventory SET quantity = $2, updated_at = now() WHERE pet_id = $1 RETURNING pet_id AS "petId", quantity, status',
+      const { rows } = await pool.query<PeerRow>(
+        `UPDATE inventory SET quantity = $2, updated_at = now() WHERE pet_id = $1 RETURNING ${COLUMNS}`,
         [petId, quantity],
       );
       return rows[0] && toItem(rows[0]);
