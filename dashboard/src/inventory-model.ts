@@ -12,6 +12,8 @@ export interface InventoryModel {
   /** The same ids as plain digits: what the table shows and the search matches. */
   readonly idText: readonly string[];
   readonly quantities: Int32Array;
+  /** What active reservations hold of each entry, as the last list said (a reservation's event reads the list again). */
+  readonly reserved: Int32Array;
   readonly statuses: Uint8Array;
   /** Row index of each id's digits. */
   readonly indexOf: ReadonlyMap<string, number>;
@@ -42,14 +44,20 @@ export interface RowFilter {
   search: string;
 }
 
-/** What the table keeps of an entry: its count and status (what reservations hold comes with the list, not with every change event). */
-export type ModelItem = Pick<InventoryItem, 'petId' | 'quantity' | 'status'>;
+/** What the table keeps of an entry: its count and status, and what reservations hold of it (with the list; a change event leaves it as it was). */
+export type ModelItem = Pick<InventoryItem, 'petId' | 'quantity' | 'status'> & { reserved?: number | undefined };
+
+/** What is left to sell: the count less what reservations hold, never below 0 (as the API's `available`). */
+export function availableOf(model: Pick<InventoryModel, 'quantities' | 'reserved'>, index: number): number {
+  return Math.max(0, model.quantities[index]! - model.reserved[index]!);
+}
 
 export function buildModel(items: readonly ModelItem[]): InventoryModel {
   const size = items.length;
   const ids = new Array<bigint>(size);
   const idText = new Array<string>(size);
   const quantities = new Int32Array(size);
+  const reserved = new Int32Array(size);
   const statuses = new Uint8Array(size);
   const indexOf = new Map<string, number>();
   const counts: StatusCounts = { available: 0, pending: 0, sold: 0, total: size, outOfStock: 0 };
@@ -58,13 +66,14 @@ export function buildModel(items: readonly ModelItem[]): InventoryModel {
     ids[i] = item.petId;
     idText[i] = item.petId.toString();
     quantities[i] = item.quantity;
+    reserved[i] = item.reserved ?? 0;
     const status = STATUSES.indexOf(item.status);
     statuses[i] = status;
     indexOf.set(idText[i]!, i);
     counts[item.status]++;
     if (item.quantity === 0) counts.outOfStock++;
   }
-  return { size, ids, idText, quantities, statuses, indexOf, counts };
+  return { size, ids, idText, quantities, reserved, statuses, indexOf, counts };
 }
 
 /** The model with one entry's quantity changed (after a save), counts kept right; the arrays are copied, so memoized views see a new model. */
@@ -121,7 +130,8 @@ function rebuilt(model: InventoryModel, changes: EntryChanges): InventoryModel {
     while (next < added.length && added[next]!.petId < petId) items.push(added[next++]!);
     const change = changes.get(model.idText[i]!);
     if (change === null) continue;
-    items.push(change ?? { petId, quantity: model.quantities[i]!, status: STATUSES[model.statuses[i]!]! });
+    // A change event does not say what is held: the entry keeps what the list said.
+    items.push({ ...(change ?? { petId, quantity: model.quantities[i]!, status: STATUSES[model.statuses[i]!]! }), reserved: model.reserved[i]! });
   }
   while (next < added.length) items.push(added[next++]!);
   return buildModel(items);

@@ -8,6 +8,7 @@ import { isKeyRefused, type Session } from './session.js';
 import { Toolbar } from './toolbar.js';
 import { useEdits } from './use-edits.js';
 import { useInventory } from './use-inventory.js';
+import { ReservationsPanel } from './reservations-panel.js';
 import { WebhooksPanel } from './webhooks-panel.js';
 
 interface Props {
@@ -105,6 +106,7 @@ export function InventoryPage({ session, onSignOut }: Props) {
         )}
         {historyOf !== null && <HistoryPanel key={historyOf.toString()} client={session.client} petId={historyOf} onClose={closeHistory} onError={events.onError} />}
       </div>
+      <ReservationsPanel session={session} onError={onKeyRefused} />
       <WebhooksPanel session={session} onError={onKeyRefused} />
     </div>
   );

@@ -2,7 +2,7 @@ import type { ChangeReason } from '@petstore/inventory-client';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import { Conflict } from './conflict.js';
 import { REASONS, withDelta, withQuantityText, type Edit } from './edits.js';
-import { MAX_QUANTITY, STATUSES, type InventoryModel } from './inventory-model.js';
+import { availableOf, MAX_QUANTITY, STATUSES, type InventoryModel } from './inventory-model.js';
 import { formatCount } from './messages.js';
 import type { EditActions } from './use-edits.js';
 
@@ -24,6 +24,7 @@ export function Row({ position, model, index, canWrite, edit, editing, showingHi
   const id = model.idText[index]!;
   const petId = model.ids[index]!;
   const quantity = model.quantities[index]!;
+  const held = model.reserved[index]!;
   const status = STATUSES[model.statuses[index]!]!;
 
   // When the editor closes (saved, cancelled), focus returns to the row's Edit button rather than to the page.
@@ -59,6 +60,13 @@ export function Row({ position, model, index, canWrite, edit, editing, showingHi
           <td class="quantity">
             {formatCount(quantity)}
             {quantity === 0 && <span class="badge">Out of stock</span>}
+            {/* Only while reservations hold some: otherwise all of the count is available. */}
+            {held > 0 && ' '}
+            {held > 0 && (
+              <span class="held" title={`Reservations hold ${formatCount(held)}; ${formatCount(availableOf(model, index))} left to sell`}>
+                {formatCount(held)} held, {formatCount(availableOf(model, index))} available
+              </span>
+            )}
           </td>
           <td class={`status status-${status}`}>{status}</td>
           <td class="actions">

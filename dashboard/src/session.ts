@@ -12,6 +12,8 @@ export interface Session {
   keyName: string;
   /** The key may change quantities (scope inventory:write); a read-only key may only look. */
   canWrite: boolean;
+  /** The key may see and release reservations (scope reservations:write, or inventory:write, which implies it). */
+  canReserve: boolean;
   /** The key may read the webhook endpoints (scope webhooks:manage): the Webhooks panel shows them. */
   canManageWebhooks: boolean;
   /** The first list, asked for with the key check rather than after it: the table fills a round trip sooner. */
@@ -52,7 +54,14 @@ export async function signIn(apiKey: string): Promise<Session> {
   } catch {
     // Kept in memory only.
   }
-  return { client, keyName: key.name, canWrite: key.scopes.includes('inventory:write'), canManageWebhooks: key.scopes.includes('webhooks:manage'), firstList };
+  return {
+    client,
+    keyName: key.name,
+    canWrite: key.scopes.includes('inventory:write'),
+    canManageWebhooks: key.scopes.includes('webhooks:manage'),
+    canReserve: key.scopes.includes('inventory:write') || key.scopes.includes('reservations:write'),
+    firstList,
+  };
 }
 
 /** True when the service refused the key itself (unknown, revoked, expired): the user must sign in again. */

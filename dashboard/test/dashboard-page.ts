@@ -147,9 +147,9 @@ export async function readRow(page: Page, petId: bigint | string): Promise<RowVi
   return row;
 }
 
-/** The number a Quantity cell shows ("1,234", or "0 Out of stock"). */
+/** The number a Quantity cell shows ("1,234", "0 Out of stock", or "12 3 held, 9 available" while reservations hold some). */
 export function quantityIn(row: RowView): number {
-  const digits = (row.cells[1] ?? '').replace(/out of stock/i, '').replace(/[^0-9]/g, '');
+  const digits = (row.cells[1] ?? '').replace(/out of stock/i, '').replace(/[\d,]+ held, [\d,]+ available$/, '').replace(/[^0-9]/g, '');
   if (digits === '') throw new Error(`pet ${row.petId}: no quantity in "${row.cells[1]}"`);
   return Number(digits);
 }

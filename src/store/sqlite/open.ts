@@ -1,7 +1,6 @@
 import { AppendedSignal, batchAppended, batchAppendedEvents } from '../appended.js';
-import { changeGroupCommit, serialCommit } from '../group-commit.js';
+import { changeGroupCommit, GroupCommit, serialCommit, WAITING_MAX } from '../group-commit.js';
 import type { ChangeBatch, ChangeBatchResult } from '../../domain/inventory.js';
-import type { NewReservation } from '../../domain/reservation.js';
 import type { Store } from '../store.js';
 import { errorOf, type BatchResult } from './apply-batch.js';
 import { changes } from './changes.js';
@@ -13,6 +12,7 @@ import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
 import { relays } from './relays.js';
+import { RESERVATION_BATCH_MAX, type ReservationOp, type ReservationOpResult } from './reservation-batch.js';
 import { reservations } from './reservations.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { webhookEndpoints } from './webhook-endpoints.js';
@@ -60,20 +60,29 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     if (!omitEvents && batchAppendedEvents(result)) appended.emit();
     return result;
   }, options);
-  // Reservations: each a transaction of its own in the writer thread, queued as a ChangeBatch is.
-  const writeOf =
-    <A, R>(write: (arg: A) => Promise<R>) =>
-    async (arg: A): Promise<R> => {
+  // Reservations' creations and ends: those waiting together in one transaction of the writer thread
+  // (reservation-batch.ts), each a savepoint of its own, in arrival order, so none needs a key apart.
+  const reservationOps = new GroupCommit<ReservationOp, ReservationOpResult>(
+    async (ops) => {
+      let answers;
       try {
-        return await write(arg);
+        answers = await writer.reservationOps(ops);
       } catch (err) {
         throw asUnavailable(err);
       }
-    };
+      return answers.map((answer) => ('error' in answer ? asUnavailable(errorOf(answer)) : answer));
+    },
+    { keysOf: () => [], maxBatch: RESERVATION_BATCH_MAX, maxWaiting: WAITING_MAX, timeoutMs: options.timeoutMs, publishSizes: false },
+  );
   const reservationCommits = {
-    create: serialCommit(writeOf((r: NewReservation) => writer.reserve(r)), options),
-    end: serialCommit(writeOf((e: Parameters<typeof writer.endReservation>) => writer.endReservation(...e)), options),
-    expireDue: writeOf((_: void) => writer.expireDue()),
+    ops: reservationOps,
+    expireDue: async (_: void) => {
+      try {
+        return await writer.expireDue();
+      } catch (err) {
+        throw asUnavailable(err);
+      }
+    },
   };
   const run = runOn(db);
   let closing: Promise<void> | undefined;
@@ -94,7 +103,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
         if (!db.open) return;
         appended.close();
         endpointsChanged.close();
-        await Promise.all([groupCommit.close(), batches.close(), reservationCommits.create.close(), reservationCommits.end.close()]);
+        await Promise.all([groupCommit.close(), batches.close(), reservationOps.close()]);
         await writer.close();
         db.close();
       })();

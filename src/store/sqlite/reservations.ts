@@ -1,16 +1,15 @@
 import type Database from 'better-sqlite3';
-import type { ChangeOrigin } from '../../domain/inventory.js';
-import type { EndOutcome, NewReservation, Reservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
+import type { EndOutcome, Reservation, ReservationResult } from '../../domain/reservation.js';
 import type { AppendedSignal } from '../appended.js';
 import type { GroupCommit } from '../group-commit.js';
+import type { ReservationOp, ReservationOpResult } from './reservation-batch.js';
 import type { Reservations } from '../store.js';
 import { committed, type Run } from './connection.js';
 import { reservationReads } from './reservation-reads.js';
 
-/** The writes of reservations, one at a time in the writer thread (reservation-writes.ts). */
+/** The writes of reservations in the writer thread: creations and ends grouped (reservation-batch.ts), the sweep's apart. */
 export interface ReservationCommits {
-  create: GroupCommit<NewReservation, ReservationResult>;
-  end: GroupCommit<[id: string, end: ReservationEnd, origin: ChangeOrigin], EndOutcome>;
+  ops: GroupCommit<ReservationOp, ReservationOpResult>;
   expireDue: (_: void) => Promise<Reservation[]>;
 }
 
@@ -23,14 +22,14 @@ export function reservations(db: Database.Database, run: Run, commits: Reservati
   const reads = reservationReads(db);
   return {
     async create(reservation) {
-      const result = await commits.create.submit(reservation);
+      const result = (await commits.ops.submit({ reserve: reservation })) as ReservationResult;
       if (result.kind === 'created' && !result.replayed) appended.emit();
       return result;
     },
     get: async (id) => run(() => reads.get(id, new Date())),
     list: async (query) => run(() => reads.list(query, new Date())),
     async end(id, end, origin) {
-      const outcome = await commits.end.submit([id, end, origin]);
+      const outcome = (await commits.ops.submit({ endReservation: { id, end, origin } })) as EndOutcome;
       // A reservation that lapsed before this end was marked by it, with its event.
       appended.emit();
       return outcome;

@@ -1,9 +1,10 @@
-import type { ChangeBatch, ChangeBatchResult, ChangeOrigin, IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
-import type { EndOutcome, NewReservation, Reservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
+import type { ChangeBatch, ChangeBatchResult, IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
+import type { Reservation } from '../../domain/reservation.js';
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
 import type { PositionWrite } from './record-position.js';
+import type { ReservationOp, ReservationOpAnswer } from './reservation-batch.js';
 import type { DeliveryRow, ProgressWrite } from './record-progress.js';
 
 /** What the writer thread is started with: its database file and how it writes batches. */
@@ -27,8 +28,7 @@ export type WriterRequest =
   | { progress: ProgressWrite }
   | { attempts: DeliveryRow[] }
   | { position: PositionWrite }
-  | { reserve: NewReservation }
-  | { endReservation: { id: string; end: ReservationEnd; origin: ChangeOrigin } }
+  | { reservationOps: ReservationOp[] }
   | { expireDue: true }
   | { durability: true }
   | { close: true };
@@ -42,8 +42,7 @@ export type WriterReply =
   | { batchResult: ChangeBatchResult }
   | { recorded: boolean }
   | { failed: ChangeFailure }
-  | { reservationResult: ReservationResult }
-  | { endOutcome: EndOutcome }
+  | { reservationAnswers: ReservationOpAnswer[] }
   | { expired: Reservation[] }
   | { durability: Record<string, string> };
 

@@ -2,13 +2,14 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import type { ChangeBatch, ChangeBatchResult, ChangeOrigin, QuantityChange } from '../../domain/inventory.js';
-import type { EndOutcome, NewReservation, Reservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
+import type { ChangeBatch, ChangeBatchResult, QuantityChange } from '../../domain/inventory.js';
+import type { Reservation } from '../../domain/reservation.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
 import { recordPosition, type PositionWrite } from './record-position.js';
+import { applyReservationOps, type ReservationOp, type ReservationOpAnswer } from './reservation-batch.js';
 import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
@@ -25,10 +26,8 @@ export interface ChangeWriter {
   recordAttempts(attempts: DeliveryRow[]): Promise<void>;
   /** Moves a relay on, fenced by its lease (record-position.ts): false when the fence refused it; rejects when the write failed. */
   recordPosition(write: PositionWrite): Promise<boolean>;
-  /** Holds a reservation's items, all or none (reservation-writes.ts); rejects when the transaction failed. */
-  reserve(reservation: NewReservation): Promise<ReservationResult>;
-  /** Commits or releases a reservation (reservation-writes.ts); rejects when the transaction failed. */
-  endReservation(id: string, end: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome>;
+  /** Reservation writes together in one transaction (reservation-batch.ts), an answer each in order; rejects when that transaction failed. */
+  reservationOps(ops: readonly ReservationOp[]): Promise<ReservationOpAnswer[]>;
   /** Marks the reservations past their expiry expired (reservation-writes.ts); rejects when the transaction failed. */
   expireDue(): Promise<Reservation[]>;
   /** The durability settings of the connection that commits. */
@@ -46,8 +45,7 @@ export function inThreadWriter(db: Database.Database, options: BatchOptions = {}
     recordProgress: async (write) => recordProgress(db, write),
     recordAttempts: async (attempts) => recordAttempts(db, attempts),
     recordPosition: async (write) => recordPosition(db, write),
-    reserve: async (reservation) => reservationWrites(db).create(reservation),
-    endReservation: async (id, end, origin) => reservationWrites(db).end(id, end, origin),
+    reservationOps: async (ops) => applyReservationOps(db, ops),
     expireDue: async () => reservationWrites(db).expireDue(),
     durability: async () => durabilityOf(db),
     failure: () => undefined,
@@ -113,8 +111,7 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
     recordAttempts: async (attempts) => void recorded(await ask({ attempts }), 'attempts'),
     // As progress: straight through the ordered queue, one in flight per relay.
     recordPosition: async (write) => recorded(await ask({ position: write }), 'a position'),
-    reserve: async (reservation) => answered(await ask({ reserve: reservation }), 'reservationResult'),
-    endReservation: async (id, end, origin) => answered(await ask({ endReservation: { id, end, origin } }), 'endOutcome'),
+    reservationOps: async (ops) => answered(await ask({ reservationOps: [...ops] }), 'reservationAnswers'),
     expireDue: async () => answered(await ask({ expireDue: true }), 'expired'),
     async durability() {
       const reply = await ask({ durability: true });
@@ -145,7 +142,7 @@ export function startThread(entry: URL, workerData: unknown): Worker {
 }
 
 /** The member `key` of a reply, or the failed transaction thrown. */
-function answered<K extends 'reservationResult' | 'endOutcome' | 'expired'>(reply: WriterReply, key: K): Extract<WriterReply, Record<K, unknown>>[K] {
+function answered<K extends 'reservationAnswers' | 'expired'>(reply: WriterReply, key: K): Extract<WriterReply, Record<K, unknown>>[K] {
   if ('failed' in reply) throw errorOf(reply.failed);
   if (!(key in reply)) throw new Error(`the writer thread answered ${key} with something else`);
   return (reply as Extract<WriterReply, Record<K, unknown>>)[key];

@@ -1,0 +1,122 @@
+import type { Reservation } from '@petstore/inventory-client';
+import { useState } from 'preact/hooks';
+import { describeError, formatCount } from './messages.js';
+import type { Session } from './session.js';
+
+interface Props {
+  session: Session;
+  /** A failure of a request: a refused key signs out. */
+  onError: (error: unknown) => void;
+}
+
+/** The most active reservations the panel lists: the newest page, as the API pages them. */
+const LISTED = 100;
+
+/**
+ * The active reservations (stock held for checkouts), folded away until opened: read each time it
+ * opens or is refreshed, and only for a key that may release them (reservations:write or
+ * inventory:write); Release gives one's stock back at once. The table's held and available follow
+ * by the reservation's event.
+ */
+export function ReservationsPanel({ session, onError }: Props) {
+  const [list, setList] = useState<{ items: Reservation[]; more: boolean } | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [releasing, setReleasing] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+
+  /** Reads the list; `keepProblem`: a refused release's reason stays on screen after the list it left. */
+  const load = async (keepProblem = false) => {
+    setLoading(true);
+    try {
+      const page = await session.client.listReservations({ status: 'active', limit: LISTED });
+      setList({ items: page.items, more: page.nextCursor !== null });
+      if (!keepProblem) setProblem(null);
+    } catch (error) {
+      onError(error);
+      setProblem(describeError(error));
+    } finally {
+      setLoading(false);
+    }
+  };
+
+  const release = async (id: string) => {
+    setReleasing(id);
+    try {
+      const released = await session.client.releaseReservation(id);
+      setStatus(`Released ${id}: ${released.items.map((i) => `${formatCount(i.quantity)} of pet ${i.petId}`).join(', ')} available again.`);
+      setProblem(null);
+    } catch (error) {
+      onError(error);
+      // Committed or expired meanwhile: the service's message names its status.
+      setStatus(null);
+      setProblem(`${id} could not be released: ${describeError(error)}`);
+    } finally {
+      setReleasing(null);
+    }
+    await load(true);
+  };
+
+  return (
+    <details
+      class="reservations"
+      onToggle={(event) => {
+        if (event.currentTarget.open && session.canReserve) void load();
+      }}
+    >
+      <summary>Reservations</summary>
+      {!session.canReserve ? (
+        <p class="note">A key with the scope reservations:write or inventory:write shows the active reservations here.</p>
+      ) : (
+        <>
+          <div class="panel-actions">
+            <button type="button" class="secondary" onClick={() => void load()}>
+              Refresh
+            </button>
+          </div>
+          <div role="status" class="status-message">
+            {status}
+          </div>
+          {problem !== null && (
+            <p class="note" role="alert">
+              {problem}
+            </p>
+          )}
+          {list !== null && list.items.length === 0 && <p>No active reservations: nothing is held for a checkout.</p>}
+          {list !== null && list.items.length > 0 && (
+            <table aria-label="Active reservations">
+              <thead>
+                <tr>
+                  <th scope="col">Reservation</th>
+                  <th scope="col">Holds</th>
+                  <th scope="col">Reference</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Action</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.items.map((r) => (
+                  <tr key={r.id} data-reservation-id={r.id}>
+                    <td>{r.id}</td>
+                    <td>{r.items.map((i) => `${formatCount(i.quantity)} of pet ${i.petId}`).join(', ')}</td>
+                    <td>{r.reference ?? '—'}</td>
+                    <td>
+                      <time dateTime={r.expiresAt}>{new Date(r.expiresAt).toLocaleString()}</time>
+                    </td>
+                    <td>
+                      <button type="button" aria-label={`Release ${r.id}`} aria-busy={releasing === r.id} onClick={() => releasing === null && void release(r.id)}>
+                        Release
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {list?.more && <p class="note">The newest {LISTED} are shown; the CLI lists them all: reservations list --status active.</p>}
+          {loading && <p role="status">Loading the reservations…</p>}
+        </>
+      )}
+    </details>
+  );
+}

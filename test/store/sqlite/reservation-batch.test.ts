@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openSqliteConnection } from '../../../src/store/sqlite/connection.js';
+import { migrate } from '../../../src/store/sqlite/migrations.js';
+import { applyReservationOps, type ReservationOp } from '../../../src/store/sqlite/reservation-batch.js';
+import { newReservation, testOrigin } from '../../support/reservations.js';
+
+/** A connection on a fresh in-memory store with pet 1 (5 in stock). */
+function stocked(t: { after: (fn: () => void) => void }) {
+  const db = openSqliteConnection(':memory:');
+  t.after(() => db.close());
+  migrate(db);
+  db.exec(`INSERT INTO inventory (pet_id, quantity, status, created_at, updated_at) VALUES (1, 5, 'available', 'x', 'x')`);
+  const entry = () => db.prepare('SELECT quantity, reserved FROM inventory WHERE pet_id = 1').get() as { quantity: number; reserved: number };
+  return { db, entry };
+}
+
+test('reservation writes of a group are judged in order on what the ones before left, in one transaction', (t) => {
+  const { db, entry } = stocked(t);
+  const first = newReservation([[1n, 3]]);
+  const second = newReservation([[1n, 3]]);
+  const third = newReservation([[1n, 2]]);
+  const ops: ReservationOp[] = [
+    { reserve: first },
+    { reserve: second },
+    { endReservation: { id: first.id, end: 'commit', origin: testOrigin() } },
+    { reserve: third },
+    { endReservation: { id: 'res_000000000000000000000000', end: 'release', origin: testOrigin() } },
+  ];
+  const answers = applyReservationOps(db, ops);
+  assert.deepEqual(
+    answers.map((a) => ('kind' in a ? a.kind : 'failed')),
+    ['created', 'insufficient_stock', 'ended', 'created', 'not_found'],
+    'the second finds 2 available after the first; the third fits once the first is sold',
+  );
+  assert.deepEqual({ ...entry() }, { quantity: 2, reserved: 2 });
+  assert.equal(db.inTransaction, false, 'committed');
+});
+
+test('a write that throws fails alone: the others of its group commit, its savepoint rolled back', (t) => {
+  const { db, entry } = stocked(t);
+  const kept = newReservation([[1n, 1]]);
+  // A second item of quantity 0, which no request can send: its row breaks the table's CHECK after
+  // the reservation's row and the first item's hold were written.
+  const broken = newReservation([[1n, 1], [1n, 0]]);
+  const after = newReservation([[1n, 2]]);
+  const answers = applyReservationOps(db, [{ reserve: kept }, { reserve: broken }, { reserve: after }]);
+  assert.equal('kind' in answers[0]! && answers[0].kind, 'created');
+  assert.match('error' in answers[1]! ? answers[1].error.message : '', /CHECK constraint failed/, 'the broken one failed');
+  assert.equal('kind' in answers[2]! && answers[2].kind, 'created');
+  assert.deepEqual({ ...entry() }, { quantity: 5, reserved: 3 }, 'nothing of the broken one is held');
+  const count = db.prepare('SELECT count(*) FROM reservations').pluck().get();
+  assert.equal(count, 2);
+});
