@@ -9,7 +9,7 @@ import type { RunningServer } from './servers.js';
 /** Counted rounds per server in a side-by-side comparison (after one uncounted warm-up round). */
 const ROUNDS = 3;
 /** A round's window is lengthened up to this while nothing at all comes back in it. */
-const MAX_WINDOW_S = 8;
+export const MAX_WINDOW_S = 8;
 
 /** The counted rounds of this run: one in a quick run, whose figures are for orientation only (CI runs it to keep the harness working). */
 export function roundsOf(options: Pick<BenchOptions, 'quick'>): number {
