@@ -326,7 +326,9 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
       CREATE INDEX reservation_items_pet ON reservation_items (pet_id, place);
 
-      CREATE TABLE inventory_events_reservations (
+      -- SQLite cannot change a CHECK in place: the log is rebuilt under another name, copied, and renamed back.
+      -- Only change-log.ts appends to the log; this copy moves rows, it records nothing.
+      CREATE TABLE events_rebuilt (
         seq               INTEGER PRIMARY KEY,
         type              TEXT    NOT NULL CHECK (type = 'inventory.created' OR type = 'inventory.updated' OR type = 'inventory.deleted'
                                                   OR type = 'reservation.created' OR type = 'reservation.committed'
@@ -343,11 +345,11 @@ export const MIGRATIONS: readonly Migration[] = [
         request_id        TEXT,
         payload           TEXT     -- a reservation's event: its id, items, reference and expiry (domain reservationPayload)
       ) STRICT;
-      INSERT INTO inventory_events_reservations
+      INSERT INTO events_rebuilt
         SELECT seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id, NULL
         FROM inventory_events;
       DROP TABLE inventory_events;
-      ALTER TABLE inventory_events_reservations RENAME TO inventory_events;
+      ALTER TABLE events_rebuilt RENAME TO inventory_events;
     `,
   },
 ];
