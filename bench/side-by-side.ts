@@ -9,7 +9,26 @@ import type { RunningServer } from './servers.js';
 /** Counted rounds per server in a side-by-side comparison (after one uncounted warm-up round). */
 const ROUNDS = 3;
 /** A round's window is lengthened up to this while nothing at all comes back in it. */
-export const MAX_WINDOW_S = 8;
+const MAX_WINDOW_S = 8;
+
+/**
+ * Runs a load for `seconds`, and again twice as long each time, up to MAX_WINDOW_S, while nothing at
+ * all came back in its window (a smoke run's quarter second on a busy machine, a cold server): such
+ * a window says nothing yet. `notes` says each time it was run again; the last result is returned.
+ */
+export async function untilAnswered<R>(
+  seconds: number,
+  run: (seconds: number) => Promise<R>,
+  nothingBack: (result: R) => boolean,
+  note: (seconds: number) => void,
+): Promise<R> {
+  for (;;) {
+    const result = await run(seconds);
+    if (!nothingBack(result) || seconds * 2 > MAX_WINDOW_S) return result;
+    note(seconds);
+    seconds *= 2;
+  }
+}
 
 /** The counted rounds of this run: one in a quick run, whose figures are for orientation only (CI runs it to keep the harness working). */
 export function roundsOf(options: Pick<BenchOptions, 'quick'>): number {
@@ -79,23 +98,25 @@ export async function alternateRounds(
           }
         : undefined;
       const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
-      let result: LoadResult;
-      // A window in which no answer at all came back (a smoke run's quarter second on a busy machine) says
-      // nothing yet: it is run again, twice as long each time, up to MAX_WINDOW_S. Only failures are an error.
-      for (let seconds = options.durationSeconds; ; seconds *= 2) {
-        const spec: LoadSpec = {
-          baseUrl: side.server.baseUrl,
-          method: shape.method,
-          authorization: `Bearer ${side.key}`,
-          petCount: shape.petCount,
-          connections: shape.connections,
-          warmupSeconds: options.warmupSeconds,
-          durationSeconds: seconds,
-        };
-        result = await load.run(spec, true, window);
-        if (result.ok > 0 || result.failed > 0 || seconds * 2 > MAX_WINDOW_S) break;
-        notes.push(`${scenario}, ${side.label}, ${which}: no answer came back within its ${seconds} s window; run again for ${seconds * 2} s`);
-      }
+      const result = await untilAnswered(
+        options.durationSeconds,
+        (durationSeconds) =>
+          load.run(
+            {
+              baseUrl: side.server.baseUrl,
+              method: shape.method,
+              authorization: `Bearer ${side.key}`,
+              petCount: shape.petCount,
+              connections: shape.connections,
+              warmupSeconds: options.warmupSeconds,
+              durationSeconds,
+            },
+            true,
+            window,
+          ),
+        (r) => r.ok === 0 && r.failed === 0,
+        (seconds) => notes.push(`${scenario}, ${side.label}, ${which}: no answer came back within its ${seconds} s window; run again for ${seconds * 2} s`),
+      );
       const cpuUs = perAnswerUs(before?.all, after?.all, result.ok);
       const cpu = cpuUs === undefined ? '' : `, ${cpuUs.toFixed(0)} µs CPU/request`;
       process.stderr.write(`  ${backend} | ${scenario} | ${side.label}: ${Math.round(result.requestsPerSecond)} req/s${cpu} (${which})\n`);

@@ -6,7 +6,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { seedDatabase, seedDatabaseWith } from './seed.js';
 import { startServer, type RunningServer } from './servers.js';
-import { MAX_WINDOW_S, roundOrder, roundsOf, roundsText } from './side-by-side.js';
+import { roundOrder, roundsOf, roundsText, untilAnswered } from './side-by-side.js';
 import type { ChangesJob, ChangesResult, SaleMethod, SalesJob, SalesResult, TillsJob, TillsResult } from './tills-jobs.js';
 
 /** Tills selling at once (the issue: 50), and the pets they sell from (100). */
@@ -75,28 +75,28 @@ async function salesRows(backend: Backend, options: BenchOptions, runner: ChildR
     for (let round = 0; round <= rounds; round++) {
       for (const till of roundOrder(tills, round)) {
         const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
-        let result: SalesResult;
-        // A window in which no answer at all came back (a smoke run's quarter second on a busy machine, a cold server)
-        // says nothing yet: it is run again, twice as long each time, up to MAX_WINDOW_S; a refusal ends the run below.
-        for (let seconds = options.durationSeconds; ; seconds *= 2) {
-          const job: SalesJob = {
-            kind: 'sales',
-            baseUrl: till.server.baseUrl,
-            authorization: `Bearer ${till.key}`,
-            method: till.method,
-            clients: TILLS,
-            pets: TILL_PETS,
-            warmupSeconds: options.warmupSeconds,
-            durationSeconds: seconds,
-          };
-          result = (await runner.run(job)) as SalesResult;
-          // Every run's sales count against the stock, a window's late answers too.
-          result.soldByPet.forEach((n, i) => (till.sold[i]! += n));
-          till.unknown += result.unknown;
-          const nothingBack = result.sales === 0 && result.unknown === 0 && Object.keys(result.refused).length === 0;
-          if (!nothingBack || seconds * 2 > MAX_WINDOW_S) break;
-          section.notes.push(`${scenario}, ${till.method}, ${which}: no answer came back within its ${seconds} s window; run again for ${seconds * 2} s`);
-        }
+        const result = await untilAnswered(
+          options.durationSeconds,
+          async (durationSeconds) => {
+            const job: SalesJob = {
+              kind: 'sales',
+              baseUrl: till.server.baseUrl,
+              authorization: `Bearer ${till.key}`,
+              method: till.method,
+              clients: TILLS,
+              pets: TILL_PETS,
+              warmupSeconds: options.warmupSeconds,
+              durationSeconds,
+            };
+            const sales = (await runner.run(job)) as SalesResult;
+            // Every run's sales count against the stock, a window's late answers too.
+            sales.soldByPet.forEach((n, i) => (till.sold[i]! += n));
+            till.unknown += sales.unknown;
+            return sales;
+          },
+          (r) => r.sales === 0 && r.unknown === 0 && Object.keys(r.refused).length === 0,
+          (seconds) => section.notes.push(`${scenario}, ${till.method}, ${which}: no answer came back within its ${seconds} s window; run again for ${seconds * 2} s`),
+        );
         for (const [what, n] of Object.entries(result.refused)) till.refused[what] = (till.refused[what] ?? 0) + n;
         till.firstRefusal ??= result.firstRefusal;
         process.stderr.write(`  ${backend} | ${scenario} | ${till.method}: ${Math.round(result.perSecond)} sales/s, ${perSale(result)} retries/sale (${which})\n`);
