@@ -61,7 +61,8 @@ export class TurnBudget {
       this.#waiting = [];
       for (const then of waiting) then();
     };
-    if (byRate) setTimeout(wake, Math.max(1, Math.ceil((1 - this.#tokens) / this.#perMs))).unref();
+    // Node's timers count whole milliseconds from a loop time that may be up to one behind: one more, so the token is there.
+    if (byRate) setTimeout(wake, Math.ceil((1 - this.#tokens) / this.#perMs) + 1).unref();
     else setImmediate(wake);
   }
 }
