@@ -19,6 +19,8 @@ test('while the API is busy, sends also wait for the rate: granted as it refills
   let busy = true;
   const budget = new TurnBudget(8, { busy: () => busy, perSecondWhenBusy: 1000 });
   assert.equal(budget.grant(8, () => assert.fail('granted in full')), 8, 'a full bucket to begin with');
+  // The next turn: the turn's bound is whole again, the rate's bucket is not.
+  await new Promise((resolve) => setImmediate(resolve));
   const woken = new Promise<void>((resolve) => assert.equal(budget.grant(1, resolve), 0, 'the bucket is empty'));
   await woken;
   assert.equal(budget.grant(1, () => undefined), 1, 'a millisecond later, one more');
