@@ -21,8 +21,10 @@ test('while the API is busy, sends also wait for the rate: granted as it refills
   assert.equal(budget.grant(8, () => assert.fail('granted in full')), 8, 'a full bucket to begin with');
   // The next turn: the turn's bound is whole again, the rate's bucket is not.
   await new Promise((resolve) => setImmediate(resolve));
-  const woken = new Promise<void>((resolve) => assert.equal(budget.grant(1, resolve), 0, 'the bucket is empty'));
-  await woken;
+  // Whatever refilled meanwhile is taken, until the bucket holds back a send; that one is woken by the rate's timer.
+  await new Promise<void>((resolve) => {
+    while (budget.grant(1, resolve) === 1);
+  });
   assert.equal(budget.grant(1, () => undefined), 1, 'a millisecond later, one more');
   busy = false;
   await new Promise((resolve) => setImmediate(resolve));
