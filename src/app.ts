@@ -23,6 +23,7 @@ import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { EventLoopDelay } from './limits/event-loop-delay.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { serviceDocument } from './openapi/service-document.js';
+import type { OperationDependencies } from './operations/handler.js';
 import { OPERATIONS } from './operations/index.js';
 import { compileSchemaValidator } from './operations/schema-validator.js';
 import { clientAddressReader } from './pipeline/client-address.js';
@@ -220,27 +221,24 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   // The pages and probes that are not operations of the API.
   for (const routes of [healthRoutes, docsRoutes(document), dashboardRoutes({ directory: dashboardDirectory })]) await app.register(routes);
   const changeOptions = { requireIfMatch: config.requireIfMatch, idempotencyRecordsPerKey: config.idempotencyRecordsPerKey };
+  const dependencies: OperationDependencies = {
+    store,
+    listCache,
+    changeOptions,
+    batchMaxChanges: config.batchMaxChanges,
+    reservationLimits: { maxItems: config.reservationMaxItems, ttlSeconds: config.reservationTtlSeconds },
+    openApiDocumentJson: JSON.stringify(document),
+    eventStreams: eventStreamPort(streams, connections),
+  };
   registerOperations(app, OPERATIONS, {
-    dependencies: {
-      store,
-      listCache,
-      changeOptions,
-      batchMaxChanges: config.batchMaxChanges,
-      reservationLimits: { maxItems: config.reservationMaxItems, ttlSeconds: config.reservationTtlSeconds },
-      openApiDocumentJson: JSON.stringify(document),
-      eventStreams: eventStreamPort(streams, connections),
-    },
+    dependencies,
     pipeline,
     limits: config,
     rateLimiter,
   });
   registerMethodNotAllowed(app, methodsByPath);
 
-  handle = fastLane(
-    { pipeline, listCache, changes: store.changes, bodyLimit: config.bodyLimit, ...changeOptions },
-    app.fastLane,
-    fastifyHandler!,
-  );
+  handle = fastLane({ pipeline, dependencies, bodyLimit: config.bodyLimit }, app.fastLane, fastifyHandler!);
   dispatcher.start();
   relay?.start();
   return app;

@@ -1,23 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Static, TObject } from 'typebox';
-import type { ListCache } from '../cache/list-cache.js';
 import { ApiError } from '../errors.js';
 import { parsePetId } from '../domain/pet-id.js';
-import { adjustInventory, answerAdjustInventory } from '../operations/adjust-inventory.js';
+import { adjustInventory } from '../operations/adjust-inventory.js';
 import type { Answer } from '../operations/answer.js';
 import { bodyValidator, isPlainJsonContentType, parseJsonBody } from '../operations/body.js';
-import type { ChangeRequest } from '../operations/change-request.js';
-import { answerListInventory, listInventory } from '../operations/list-inventory.js';
-import type { OperationSpec } from '../operations/operation.js';
-import { answerUpdateInventory, updateInventory, type UpdateOptions } from '../operations/update-inventory.js';
+import { commitReservation } from '../operations/commit-reservation.js';
+import { createReservation } from '../operations/create-reservation.js';
+import { getReservation } from '../operations/get-reservation.js';
+import type { Operation, OperationDependencies, OperationRequest, Reply } from '../operations/handler.js';
+import { listInventory } from '../operations/list-inventory.js';
+import { releaseReservation } from '../operations/release-reservation.js';
+import { updateInventory } from '../operations/update-inventory.js';
 import type { RequestContext } from '../pipeline/context.js';
 import { UNDECIDED, type RequestPipeline } from '../pipeline/pipeline.js';
-import type { Changes } from '../store/store.js';
 
-export interface FastLaneOptions extends UpdateOptions {
+export interface FastLaneOptions {
   pipeline: RequestPipeline;
-  listCache: ListCache;
-  changes: Pick<Changes, 'applyChange'>;
+  /** What the operations answer with: the same dependencies Fastify's routes are given. */
+  dependencies: OperationDependencies;
   bodyLimit: number;
 }
 
@@ -28,42 +28,40 @@ export interface FastLaneStats {
   answered: number;
 }
 
+/**
+ * The operations the lane answers: the stock list, the changes of one count, and a checkout's
+ * reservation writes. Each takes no query, answers in one go (no held connection) and has no body
+ * limit of its own (POST /v1/inventory/batch has, so it stays Fastify's).
+ */
+export const LANE_OPERATIONS: readonly Operation[] = [listInventory, updateInventory, adjustInventory, createReservation, getReservation, commitReservation, releaseReservation];
+
 /** One operation the lane serves: its declaration, and its answer from the path's parameters and the body's text. */
 interface LaneOperation {
-  spec: OperationSpec;
+  spec: Operation;
   /** The path's parameters (raw segments) when the path is the operation's, with no query; else undefined. */
   match: (url: string) => Record<string, string> | undefined;
   /** May throw (a refused path or body) as well as reject. */
-  answer: (ctx: RequestContext, params: Record<string, string>, body: string | undefined) => Promise<Answer>;
+  answer: (ctx: RequestContext, params: Record<string, string>, body: string | undefined) => Reply | Promise<Reply>;
 }
 
 /**
- * GET /v1/inventory, PATCH /v1/inventory/{petId} and POST /v1/inventory/{petId}/adjustments,
- * answered on node:http before Fastify (POST /v1/inventory/batch is Fastify's: its own body limit).
+ * The operations of LANE_OPERATIONS, answered on node:http before Fastify.
  *
  * Why: measured on one core, Fastify's request machinery (hooks, reply objects, serialisation)
  * cost several times what these operations do themselves (bench/results.md).
  *
  * The lane is the second executor of the request pipeline (src/pipeline/): it takes its paths,
  * scopes and body schema from the operations' declarations, runs the pipeline's rules in their
- * synchronous form, builds its answers with the same functions as the Fastify routes, and adds the
+ * synchronous form, answers with the operations' own handlers, as Fastify's routes do, and adds the
  * same headers. It leaves to Fastify, untouched, what it does not take (another path, a query, a
- * body that is not plain JSON framed by a Content-Length within the limit); and, part-way, a
- * request whose rules cannot all decide from memory (a key not in the cache yet): Fastify then
- * continues the same list at the rule where the lane stopped. test/http/fast-lane.test.ts holds both
- * lanes to the same bytes.
+ * body that is not plain JSON framed by a Content-Length within the limit, a body sent to an
+ * operation that takes none); and, part-way, a request whose rules cannot all decide from memory
+ * (a key not in the cache yet): Fastify then continues the same list at the rule where the lane
+ * stopped. test/http/fast-lane.test.ts holds both lanes to the same bytes.
  */
 export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallback: RequestHandler): RequestHandler {
   const { pipeline } = options;
-  const operations: LaneOperation[] = [
-    {
-      spec: listInventory,
-      match: pathMatcher(listInventory.path),
-      answer: (ctx) => answerListInventory(options.listCache, ctx),
-    },
-    petChange(updateInventory, (request) => answerUpdateInventory(options.changes, request, options)),
-    petChange(adjustInventory, (request) => answerAdjustInventory(options.changes, request, options)),
-  ];
+  const operations = LANE_OPERATIONS.map((op) => laneOperation(op, options.dependencies));
 
   return (req, res) => {
     let operation: LaneOperation | undefined;
@@ -76,8 +74,10 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
         break;
       }
     }
-    if (!operation || !params || (operation.spec.body && !hasPlainBody(req, options.bodyLimit))) return fallback(req, res);
-    const ctx = pipeline.begin(req, operation.spec.scope ?? 'public', undefined, operation.spec.operationId);
+    if (!operation || !params) return fallback(req, res);
+    const { spec } = operation;
+    if (spec.body ? !hasPlainBody(req, options.bodyLimit) : spec.method !== 'GET' && !hasNoBody(req)) return fallback(req, res);
+    const ctx = pipeline.begin(req, spec.scope ?? 'public', undefined, spec.operationId);
     const refusal = pipeline.runNow(ctx);
     if (refusal === UNDECIDED) {
       pipeline.handOver(req, ctx);
@@ -85,9 +85,10 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     }
     stats.answered++;
     if (refusal) return send(pipeline, res, ctx, pipeline.answerFor(ctx, refusal));
-    const respond = (result: Answer) => {
+    const respond = (reply: Reply) => {
       try {
-        send(pipeline, res, ctx, result);
+        if ('hold' in reply) throw new Error(`${spec.operationId} held its connection, which the fast lane does not serve`);
+        send(pipeline, res, ctx, reply);
       } catch (err) {
         // The answer itself could not be written (never expected): logged as a 500, and the connection dropped.
         pipeline.failure(ctx, err);
@@ -96,15 +97,16 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
     };
     const fail = (err: unknown) => respond(pipeline.failure(ctx, err));
     const answer = (text?: string) => {
-      let answered: Promise<Answer>;
+      let answered: Reply | Promise<Reply>;
       try {
         answered = operation.answer(ctx, params, text);
       } catch (err) {
         return fail(err);
       }
-      void answered.then(respond, fail);
+      if ('then' in answered) void answered.then(respond, fail);
+      else respond(answered);
     };
-    if (!operation.spec.body) return void answer();
+    if (!spec.body) return void answer();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     // A small body comes in one chunk: read as it is, not copied into a new buffer first.
@@ -120,23 +122,35 @@ export function fastLane(options: FastLaneOptions, stats: FastLaneStats, fallbac
   };
 }
 
-/** A change of one pet's count (PATCH, an adjustment): the petId, then the body checked against the declaration, as Fastify's route orders them. */
-function petChange<S extends TObject>(
-  spec: OperationSpec & { body: { schema: S } },
-  answer: (request: ChangeRequest & { petId: bigint; body: Static<S> }) => Promise<Answer>,
-): LaneOperation {
-  const check = bodyValidator(spec);
+/**
+ * An operation as the lane serves it, in the order Fastify's route checks a request: the petId
+ * (before the body), then the body as JSON and against the declaration's schema (unless the
+ * operation checks it itself), then the operation's own handler.
+ */
+function laneOperation(spec: Operation, dependencies: OperationDependencies): LaneOperation {
+  const handle = spec.serve(dependencies);
+  const check = spec.body && !spec.body.checkedByOperation ? bodyValidator(spec as Operation & { body: NonNullable<Operation['body']> }) : undefined;
+  const hasPetId = spec.pathParams?.['petId'] !== undefined;
+  const withParams = spec.pathParams !== undefined;
   return {
     spec,
     match: pathMatcher(spec.path),
-    // Not async: the operation's promise is returned as it is (one promise less per request); a refused path or body throws.
+    // Not async: the handler's promise is returned as it is (one promise less per request); a refused path or body throws.
     answer: (ctx, params, text) => {
-      const petId = parsePetId(params.petId!);
-      const body = check(parseJsonBody(ctx.headers, text ?? ''));
-      return answer({ petId, body, headers: ctx.headers, principal: ctx.principal!, requestId: ctx.requestId });
+      const request: OperationRequest = { headers: ctx.headers, principal: ctx.principal, requestId: ctx.requestId, query: NO_QUERY, body: undefined };
+      if (withParams) request.params = params;
+      if (hasPetId) request.petId = parsePetId(params['petId']!);
+      if (spec.body) {
+        const body = parseJsonBody(ctx.headers, text ?? '');
+        request.body = check ? check(body) : body;
+      }
+      return handle(request);
     },
   };
 }
+
+/** The query of a request the lane takes: it takes none (a URL with a query is Fastify's). */
+const NO_QUERY: Readonly<Record<string, never>> = Object.freeze({});
 
 /** A matcher for a declared path: literal segments, and {name} for one segment without percent-escapes (those are Fastify's to decode). */
 function pathMatcher(path: string): LaneOperation['match'] {
@@ -158,6 +172,13 @@ function pathMatcher(path: string): LaneOperation['match'] {
 }
 
 const NO_PARAMS: Record<string, string> = Object.freeze({});
+
+/** No body, and nothing that says one comes: an operation that takes none; Fastify judges a body sent to it anyway. */
+function hasNoBody(req: IncomingMessage): boolean {
+  const { headers } = req;
+  const length = headers['content-length'];
+  return headers['content-type'] === undefined && headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+}
 
 /** A JSON body framed by a Content-Length from 1 to the limit; Fastify handles the rest (chunked, empty, too large, other types). */
 function hasPlainBody(req: IncomingMessage, bodyLimit: number): boolean {

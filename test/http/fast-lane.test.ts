@@ -97,8 +97,8 @@ function afterAuthentication(standard: readonly Rule[], rule: Rule): Rule[] {
   return [...standard.slice(0, at), rule, ...standard.slice(at)];
 }
 
-function assertErrorAnswer(answer: Answer, status: number, code: string): void {
-  assertError({ status: answer.status, headers: answer.headers as TestResponse['headers'], text: answer.bytes, json: <T>() => JSON.parse(answer.bytes) as T }, status, code);
+function assertErrorAnswer(answer: Answer, status: number, code: string, index?: number): void {
+  assertError({ status: answer.status, headers: answer.headers as TestResponse['headers'], text: answer.bytes, json: <T>() => JSON.parse(answer.bytes) as T }, status, code, index);
 }
 
 for (const backend of BACKENDS) {
@@ -275,6 +275,99 @@ for (const backend of BACKENDS) {
       assert.equal(entry.json<{ quantity: number }>().quantity, 1, 'the keyed sale applied once');
     });
 
+    test('reservations: a creation, its commit, release and read answer as Fastify answers them; every refusal in the Error shape', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const create = (body: string, headers: Record<string, string> = {}): Sent => ({
+        method: 'POST',
+        url: '/v1/reservations',
+        key: api.keys.write,
+        headers: { 'content-type': 'application/json', 'x-request-id': 'same-1', ...headers },
+        body,
+      });
+      const end = (id: string, how: 'commit' | 'release'): Sent => ({ method: 'POST', url: `/v1/reservations/${id}/${how}`, key: api.keys.write, headers: { 'x-request-id': 'same-1' } });
+      // Each lane holds its own reservation: the same answer but for the id, its Location and its times.
+      const made = await bothLanes(api, create('{"items":[{"petId":10,"quantity":2}],"reference":"order-1"}'));
+      const general = (a: Answer) => ({
+        ...a,
+        headers: { ...a.headers, location: String(a.headers.location).replace(/res_\w+/, 'res_X') },
+        bytes: a.bytes.replace(/res_\w+/, 'res_X').replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, 'T'),
+      });
+      assert.deepEqual(general(made.lane), general(made.full));
+      assert.equal(made.lane.status, 201);
+      const laneId = (JSON.parse(made.lane.bytes) as { id: string }).id;
+      const fullId = (JSON.parse(made.full.bytes) as { id: string }).id;
+      // Pet 10 holds 9, 4 of them held now: 5 left.
+      const refusals: [string, number, string, number?][] = [
+        ['{', 400, 'malformed_json'],
+        ['  ', 400, 'missing_field'],
+        ['{"items":[]}', 400, 'invalid_body'],
+        ['{"items":[{"petId":10,"quantity":0}]}', 400, 'invalid_quantity', 0],
+        ['{"items":[{"petId":10,"quantity":1}],"extra":1}', 400, 'unknown_field'],
+        ['{"items":[{"petId":10,"quantity":1},{"petId":10,"quantity":1}]}', 400, 'invalid_body', 1],
+        ['{"items":[{"petId":999999,"quantity":1}]}', 404, 'not_found', 0],
+        ['{"items":[{"petId":10,"quantity":6}]}', 409, 'insufficient_stock', 0],
+      ];
+      for (const [body, status, code, index] of refusals) {
+        const { lane, full } = await bothLanes(api, create(body));
+        assert.deepEqual(lane, full, body);
+        assertErrorAnswer(lane, status, code, index);
+      }
+      const zero = await bothLanes(api, create('{"items":[{"petId":10,"quantity":0}]}'));
+      assert.match((JSON.parse(zero.lane.bytes) as { message: string }).message, /^items\[0\]: quantity must be an integer from 1 to 2147483647; got 0\.$/);
+      const read = (id: string): Sent => ({ method: 'GET', url: `/v1/reservations/${id}`, key: api.keys.write, headers: { 'x-request-id': 'same-1' } });
+      const got = await bothLanes(api, read(laneId));
+      assert.deepEqual(got.lane, got.full);
+      assert.equal(got.lane.status, 200);
+      // The first commit of each lane's reservation is its own; a commit again answers the same 200 in either lane.
+      const committed = await overSocket(api, 'POST', `/v1/reservations/${laneId}/commit`, { authorization: `Bearer ${api.keys.write}` }, undefined);
+      assert.equal(committed.status, 200);
+      const again = await bothLanes(api, end(laneId, 'commit'));
+      assert.deepEqual(again.lane, again.full);
+      assert.equal(again.lane.status, 200);
+      const released = await bothLanes(api, end(fullId, 'release'));
+      assert.equal(released.lane.status, 200);
+      assert.deepEqual(released.lane, released.full);
+      for (const [req, status, code] of [
+        [end(laneId, 'release'), 409, 'reservation_not_active'],
+        [end(fullId, 'commit'), 409, 'reservation_not_active'],
+        [end('res_000000000000000000000000', 'commit'), 404, 'not_found'],
+        [end('nope', 'release'), 404, 'not_found'],
+        [read('res_000000000000000000000000'), 404, 'not_found'],
+        [{ ...end(laneId, 'commit'), key: api.keys.read }, 403, 'forbidden'],
+        [{ ...create('{"items":[{"petId":10,"quantity":1}]}'), key: api.keys.read }, 403, 'forbidden'],
+        [{ ...read(laneId), key: api.keys.read }, 403, 'forbidden'],
+        [{ ...read(laneId), key: undefined }, 401, 'unauthorized'],
+      ] as const) {
+        const { lane, full } = await bothLanes(api, req);
+        assert.deepEqual(lane, full, `${req.method} ${req.url}`);
+        assertErrorAnswer(lane, status, code);
+      }
+      const entry = await api.request({ method: 'GET', url: '/v1/inventory/10', key: api.keys.read });
+      assert.deepEqual(entry.json(), { petId: 10, quantity: 7, status: 'available', reserved: 0, available: 7 }, "the lane's sale of 2, and nothing held");
+    });
+
+    test('reservations: an idempotent creation replays the same reservation in either lane, holding once', async (t) => {
+      const api = await buildTestApp(t, { backend, transport: 'http', items: PETS });
+      const keyed: Sent = {
+        method: 'POST',
+        url: '/v1/reservations',
+        key: api.keys.write,
+        headers: { 'content-type': 'application/json', 'x-request-id': 'same-1', 'idempotency-key': 'cart-1' },
+        body: '{"items":[{"petId":30,"quantity":3}]}',
+      };
+      const first = await api.app.inject({ method: 'POST', url: keyed.url, headers: { ...keyed.headers, authorization: `Bearer ${api.keys.write}` }, payload: keyed.body });
+      assert.equal(first.statusCode, 201);
+      const replay = await bothLanes(api, keyed);
+      assert.deepEqual(replay.lane, replay.full);
+      assert.equal(replay.lane.headers['idempotent-replayed'], 'true');
+      assert.equal(replay.lane.bytes, first.body);
+      const reused = await bothLanes(api, { ...keyed, body: '{"items":[{"petId":30,"quantity":4}]}' });
+      assert.deepEqual(reused.lane, reused.full);
+      assertErrorAnswer(reused.lane, 422, 'idempotency_key_reused');
+      const entry = await api.request({ method: 'GET', url: '/v1/inventory/30', key: api.keys.read });
+      assert.equal(entry.json<{ reserved: number }>().reserved, 3, 'held once');
+    });
+
     test('POST …/adjustments: REQUIRE_IF_MATCH does not apply, in either lane', async (t) => {
       const api = await buildTestApp(t, { backend, transport: 'http', items: PETS, config: { REQUIRE_IF_MATCH: 'true' } });
       const { lane, full } = await bothLanes(api, adjustOf(api, '20', '{"delta":-1}'));
@@ -350,6 +443,12 @@ for (const backend of BACKENDS) {
         { ...patchOf(api, '1', '{"quantity":5}'), method: 'POST' },
         // The batch stays with Fastify (its own body limit): refused here for a change without delta or quantity.
         { ...adjustOf(api, '1', '{"changes":[{"petId":1}]}'), url: '/v1/inventory/batch' },
+        { ...adjustOf(api, '1', '{"items":[]}'), url: '/v1/reservations?x=1' },
+        { ...adjustOf(api, '1', `{"items":[],"reference":"${'x'.repeat(64)}"}`), url: '/v1/reservations' },
+        // An operation that takes no body: one sent anyway, or announced by a Content-Type, is Fastify's to judge.
+        { ...adjustOf(api, '1', '{'), url: '/v1/reservations/res_000000000000000000000000/commit' },
+        { method: 'POST', url: '/v1/reservations/res_000000000000000000000000/release', key: api.keys.write, headers: { 'content-type': 'text/plain', 'x-request-id': 'same-1' } },
+        { method: 'POST', url: '/v1/reservations/res_%30/commit', key: api.keys.write, headers: { 'x-request-id': 'same-1' } },
       ];
       for (const req of left) {
         const { lane, full } = await bothLanes(api, req, false);
