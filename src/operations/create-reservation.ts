@@ -5,6 +5,7 @@ import { INT64_MAX, INT64_MIN } from '../domain/pet-id.js';
 import type { ReservationItem as Item, ReservationRefusal } from '../domain/reservation.js';
 import { ApiError } from '../errors.js';
 import { stringifyJson } from '../json.js';
+import { QUANTITY_MAX } from '../schemas/values.js';
 import { ReservationErrorSchema, ReservationItemCheck, ReservationRequest } from '../schemas/reservation.js';
 import type { Reservations } from '../store/store.js';
 import { jsonAnswer, type Answer } from './answer.js';
@@ -63,7 +64,13 @@ export interface CreateOptions extends Pick<ChangeOptions, 'idempotencyRecordsPe
 const checkEnvelope = compileSchemaValidator({ schema: Type.Object({ ...ReservationRequest.properties, items: Type.Unknown() }, { additionalProperties: false }), httpPart: 'body' });
 const checkItem = compileSchemaValidator({ schema: ReservationItemCheck, httpPart: 'body' });
 const ACCEPTS = acceptedInput(createReservation);
-const ITEM_ACCEPTS: AcceptedInput = { query: {}, bodyFields: ['petId', 'quantity'], requiredBodyFields: ['petId', 'quantity'] };
+const ITEM_ACCEPTS: AcceptedInput = {
+  query: {},
+  bodyFields: ['petId', 'quantity'],
+  requiredBodyFields: ['petId', 'quantity'],
+  // A hold of nothing is no hold: an item's quantity starts at 1, where a count's starts at 0.
+  fieldMessages: { quantity: `quantity must be an integer from 1 to ${QUANTITY_MAX}` },
+};
 
 /** POST /v1/reservations: the body checked item by item, then the store, under the request's Idempotency-Key. */
 export async function answerCreateReservation(reservations: Pick<Reservations, 'create'>, request: ChangeRequest & { body: unknown }, options: CreateOptions): Promise<Answer> {

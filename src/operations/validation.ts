@@ -37,6 +37,8 @@ export interface AcceptedInput {
   bodyFields: readonly string[];
   /** The ones of them it requires. */
   requiredBodyFields: readonly string[];
+  /** What a field accepts, where it differs from its code's catalogue message (a reservation's quantity starts at 1). */
+  fieldMessages?: Readonly<Record<string, string>>;
 }
 
 /** What the operation's query and body accept, from its declaration. */
@@ -82,7 +84,7 @@ export function validationToApiError(errors: readonly SchemaError[], part: strin
   const code = field === undefined ? undefined : FIELD_ERROR_CODES[field];
   if (!code) return new ApiError('invalid_body');
   const given = (body as Record<string, unknown>)[field!];
-  const accepts = FIELD_MESSAGES[field!] ?? ERROR_CATALOGUE[code].message.replace(/\.$/, '');
+  const accepts = accepted.fieldMessages?.[field!] ?? FIELD_MESSAGES[field!] ?? ERROR_CATALOGUE[code].message.replace(/\.$/, '');
   return new ApiError(code, `${accepts}; got ${preview(given)}.`);
 }
 
