@@ -2,8 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ChangeOrigin } from '../../domain/inventory.js';
 import type { EndOutcome, NewReservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
 import { failure, type ChangeFailure } from './apply-batch.js';
-import { isTransient, perConnection } from './connection.js';
-import { reservationWrites } from './reservation-writes.js';
+import { reservationWrites, type GroupWrites } from './reservation-writes.js';
 
 /** Most reservation writes in one transaction: a burst of checkouts shares an fsync, and no transaction holds the write lock long. */
 export const RESERVATION_BATCH_MAX = 64;
@@ -18,27 +17,18 @@ export type ReservationOpAnswer = ReservationOpResult | ChangeFailure;
 /**
  * The reservation writes waiting together, in one IMMEDIATE transaction: one fsync for all of them,
  * as the group commit does for changes of quantity (a checkout is two writes, each an fsync of its
- * own before). Each write is its own transaction nested in it (a savepoint: better-sqlite3 nests a
- * transaction function called inside another), judged on what the writes before it left, in order.
- * A write that throws rolls back its savepoint alone; a transient failure (busy, I/O) fails the group.
+ * own before), one look for lapsed holds and one commit of the change log (reservation-writes.ts).
+ * Each write is judged on what the writes before it left, in order, in a savepoint of its own: one
+ * that throws rolls back alone; a transient failure (busy, I/O) fails the group.
  */
 export function applyReservationOps(db: Database.Database, ops: readonly ReservationOp[]): ReservationOpAnswer[] {
-  return groupOn(db)(ops);
+  return reservationWrites(db)
+    .group(ops.map((op) => (writes: GroupWrites) => apply(op, writes)))
+    .map((answer) => (answer instanceof Error ? failure(answer) : answer));
 }
 
-const groupOn = perConnection((db: Database.Database) => {
-  const writes = reservationWrites(db);
-  const group = db.transaction((ops: readonly ReservationOp[]): ReservationOpAnswer[] =>
-    ops.map((op) => {
-      try {
-        if ('reserve' in op) return writes.create(op.reserve);
-        const { id, end, origin } = op.endReservation;
-        return writes.end(id, end, origin);
-      } catch (err) {
-        if (isTransient(err)) throw err;
-        return failure(err);
-      }
-    }),
-  );
-  return (ops: readonly ReservationOp[]) => group.immediate(ops);
-});
+function apply(op: ReservationOp, writes: GroupWrites): ReservationOpResult {
+  if ('reserve' in op) return writes.create(op.reserve);
+  const { id, end, origin } = op.endReservation;
+  return writes.end(id, end, origin);
+}

@@ -19,22 +19,39 @@ import { reservationEvent } from '../../domain/reservation-events.js';
 import { eventOf } from '../../domain/write-kinds.js';
 import { changeLog } from './change-log.js';
 import { changeStatements } from './change-statements.js';
-import { perConnection } from './connection.js';
+import { isTransient, perConnection } from './connection.js';
 import { reservationReader, withoutPlace } from './reservation-reads.js';
 
 
 /**
- * The SQLite store's writes of reservations, each one IMMEDIATE transaction in the writer thread
- * (under SQLite's one write lock, so every judgement reads what is current): the reservation's row,
- * the entries' `reserved`, for a sale their counts and history rows, and the events through the
- * change log (change-log.ts), its commit last as in every write. Each first marks the
- * reservations already past their expiry (usually none: one look at the due index), so a hold that
- * lapsed is neither counted by a new reservation nor ended twice.
+ * The SQLite store's writes of reservations, in the writer thread under SQLite's one write lock
+ * (so every judgement reads what is current): the reservation's row, the entries' `reserved`, for a
+ * sale their counts and history rows, and the events through the change log (change-log.ts), its
+ * commit last as in every write. Creations and ends come in groups (reservation-batch.ts), each in
+ * one IMMEDIATE transaction: the reservations already past their expiry are marked first (usually
+ * none: one look at the due index), so a hold that lapsed is neither counted by a new reservation
+ * nor ended twice; then each write in a savepoint of its own; then one commit of the change log for
+ * the writes that held, with their events in order.
  */
 export interface ReservationWrites {
+  /** Creations and ends judged in order at one instant, in one transaction; a write that throws a non-transient error fails alone. */
+  group(ops: readonly GroupOp[]): (ReservationResult | EndOutcome | Error)[];
+  expireDue(): Reservation[];
+}
+
+/** The writes a group's ops make, all at the group's instant. */
+export interface GroupWrites {
   create(reservation: NewReservation): ReservationResult;
   end(id: string, end: ReservationEnd, origin: ChangeOrigin): EndOutcome;
-  expireDue(): Reservation[];
+}
+
+/** One write of a group, made with the group's writes. */
+export type GroupOp = (writes: GroupWrites) => ReservationResult | EndOutcome;
+
+/** What a group's writes will commit: the pets they wrote and their events, in order. */
+interface Written {
+  petIds: bigint[];
+  events: NewEvent[];
 }
 
 export const reservationWrites = perConnection(prepare);
@@ -56,12 +73,11 @@ function prepare(db: Database.Database): ReservationWrites {
   const log = changeLog(db);
   const write = changeStatements(db);
 
-  /** Ends an active reservation with `status` at `now`: its rows, the entries' holds, for a sale the counts; returns the events and pets. */
-  const finish = (found: Reservation & { place: bigint }, status: Reservation['status'], now: Date, origin: ChangeOrigin | undefined): void => {
+  /** Ends an active reservation with `status` at `now`: its rows, the entries' holds, for a sale the counts; its pets and events go to `written`. */
+  const finish = (found: Reservation & { place: bigint }, status: Reservation['status'], now: Date, origin: ChangeOrigin | undefined, written: Written): void => {
     stmt.setStatus.run(status, now.getTime(), found.place);
     for (const item of found.items) stmt.unhold.run(item.quantity, item.petId);
     const ended: Reservation = { ...withoutPlace(found), status, endedAt: now };
-    const events: NewEvent[] = [];
     if (status === 'committed' && origin) {
       for (const item of found.items) {
         const current = write.entry(item.petId);
@@ -71,7 +87,7 @@ function prepare(db: Database.Database): ReservationWrites {
         const quantity = Math.max(0, current.item.quantity - item.quantity);
         const sale: QuantityChange = { ...origin, petId: item.petId, delta: quantity - current.item.quantity, reason: 'sold', at: now };
         const after = write.apply(sale, { kind: 'apply', current, quantity });
-        events.push(
+        written.events.push(
           eventOf('updated', {
             petId: item.petId,
             status: after.item.status,
@@ -85,42 +101,28 @@ function prepare(db: Database.Database): ReservationWrites {
         );
       }
     }
-    events.push(reservationEvent(ended, now, origin));
-    log.commit(
-      found.items.map((i) => i.petId),
-      events,
-    );
+    written.events.push(reservationEvent(ended, now, origin));
+    for (const item of found.items) written.petIds.push(item.petId);
   };
 
-  const expireDue = (now: Date): Reservation[] => {
+  /** Marks expired the active reservations past their expiry at `now` (their pets and events to `written`). */
+  const expireDue = (now: Date, written: Written): Reservation[] => {
     const marked: Reservation[] = [];
     for (const id of stmt.due.all(now.getTime()) as string[]) {
       const found = read(id)!;
-      finish(found, 'expired', now, undefined);
+      finish(found, 'expired', now, undefined, written);
       marked.push({ ...withoutPlace(found), status: 'expired', endedAt: now });
     }
     return marked;
   };
 
-  const create = db.transaction((r: NewReservation): ReservationResult => {
-    const { origin } = r;
-    const idem = origin.idempotency;
-    const keyHash = idem && idempotencyKeyHash(idem.key);
-    if (idem) {
-      const verdict = judgeIdempotency(write.findRecord(origin.keyId, keyHash!, origin.at), idem.fingerprint, replayReservationOutcome);
-      if (verdict.kind === 'answer') return verdict.result;
-      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(origin.keyId, origin.at), 1, idem.recordsPerKey, origin.at) : undefined;
-      if (full) return full.result;
-    }
-    const now = new Date();
-    expireDue(now);
-    const outcome = hold(r, now);
-    if (idem) write.saveRecord(origin.keyId, keyHash!, idem, encodeReservationOutcome(outcome), origin.at);
-    return { ...outcome, replayed: false };
-  });
+  /** The change log's commit of what a transaction's writes wrote (nothing: no commit, no new store version). */
+  const commit = (written: Written): void => {
+    if (written.events.length > 0) log.commit(written.petIds, written.events);
+  };
 
   /** Judges every item, then holds them all, or none. */
-  const hold = (r: NewReservation, now: Date): ReservationOutcome => {
+  const hold = (r: NewReservation, now: Date, written: Written): ReservationOutcome => {
     for (const [index, { petId, quantity }] of r.items.entries()) {
       const row = stmt.entry.get(petId) as [number, number] | undefined;
       if (!row) return { kind: 'not_found', index, petId };
@@ -141,30 +143,74 @@ function prepare(db: Database.Database): ReservationWrites {
     for (const [position, item] of r.items.entries()) {
       stmt.insertItem.run(place, position, item.petId, item.quantity);
       stmt.hold.run(item.quantity, item.petId);
+      written.petIds.push(item.petId);
     }
-    log.commit(
-      r.items.map((i) => i.petId),
-      [reservationEvent(reservation, now, r.origin)],
-    );
+    written.events.push(reservationEvent(reservation, now, r.origin));
     return { kind: 'created', reservation };
   };
 
-  const end = db.transaction((id: string, how: ReservationEnd, origin: ChangeOrigin): EndOutcome => {
-    const now = new Date();
-    expireDue(now);
+  const create = (r: NewReservation, now: Date, written: Written): ReservationResult => {
+    const { origin } = r;
+    const idem = origin.idempotency;
+    const keyHash = idem && idempotencyKeyHash(idem.key);
+    if (idem) {
+      const verdict = judgeIdempotency(write.findRecord(origin.keyId, keyHash!, origin.at), idem.fingerprint, replayReservationOutcome);
+      if (verdict.kind === 'answer') return verdict.result;
+      const full = verdict.kind === 'new' ? refusePastCap(write.recordsCap(origin.keyId, origin.at), 1, idem.recordsPerKey, origin.at) : undefined;
+      if (full) return full.result;
+    }
+    const outcome = hold(r, now, written);
+    if (idem) write.saveRecord(origin.keyId, keyHash!, idem, encodeReservationOutcome(outcome), origin.at);
+    return { ...outcome, replayed: false };
+  };
+
+  const end = (id: string, how: ReservationEnd, origin: ChangeOrigin, now: Date, written: Written): EndOutcome => {
     const found = read(id);
-    // Past its expiry it was marked just above: it reads expired.
+    // Past its expiry it was marked at the group's start: it reads expired.
     const verdict = judgeEnd(found && withoutPlace(found), how);
     if (verdict !== 'apply') return verdict;
-    finish(found!, END_STATUS[how], now, origin);
+    finish(found!, END_STATUS[how], now, origin, written);
     return { kind: 'ended', reservation: { ...withoutPlace(found!), status: END_STATUS[how], endedAt: now } };
+  };
+
+  /**
+   * One op in a savepoint (better-sqlite3 nests a transaction function called inside another): what
+   * it wrote joins the group's only once it returns, so an op that throws leaves nothing behind.
+   */
+  const one = db.transaction((op: GroupOp, now: Date): [ReservationResult | EndOutcome, Written] => {
+    const written: Written = { petIds: [], events: [] };
+    const writes: GroupWrites = { create: (r) => create(r, now, written), end: (id, how, origin) => end(id, how, origin, now, written) };
+    return [op(writes), written];
   });
 
-  const expire = db.transaction((): Reservation[] => expireDue(new Date()));
+  const group = db.transaction((ops: readonly GroupOp[]) => {
+    const now = new Date();
+    const written: Written = { petIds: [], events: [] };
+    expireDue(now, written);
+    const answers = ops.map((op) => {
+      try {
+        const [answer, wrote] = one(op, now);
+        written.petIds.push(...wrote.petIds);
+        written.events.push(...wrote.events);
+        return answer;
+      } catch (err) {
+        if (isTransient(err)) throw err;
+        return err instanceof Error ? err : new Error(String(err));
+      }
+    });
+    commit(written);
+    return answers;
+  });
+
+  const expire = db.transaction((): Reservation[] => {
+    const written: Written = { petIds: [], events: [] };
+    const marked = expireDue(new Date(), written);
+    commit(written);
+    return marked;
+  });
 
   return {
-    create: (r) => create.immediate(r),
-    end: (id, how, origin) => end.immediate(id, how, origin),
+    group: (ops) => group.immediate(ops),
     expireDue: () => expire.immediate(),
   };
 }
