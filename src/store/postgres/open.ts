@@ -74,6 +74,8 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     if (!omitEvents && batchAppendedEvents(result)) appended.emit();
     return result;
   };
+  // Creations and ends waiting together share one transaction (reservations.ts, commitGroup).
+  const reservationWrites = reservations(calls, log, (fn) => batchDatabase(clock() + timeoutMs).transaction(fn), timeoutMs);
   let closing: Promise<void> | undefined;
   return {
     backend: 'postgres',
@@ -85,12 +87,12 @@ export async function openStore(url: string, options: PostgresStoreOptions = {})
     webhookEndpoints: webhookEndpoints(calls, log),
     webhookDeliveries: webhookDeliveries(calls, log),
     relays: relays(calls),
-    reservations: reservations(calls, log, (fn) => batchDatabase(clock() + timeoutMs).transaction(fn)),
+    reservations: reservationWrites,
     maintenance: maintenance(calls),
     close() {
       appended.close();
       endpointsChanged.close();
-      closing ??= groupCommit.close().then(() => calls.end());
+      closing ??= Promise.all([groupCommit.close(), reservationWrites.close()]).then(() => calls.end());
       return closing;
     },
   };

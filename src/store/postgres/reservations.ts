@@ -4,6 +4,8 @@ import type { ChangeOrigin } from '../../domain/inventory.js';
 import {
   encodeReservationOutcome,
   END_STATUS,
+  type EndOutcome,
+  type ReservationEnd,
   EXPIRE_BATCH,
   judgeEnd,
   replayReservationOutcome,
@@ -14,11 +16,12 @@ import {
   type ReservationResult,
   type ReservationStatus,
 } from '../../domain/reservation.js';
+import { GroupCommit, WAITING_MAX, type CommitBatch } from '../group-commit.js';
 import type { Reservations } from '../store.js';
 import { FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Query, type RecordRow } from './apply-batch.js';
 import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
-import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE } from './reservation-writes.js';
+import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE, LOCK_GROUP_ENTRIES, LOCK_GROUP_RESERVATIONS } from './reservation-writes.js';
 
 
 const COLUMNS = `r.place, r.id, r.status, r.reference, r.created_at AS "createdAt", r.expires_at AS "expiresAt", r.ended_at AS "endedAt",
@@ -67,14 +70,26 @@ interface JudgedRow {
 /** Where a creation runs: one statement on its own, or inside the transaction of its Idempotency-Key. */
 type Run = <R extends QueryResultRow>(statement: Statement, values: unknown[]) => Promise<{ rows: R[] }>;
 
+/** One write of a group: a creation without an Idempotency-Key, or an end. */
+type GroupOp = { reserve: NewReservation } | { end: { id: string; how: ReservationEnd; origin: ChangeOrigin } };
+
+/** Most writes in one group: a burst of checkouts shares a commit, and no transaction holds store_state long. */
+const GROUP_MAX = 64;
+
 /** A refusal that holds past their expiry may explain: the sweep marks them and the creation runs once more. */
 class LapsedHolds extends Error {}
 
 /**
- * The PostgreSQL store's reservations: each write one statement (reservation-writes.ts); with an
- * Idempotency-Key, one transaction that locks the API key's count first, as a keyed change does.
+ * The PostgreSQL store's reservations: each write one statement (reservation-writes.ts), the
+ * writes waiting together run in one transaction (commitGroup); with an Idempotency-Key, a
+ * creation is one transaction of its own that locks the API key's count first, as a keyed change does.
  */
-export function reservations({ query, run }: Pooled, log: EventLog, transaction: <T>(fn: (query: Query) => Promise<T>) => Promise<T>): Reservations {
+export function reservations(
+  { query, run }: Pooled,
+  log: EventLog,
+  transaction: <T>(fn: (query: Query) => Promise<T>) => Promise<T>,
+  timeoutMs: number,
+): Reservations & { close(): Promise<void> } {
   const expireDue = async (): Promise<Reservation[]> => {
     const { rows } = await query<ReservationRow>(EXPIRE_DUE, [EXPIRE_BATCH, log.channel]);
     if (rows.length > 0) log.appended.emit();
@@ -97,7 +112,6 @@ export function reservations({ query, run }: Pooled, log: EventLog, transaction:
     ]);
     const made = rows[0]?.createdAt;
     if (made && rows[0]!.expiresAt) {
-      log.appended.emit();
       return {
         kind: 'created',
         reservation: { id: r.id, status: 'active', items: r.items.map((i) => ({ ...i })), reference: r.reference, createdAt: made, expiresAt: rows[0]!.expiresAt, endedAt: null },
@@ -112,6 +126,18 @@ export function reservations({ query, run }: Pooled, log: EventLog, transaction:
       return { kind: 'insufficient_stock', index, petId, quantity: row.quantity!, reserved: row.reserved!, available };
     }
     throw new Error('CREATE_RESERVATION held nothing, yet every item fits');
+  };
+
+  /** Ends reservation `id` by one statement on `runOn`, then reads it: to answer with, or to judge why it was not active. */
+  const finish = async (runOn: Run, id: string, how: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome> => {
+    const status = END_STATUS[how];
+    const { rows } = await runOn<ReservationRow & { held: bigint }>(END_RESERVATION, [id, status, origin.source, origin.keyId, origin.keyName, origin.requestId, log.channel]);
+    const ended = rows[0];
+    const found = (await runOn<ReservationRow>(STATEMENTS.get, [id])).rows[0];
+    if (ended) return { kind: 'ended', reservation: { ...toReservation(found!), status, endedAt: ended.endedAt } };
+    const verdict = judgeEnd(found && toReservation(found), how);
+    if (verdict === 'apply') throw new Error(`END_RESERVATION left out reservation ${id}, which is active`);
+    return verdict;
   };
 
   const keyed = (r: NewReservation, first: boolean): Promise<ReservationResult> => {
@@ -134,21 +160,80 @@ export function reservations({ query, run }: Pooled, log: EventLog, transaction:
     });
   };
 
-  const create = async (r: NewReservation, first: boolean): Promise<ReservationResult> =>
-    r.origin.idempotency ? keyed(r, first) : { ...(await hold((s, v) => query(s, v), r, first)), replayed: false };
+  /** A creation on its own: one statement, or the transaction of its Idempotency-Key; once more after marking the lapsed holds that refused it. */
+  const createAlone = async (r: NewReservation): Promise<ReservationResult> => {
+    const once = async (first: boolean): Promise<ReservationResult> => {
+      const result = r.origin.idempotency ? await keyed(r, first) : { ...(await hold((st, v) => query(st, v), r, first)), replayed: false };
+      if (result.kind === 'created' && !result.replayed) log.appended.emit();
+      return result;
+    };
+    try {
+      return await once(true);
+    } catch (err) {
+      if (!(err instanceof LapsedHolds)) throw err;
+      // Rolled back: the lapsed holds are marked (their own statement, their events), and the creation judged again.
+      await expireDue();
+      return once(false);
+    }
+  };
 
-  return {
-    create: (r) =>
-      run(async () => {
+  const endAlone = async (id: string, how: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome> => {
+    const outcome = await finish((st, v) => query(st, v), id, how, origin);
+    if (outcome.kind === 'ended') log.appended.emit();
+    return outcome;
+  };
+
+  const alone = (op: GroupOp): Promise<ReservationResult | EndOutcome> => ('end' in op ? endAlone(op.end.id, op.end.how, op.end.origin) : createAlone(op.reserve));
+
+  /**
+   * The creations (without an Idempotency-Key) and ends waiting together, in one transaction: one
+   * WAL flush for all, and store_state's row locked once, where each write on its own held it
+   * until its commit while the next waited (decisions 12.7). Its locks are taken first, in the
+   * order every write takes them: the ends' reservations by place, then every entry of the group in
+   * petId order; each write's statement then runs in arrival order, judged on what the ones before
+   * it left, and takes store_state. A creation refused where lapsed holds may stand in its way runs
+   * again alone once the group has committed. A write that fails fails the transaction: the group
+   * commit then runs each write alone (group-commit.ts), so it fails by itself.
+   */
+  const commitGroup: CommitBatch<GroupOp, ReservationResult | EndOutcome> = async (ops) => {
+    if (ops.length === 1) return [await alone(ops[0]!)];
+    const ends = ops.flatMap((op) => ('end' in op ? [op.end.id] : []));
+    const pets = ops.flatMap((op) => ('reserve' in op ? op.reserve.items.map((i) => i.petId.toString()) : []));
+    const answers = await transaction(async (q) => {
+      const held = (await q<{ petId: string }>(LOCK_GROUP_RESERVATIONS, [ends])).rows;
+      await q(LOCK_GROUP_ENTRIES, [[...new Set([...pets, ...held.map((r) => r.petId)])]]);
+      const done: (ReservationResult | EndOutcome | undefined)[] = [];
+      for (const op of ops) {
+        if ('end' in op) {
+          done.push(await finish(q, op.end.id, op.end.how, op.end.origin));
+          continue;
+        }
         try {
-          return await create(r, true);
+          done.push({ ...(await hold(q, op.reserve, true)), replayed: false });
         } catch (err) {
           if (!(err instanceof LapsedHolds)) throw err;
-          // Rolled back: the lapsed holds are marked (their own statement, their events), and the creation judged again.
-          await expireDue();
-          return create(r, false);
+          done.push(undefined);
         }
-      }),
+      }
+      return done;
+    });
+    if (answers.some((a) => a?.kind === 'created' || a?.kind === 'ended')) log.appended.emit();
+    const settled: (ReservationResult | EndOutcome)[] = [];
+    // One at a time, in arrival order, after the group: each marks the lapsed holds in its way, then is judged.
+    for (const [i, answer] of answers.entries()) settled.push(answer ?? (await alone(ops[i]!)));
+    return settled;
+  };
+
+  const group = new GroupCommit<GroupOp, ReservationResult | EndOutcome>((ops, deadline) => run(() => commitGroup(ops, deadline)), {
+    keysOf: () => [],
+    maxBatch: GROUP_MAX,
+    maxWaiting: WAITING_MAX,
+    timeoutMs,
+    publishSizes: false,
+  });
+
+  return {
+    create: (r) => (r.origin.idempotency ? run(() => createAlone(r)) : (group.submit({ reserve: r }) as Promise<ReservationResult>)),
     async get(id) {
       const row = (await query<ReservationRow>(STATEMENTS.get, [id])).rows[0];
       return row && toReservation(row);
@@ -162,25 +247,13 @@ export function reservations({ query, run }: Pooled, log: EventLog, transaction:
       const { rows } = await query<ReservationRow>({ name: 'reservations-list', text }, values);
       return rows.map((row) => ({ reservation: toReservation(row), place: row.place }));
     },
-    async end(id, how, origin: ChangeOrigin) {
-      const status = END_STATUS[how];
-      const { rows } = await query<ReservationRow & { held: bigint }>(END_RESERVATION, [id, status, origin.source, origin.keyId, origin.keyName, origin.requestId, log.channel]);
-      const ended = rows[0];
-      if (ended) {
-        log.appended.emit();
-        const found = (await query<ReservationRow>(STATEMENTS.get, [id])).rows[0]!;
-        return { kind: 'ended', reservation: { ...toReservation(found), status, endedAt: ended.endedAt } };
-      }
-      const found = (await query<ReservationRow>(STATEMENTS.get, [id])).rows[0];
-      const verdict = judgeEnd(found && toReservation(found), how);
-      if (verdict === 'apply') throw new Error(`END_RESERVATION left out reservation ${id}, which is active`);
-      return verdict;
-    },
+    end: (id, how, origin) => group.submit({ end: { id, how, origin } }) as Promise<EndOutcome>,
     expireDue: () => run(expireDue),
     async held() {
       const row = (await query<{ active: number; units: bigint }>(STATEMENTS.held)).rows[0]!;
       return { active: row.active, units: Number(row.units) };
     },
+    close: () => group.close(),
   };
 }
 
