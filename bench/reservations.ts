@@ -14,7 +14,7 @@ const CLIENTS = 50;
 const PETS = 100;
 /** Each pet's stock: far more than any run sells, so no checkout is refused for want of stock. */
 const STOCK = 100_000_000;
-/** The issue's goal: a checkout (create + commit) at 0.8 of PATCH's throughput at least. */
+/** Reservation writes (creations and commits) at 0.8 of PATCH's throughput at least, request for request (decisions 12.9). */
 const GOAL = 0.8;
 
 interface Way {
@@ -85,8 +85,9 @@ export async function reservationsSection(backend: Backend, title: string, optio
       server: `service: ${checkout.label}`,
       checks: [
         ...rates(bestCheckout, 'checkouts'),
-        ratio(bestCheckout.perSecond / bestPatch.perSecond, 'PATCH (checkouts/s against PATCHes/s)', GOAL),
-        ratio(bestCheckout.requestsPerSecond / bestPatch.requestsPerSecond, 'PATCH (requests/s)'),
+        ratio(bestCheckout.requestsPerSecond / bestPatch.requestsPerSecond, 'PATCH (requests/s: a creation or a commit against a PATCH)', GOAL),
+        // Two durable answers against one: at most 0.5 (decisions 12.9).
+        ratio(bestCheckout.perSecond / bestPatch.perSecond, 'PATCH (checkouts/s against PATCHes/s; at most 0.5)'),
         await countsCheck(checkout, section),
       ],
     });
@@ -99,7 +100,7 @@ export async function reservationsSection(backend: Backend, title: string, optio
       `${scenario}: two servers up at once, each on a fresh database of ${PETS} pets stocked ${STOCK.toLocaleString('en-US')} each; ${CLIENTS} clients in one process on the load core, keep-alive, ` +
         `each writing to a random pet, one write at a time: a PATCH sets a count; a checkout reserves 1 (201) and commits it (200), two requests, timed from the first to the second's answer. ` +
         `One uncounted warm-up round, then ${roundsText(rounds)} alternated (${options.warmupSeconds} s warm-up, ${options.durationSeconds} s measured each), the best of each shown; ` +
-        `per second per round: PATCH ${each(patch)}; checkouts ${each(checkout)}. The goal (≥ ${GOAL}× PATCH) counts a checkout, create and commit, as one write against one PATCH`,
+        `per second per round: PATCH ${each(patch)}; checkouts ${each(checkout)}. The goal (≥ ${GOAL}× PATCH) counts each request, a creation or a commit, against one PATCH: each is one durable write`,
     );
   } finally {
     await runner.close();

@@ -57,6 +57,24 @@ export type EndOutcome =
   | { kind: 'not_active'; reservation: Reservation }
   | { kind: 'not_found' };
 
+/** What a reservation finds of an entry: its count and what active reservations hold of it; undefined: no entry (or retired). */
+export type HoldableEntry = { quantity: number; reserved: number } | undefined;
+
+/**
+ * The judgement of a new reservation's items, in the order given, on what each entry has: the
+ * first with no entry or less available than asked (quantity - reserved, never below 0) refuses
+ * it, and nothing is held; undefined when every item fits (decisions 12.3).
+ */
+export function judgeHold(items: readonly ReservationItem[], entryOf: (petId: bigint) => HoldableEntry): ReservationRefusal | undefined {
+  for (const [index, { petId, quantity }] of items.entries()) {
+    const entry = entryOf(petId);
+    if (!entry) return { kind: 'not_found', index, petId };
+    const available = Math.max(0, entry.quantity - entry.reserved);
+    if (available < quantity) return { kind: 'insufficient_stock', index, petId, quantity: entry.quantity, reserved: entry.reserved, available };
+  }
+  return undefined;
+}
+
 /**
  * The judgement of an end on the reservation found, its status as it is live (liveStatus, by the
  * clock of the store that keeps it), inside its transaction or after a statement that did not end it.

@@ -1,4 +1,6 @@
 import { WRITE_KINDS, type WriteKind, type WriteRecord } from '../domain/write-kinds.js';
+import type { NewEvent } from '../domain/event.js';
+import { payloadOf } from '../domain/reservation-events.js';
 
 /**
  * The domain table of write kinds (domain/write-kinds.ts) as SQL, for the statements that record
@@ -22,6 +24,15 @@ export const EVENT_COLUMNS = [
   'request_id',
   'payload',
 ] as const;
+
+/**
+ * A new event's columns after its seq, in EVENT_COLUMNS' order: an entry's, or a reservation's (no
+ * pet of its own: they are in its payload). Its time as a Date; a backend keeps it its own way.
+ */
+export function eventColumns(e: NewEvent): unknown[] {
+  if ('reservationId' in e) return [e.type, e.occurredAt, null, e.status, null, null, null, null, e.source, e.keyId, e.requestId, payloadOf(e)];
+  return [e.type, e.occurredAt, e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId, null];
+}
 
 /** A write's facts (domain WriteFacts) as SQL expressions of one statement; the change's reason and origin where a kind's event takes them. */
 export interface FactsSql {

@@ -207,6 +207,74 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.reservations.held(), { active: 2, units: 3 });
     });
 
+    it('writes waiting together: each judged in arrival order on what the ones before it left, the events in that order', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.changes.addItems([item(1n, 5), item(2n, 4), item(3n, 1)]);
+      const a = created(await store.reservations.create(newReservation([[1n, 2], [2n, 1]])));
+      const b = created(await store.reservations.create(newReservation([[2n, 3]])));
+      const head = await store.events.head();
+      // Submitted in one turn, so they wait for the store together.
+      const [sold, again, released, held, short, lapsed, missing, unknown] = await Promise.all([
+        store.reservations.end(a.id, 'commit', testOrigin({ requestId: 'req-sell' })),
+        store.reservations.end(a.id, 'release', testOrigin()),
+        store.reservations.end(b.id, 'release', testOrigin()),
+        store.reservations.create(newReservation([[2n, 3], [3n, 1]], { reference: 'order-2' })),
+        store.reservations.create(newReservation([[1n, 4]])),
+        store.reservations.end('res_000000000000000000000000', 'commit', testOrigin()),
+        store.reservations.create(newReservation([[1n, 1], [9n, 1]])),
+        store.reservations.create(newReservation([[3n, 1]])),
+      ]);
+      assert.equal(sold.kind === 'ended' && sold.reservation.status, 'committed');
+      assert.equal(again.kind === 'not_active' && again.reservation.status, 'committed', 'the commit before it in the group ended it');
+      assert.equal(released.kind, 'ended');
+      const order2 = created(held);
+      assert.deepEqual(order2.items, [{ petId: 2n, quantity: 3 }, { petId: 3n, quantity: 1 }], "b's release before it left 3 of pet 2");
+      assert.deepEqual(short, { kind: 'insufficient_stock', index: 0, petId: 1n, quantity: 3, reserved: 0, available: 3, replayed: false });
+      assert.deepEqual(lapsed, { kind: 'not_found' });
+      assert.deepEqual(missing, { kind: 'not_found', index: 1, petId: 9n, replayed: false });
+      assert.deepEqual(unknown, { kind: 'insufficient_stock', index: 0, petId: 3n, quantity: 1, reserved: 1, available: 0, replayed: false });
+      assert.deepEqual(await itemOf(store, 1n), item(1n, 3));
+      assert.deepEqual(await itemOf(store, 2n), { ...item(2n, 3), reserved: 3 });
+      assert.deepEqual(await itemOf(store, 3n), { ...item(3n, 1), reserved: 1 });
+      const events = await eventsAfter(store, head);
+      assert.deepEqual(events.map(summary), [
+        'inventory.updated pet 1 5->3 sold',
+        'inventory.updated pet 2 4->3 sold',
+        'reservation.committed committed 1x2,2x1 api',
+        'reservation.released released 2x3 api',
+        'reservation.created active 2x3,3x1 api',
+      ]);
+      assert.deepEqual(
+        events.map((e) => e.seq),
+        events.map((_, i) => head + 1 + i),
+        'seqs follow the head, one after another',
+      );
+      const history = await store.history.listHistory(1n, { limit: 10 });
+      assert.deepEqual(
+        history!.map((h) => [h.previousQuantity, h.quantity, h.reason, h.requestId]),
+        [[5, 3, 'sold', 'req-sell']],
+      );
+      assert.deepEqual(await store.reservations.get(order2.id), order2);
+      assert.equal((await store.reservations.get(a.id))?.status, 'committed');
+      assert.deepEqual(await store.reservations.held(), { active: 1, units: 4 });
+    });
+
+    it('writes waiting together: a creation a lapsed hold stands in the way of is judged again once the hold is marked', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.changes.addItems([item(1n, 3), item(2n, 1)]);
+      const r = created(await store.reservations.create(newReservation([[1n, 3]], { ttlSeconds: 1 })));
+      await sleep(Math.max(0, r.expiresAt.getTime() - Date.now()) + 50);
+      const head = await store.events.head();
+      const [first, second] = await Promise.all([store.reservations.create(newReservation([[2n, 1]])), store.reservations.create(newReservation([[1n, 3]]))]);
+      created(first);
+      created(second);
+      assert.deepEqual(
+        (await eventsAfter(store, head)).map((e) => e.type).sort(),
+        ['reservation.created', 'reservation.created', 'reservation.expired'],
+      );
+      assert.deepEqual(await itemOf(store, 1n), { ...item(1n, 3), reserved: 3 });
+    });
+
     it('200 concurrent reservations of 1 for a pet with 50 available: exactly 50 held, 150 refused', async (t) => {
       const store = await openTestStore(backend, t);
       await store.changes.addItems([item(1n, 60)]);

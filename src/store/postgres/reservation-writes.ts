@@ -16,22 +16,6 @@ const NOW = "date_trunc('milliseconds', now())";
 const payload = (items: string) => reservationPayloadSql('r', items);
 
 /**
- * A group's first lock (reservations.ts, commitGroup): the reservations $1 (ids) it ends, by place,
- * as each end locks its own first; the pets they hold, to lock next.
- */
-export const LOCK_GROUP_RESERVATIONS: Statement = {
-  name: 'reservation-lock-group',
-  text: `SELECT ri.pet_id::text AS "petId"
-         FROM (SELECT place FROM reservations WHERE id = ANY($1::text[]) ORDER BY place FOR UPDATE) r JOIN reservation_items ri ON ri.place = r.place`,
-};
-
-/** A group's second lock: every entry its writes touch ($1 petIds), in petId order, before any takes store_state. */
-export const LOCK_GROUP_ENTRIES: Statement = {
-  name: 'reservation-lock-group-entries',
-  text: 'SELECT 1 FROM inventory WHERE pet_id = ANY($1::bigint[]) ORDER BY pet_id FOR UPDATE',
-};
-
-/**
  * Holds every item ($1 petIds, $2 quantities, in the order asked) or none: each entry's row is
  * locked, judged on quantity - reserved, and only when every item fits are the reservation, its
  * items, the holds, its event and the store version written. One row per item, in order: what it

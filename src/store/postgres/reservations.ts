@@ -21,7 +21,8 @@ import type { Reservations } from '../store.js';
 import { FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Query, type RecordRow } from './apply-batch.js';
 import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
-import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE, LOCK_GROUP_ENTRIES, LOCK_GROUP_RESERVATIONS } from './reservation-writes.js';
+import { applyReservationGroup, type GroupOp } from './reservation-group.js';
+import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE } from './reservation-writes.js';
 
 
 const COLUMNS = `r.place, r.id, r.status, r.reference, r.created_at AS "createdAt", r.expires_at AS "expiresAt", r.ended_at AS "endedAt",
@@ -69,9 +70,6 @@ interface JudgedRow {
 
 /** Where a creation runs: one statement on its own, or inside the transaction of its Idempotency-Key. */
 type Run = <R extends QueryResultRow>(statement: Statement, values: unknown[]) => Promise<{ rows: R[] }>;
-
-/** One write of a group: a creation without an Idempotency-Key, or an end. */
-type GroupOp = { reserve: NewReservation } | { end: { id: string; how: ReservationEnd; origin: ChangeOrigin } };
 
 /** Most writes in one group: a burst of checkouts shares a commit, and no transaction holds store_state long. */
 const GROUP_MAX = 64;
@@ -186,37 +184,16 @@ export function reservations(
   const alone = (op: GroupOp): Promise<ReservationResult | EndOutcome> => ('end' in op ? endAlone(op.end.id, op.end.how, op.end.origin) : createAlone(op.reserve));
 
   /**
-   * The creations (without an Idempotency-Key) and ends waiting together, in one transaction: one
-   * WAL flush for all, and store_state's row locked once, where each write on its own held it
-   * until its commit while the next waited (decisions 12.7). Its locks are taken first, in the
-   * order every write takes them: the ends' reservations by place, then every entry of the group in
-   * petId order; each write's statement then runs in arrival order, judged on what the ones before
-   * it left, and takes store_state. A creation refused where lapsed holds may stand in its way runs
-   * again alone once the group has committed. A write that fails fails the transaction: the group
-   * commit then runs each write alone (group-commit.ts), so it fails by itself.
+   * The creations (without an Idempotency-Key) and ends waiting together, in one transaction of
+   * three statements whatever their number (reservation-group.ts): one WAL flush for all, and
+   * store_state locked for one statement, where each write on its own held it until its commit while
+   * the next waited (decisions 12.7). A creation refused where lapsed holds may stand in its way
+   * runs again alone once the group has committed. A group that fails as a whole is run again one
+   * write at a time by the group commit (group-commit.ts), so a write that fails fails by itself.
    */
   const commitGroup: CommitBatch<GroupOp, ReservationResult | EndOutcome> = async (ops) => {
     if (ops.length === 1) return [await alone(ops[0]!)];
-    const ends = ops.flatMap((op) => ('end' in op ? [op.end.id] : []));
-    const pets = ops.flatMap((op) => ('reserve' in op ? op.reserve.items.map((i) => i.petId.toString()) : []));
-    const answers = await transaction(async (q) => {
-      const held = (await q<{ petId: string }>(LOCK_GROUP_RESERVATIONS, [ends])).rows;
-      await q(LOCK_GROUP_ENTRIES, [[...new Set([...pets, ...held.map((r) => r.petId)])]]);
-      const done: (ReservationResult | EndOutcome | undefined)[] = [];
-      for (const op of ops) {
-        if ('end' in op) {
-          done.push(await finish(q, op.end.id, op.end.how, op.end.origin));
-          continue;
-        }
-        try {
-          done.push({ ...(await hold(q, op.reserve, true)), replayed: false });
-        } catch (err) {
-          if (!(err instanceof LapsedHolds)) throw err;
-          done.push(undefined);
-        }
-      }
-      return done;
-    });
+    const answers = await transaction((q) => applyReservationGroup(q, ops, log.channel));
     if (answers.some((a) => a?.kind === 'created' || a?.kind === 'ended')) log.appended.emit();
     const settled: (ReservationResult | EndOutcome)[] = [];
     // One at a time, in arrival order, after the group: each marks the lapsed holds in its way, then is judged.

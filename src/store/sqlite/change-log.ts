@@ -2,9 +2,8 @@ import type Database from 'better-sqlite3';
 import type { NewEvent } from '../../domain/event.js';
 import type { InventoryEntry, QuantityChange } from '../../domain/inventory.js';
 import { eventOf, type WriteFacts, type WriteKind } from '../../domain/write-kinds.js';
-import { payloadOf } from '../../domain/reservation-events.js';
 import { BULK_WRITE } from '../store.js';
-import { EVENT_COLUMNS, eventValues, type FactsSql, type KindsSql } from '../write-kinds-sql.js';
+import { EVENT_COLUMNS, eventColumns, eventValues, type FactsSql, type KindsSql } from '../write-kinds-sql.js';
 import { perConnection } from './connection.js';
 import { isoTime } from './iso-time.js';
 
@@ -160,11 +159,11 @@ function prepareChangeLog(db: Database.Database): ChangeLog {
   };
 }
 
-/** A new event's columns after its seq, in EVENT_COLUMNS' order: an entry's, or a reservation's (no pet of its own: they are in its payload). */
+/** A new event's columns after its seq, in EVENT_COLUMNS' order, its time as SQLite keeps times. */
 function eventRow(e: NewEvent): unknown[] {
-  const at = isoTime(e.occurredAt);
-  if ('reservationId' in e) return [e.type, at, null, e.status, null, null, null, null, e.source, e.keyId, e.requestId, payloadOf(e)];
-  return [e.type, at, e.petId, e.status, e.previousQuantity, e.quantity, e.version, e.reason, e.source, e.keyId, e.requestId, null];
+  const row = eventColumns(e);
+  row[1] = isoTime(e.occurredAt);
+  return row;
 }
 
 /**

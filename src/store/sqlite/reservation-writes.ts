@@ -7,6 +7,7 @@ import {
   END_STATUS,
   EXPIRE_BATCH,
   judgeEnd,
+  judgeHold,
   replayReservationOutcome,
   type EndOutcome,
   type NewReservation,
@@ -123,12 +124,11 @@ function prepare(db: Database.Database): ReservationWrites {
 
   /** Judges every item, then holds them all, or none. */
   const hold = (r: NewReservation, now: Date, written: Written): ReservationOutcome => {
-    for (const [index, { petId, quantity }] of r.items.entries()) {
+    const refusal = judgeHold(r.items, (petId) => {
       const row = stmt.entry.get(petId) as [number, number] | undefined;
-      if (!row) return { kind: 'not_found', index, petId };
-      const available = Math.max(0, row[0] - row[1]);
-      if (available < quantity) return { kind: 'insufficient_stock', index, petId, quantity: row[0], reserved: row[1], available };
-    }
+      return row && { quantity: row[0], reserved: row[1] };
+    });
+    if (refusal) return refusal;
     const reservation: Reservation = {
       id: r.id,
       status: 'active',
