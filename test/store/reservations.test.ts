@@ -275,6 +275,23 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await itemOf(store, 1n), { ...item(1n, 3), reserved: 3 });
     });
 
+    it('writes waiting together: one that the store refuses fails by itself, the others are held', async (t) => {
+      const store = await openTestStore(backend, t);
+      await store.changes.addItems([item(1n, 5)]);
+      // A second item of quantity 0, which no request can send: the table's CHECK refuses its row.
+      const broken = newReservation([[1n, 1], [1n, 0]]);
+      const [kept, refused, after] = await Promise.allSettled([
+        store.reservations.create(newReservation([[1n, 1]])),
+        store.reservations.create(broken),
+        store.reservations.create(newReservation([[1n, 2]])),
+      ]);
+      assert.equal(kept.status === 'fulfilled' && kept.value.kind, 'created');
+      assert.equal(refused.status, 'rejected');
+      assert.equal(after.status === 'fulfilled' && after.value.kind, 'created');
+      assert.deepEqual(await itemOf(store, 1n), { ...item(1n, 5), reserved: 3 });
+      assert.equal(await store.reservations.get(broken.id), undefined);
+    });
+
     it('200 concurrent reservations of 1 for a pet with 50 available: exactly 50 held, 150 refused', async (t) => {
       const store = await openTestStore(backend, t);
       await store.changes.addItems([item(1n, 60)]);

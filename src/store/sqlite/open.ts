@@ -61,7 +61,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     return result;
   }, options);
   // Reservations' creations and ends: those waiting together in one transaction of the writer thread
-  // (reservation-batch.ts), each a savepoint of its own, in arrival order, so none needs a key apart.
+  // (reservation-batch.ts), in arrival order, so none needs a key apart.
   const reservationOps = new GroupCommit<ReservationOp, ReservationOpResult>(
     async (ops) => {
       let answers;
@@ -70,7 +70,7 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
       } catch (err) {
         throw asUnavailable(err);
       }
-      return answers.map((answer) => ('error' in answer ? asUnavailable(errorOf(answer)) : answer));
+      return answers;
     },
     { keysOf: () => [], maxBatch: RESERVATION_BATCH_MAX, maxWaiting: WAITING_MAX, timeoutMs: options.timeoutMs, publishSizes: false },
   );

@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { ChangeOrigin } from '../../domain/inventory.js';
 import type { EndOutcome, NewReservation, ReservationEnd, ReservationResult } from '../../domain/reservation.js';
-import { failure, type ChangeFailure } from './apply-batch.js';
 import { reservationWrites, type GroupWrites } from './reservation-writes.js';
 
 /** Most reservation writes in one transaction: a burst of checkouts shares an fsync, and no transaction holds the write lock long. */
@@ -10,21 +9,18 @@ export const RESERVATION_BATCH_MAX = 64;
 /** One reservation write of a group: a creation, or an end (commit or release). */
 export type ReservationOp = { reserve: NewReservation } | { endReservation: { id: string; end: ReservationEnd; origin: ChangeOrigin } };
 
-/** What a write of the group came to; a ChangeFailure is one that failed alone (the others commit). */
+/** What a write of the group came to. */
 export type ReservationOpResult = ReservationResult | EndOutcome;
-export type ReservationOpAnswer = ReservationOpResult | ChangeFailure;
 
 /**
  * The reservation writes waiting together, in one IMMEDIATE transaction: one fsync for all of them,
  * as the group commit does for changes of quantity (a checkout is two writes, each an fsync of its
  * own before), one look for lapsed holds and one commit of the change log (reservation-writes.ts).
- * Each write is judged on what the writes before it left, in order, in a savepoint of its own: one
- * that throws rolls back alone; a transient failure (busy, I/O) fails the group.
+ * Each write is judged on what the writes before it left, in order. A write that throws fails the
+ * transaction, and the group commit runs each write alone (group-commit.ts).
  */
-export function applyReservationOps(db: Database.Database, ops: readonly ReservationOp[]): ReservationOpAnswer[] {
-  return reservationWrites(db)
-    .group(ops.map((op) => (writes: GroupWrites) => apply(op, writes)))
-    .map((answer) => (answer instanceof Error ? failure(answer) : answer));
+export function applyReservationOps(db: Database.Database, ops: readonly ReservationOp[]): ReservationOpResult[] {
+  return reservationWrites(db).group(ops.map((op) => (writes: GroupWrites) => apply(op, writes)));
 }
 
 function apply(op: ReservationOp, writes: GroupWrites): ReservationOpResult {

@@ -20,7 +20,7 @@ import { reservationEvent } from '../../domain/reservation-events.js';
 import { eventOf } from '../../domain/write-kinds.js';
 import { changeLog } from './change-log.js';
 import { changeStatements } from './change-statements.js';
-import { isTransient, perConnection } from './connection.js';
+import { perConnection } from './connection.js';
 import { reservationReader, withoutPlace } from './reservation-reads.js';
 
 
@@ -31,12 +31,12 @@ import { reservationReader, withoutPlace } from './reservation-reads.js';
  * commit last as in every write. Creations and ends come in groups (reservation-batch.ts), each in
  * one IMMEDIATE transaction: the reservations already past their expiry are marked first (usually
  * none: one look at the due index), so a hold that lapsed is neither counted by a new reservation
- * nor ended twice; then each write in a savepoint of its own; then one commit of the change log for
- * the writes that held, with their events in order.
+ * nor ended twice; then each write, judged on what the ones before it left; then one commit of the
+ * change log for the writes that held, with their events in order.
  */
 export interface ReservationWrites {
-  /** Creations and ends judged in order at one instant, in one transaction; a write that throws a non-transient error fails alone. */
-  group(ops: readonly GroupOp[]): (ReservationResult | EndOutcome | Error)[];
+  /** Creations and ends judged in order at one instant, in one transaction; a write that throws fails the transaction. */
+  group(ops: readonly GroupOp[]): (ReservationResult | EndOutcome)[];
   expireDue(): Reservation[];
 }
 
@@ -174,30 +174,15 @@ function prepare(db: Database.Database): ReservationWrites {
   };
 
   /**
-   * One op in a savepoint (better-sqlite3 nests a transaction function called inside another): what
-   * it wrote joins the group's only once it returns, so an op that throws leaves nothing behind.
+   * The group: no savepoint per write, since a write that throws fails the group as a whole, and
+   * the group commit then runs each write alone (group-commit.ts): the one at fault fails by itself.
    */
-  const one = db.transaction((op: GroupOp, now: Date): [ReservationResult | EndOutcome, Written] => {
-    const written: Written = { petIds: [], events: [] };
-    const writes: GroupWrites = { create: (r) => create(r, now, written), end: (id, how, origin) => end(id, how, origin, now, written) };
-    return [op(writes), written];
-  });
-
   const group = db.transaction((ops: readonly GroupOp[]) => {
     const now = new Date();
     const written: Written = { petIds: [], events: [] };
     expireDue(now, written);
-    const answers = ops.map((op) => {
-      try {
-        const [answer, wrote] = one(op, now);
-        written.petIds.push(...wrote.petIds);
-        written.events.push(...wrote.events);
-        return answer;
-      } catch (err) {
-        if (isTransient(err)) throw err;
-        return err instanceof Error ? err : new Error(String(err));
-      }
-    });
+    const writes: GroupWrites = { create: (r) => create(r, now, written), end: (id, how, origin) => end(id, how, origin, now, written) };
+    const answers = ops.map((op) => op(writes));
     commit(written);
     return answers;
   });

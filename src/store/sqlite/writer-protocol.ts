@@ -4,7 +4,7 @@ import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
 import type { PositionWrite } from './record-position.js';
-import type { ReservationOp, ReservationOpAnswer } from './reservation-batch.js';
+import type { ReservationOp, ReservationOpResult } from './reservation-batch.js';
 import type { DeliveryRow, ProgressWrite } from './record-progress.js';
 
 /** What the writer thread is started with: its database file and how it writes batches. */
@@ -42,7 +42,7 @@ export type WriterReply =
   | { batchResult: ChangeBatchResult }
   | { recorded: boolean }
   | { failed: ChangeFailure }
-  | { reservationAnswers: ReservationOpAnswer[] }
+  | { reservationAnswers: ReservationOpResult[] }
   | { expired: Reservation[] }
   | { durability: Record<string, string> };
 

@@ -9,7 +9,7 @@ import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './appl
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
 import { recordPosition, type PositionWrite } from './record-position.js';
-import { applyReservationOps, type ReservationOp, type ReservationOpAnswer } from './reservation-batch.js';
+import { applyReservationOps, type ReservationOp, type ReservationOpResult } from './reservation-batch.js';
 import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
@@ -27,7 +27,7 @@ export interface ChangeWriter {
   /** Moves a relay on, fenced by its lease (record-position.ts): false when the fence refused it; rejects when the write failed. */
   recordPosition(write: PositionWrite): Promise<boolean>;
   /** Reservation writes together in one transaction (reservation-batch.ts), an answer each in order; rejects when that transaction failed. */
-  reservationOps(ops: readonly ReservationOp[]): Promise<ReservationOpAnswer[]>;
+  reservationOps(ops: readonly ReservationOp[]): Promise<ReservationOpResult[]>;
   /** Marks the reservations past their expiry expired (reservation-writes.ts); rejects when the transaction failed. */
   expireDue(): Promise<Reservation[]>;
   /** The durability settings of the connection that commits. */
