@@ -106,7 +106,7 @@ export function InventoryPage({ session, onSignOut }: Props) {
         )}
         {historyOf !== null && <HistoryPanel key={historyOf.toString()} client={session.client} petId={historyOf} onClose={closeHistory} onError={events.onError} />}
       </div>
-      <ReservationsPanel session={session} onError={onKeyRefused} />
+      <ReservationsPanel session={session} listChanges={inventory.listChanges} onError={onKeyRefused} />
       <WebhooksPanel session={session} onError={onKeyRefused} />
     </div>
   );

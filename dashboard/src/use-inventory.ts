@@ -17,6 +17,12 @@ export interface Inventory {
   error: unknown;
   /** True while the stream of changes is open: changes show as they happen and the page does not poll. */
   live: boolean;
+  /**
+   * Counts the reads of the list that found it changed. What reservations hold is in the list, so a
+   * reservation made, ended or expired anywhere moves it: a reservation's event reads the list, and so
+   * does the poll.
+   */
+  listChanges: number;
   /** Shows a quantity the service confirmed to the page itself (its own save, a conflict's value) before the next refresh. */
   setQuantity: (id: string, quantity: number) => void;
 }
@@ -32,6 +38,7 @@ export function useInventory({ client, firstList }: Pick<Session, 'client' | 'fi
   const [model, setModel] = useState<InventoryModel | null>(null);
   const [refreshedAt, setRefreshedAt] = useState<Date | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [listChanges, setListChanges] = useState(0);
   const etag = useRef<string | undefined>(undefined);
   const inFlight = useRef(false);
   // A check asked for while one is in flight runs when it ends: it may be the one that closes a gap (a stream that went live).
@@ -59,7 +66,10 @@ export function useInventory({ client, firstList }: Pick<Session, 'client' | 'fi
         pending.current = null;
         const askedAt = performance.now();
         const answer = await (first ?? client.listInventoryIfChanged(etag.current));
-        if (answer.changed) setModel((arrived.current ?? []).reduce((m, change) => change(m), withConfirmed(buildModel(answer.items), confirmed.current, askedAt)));
+        if (answer.changed) {
+          setModel((arrived.current ?? []).reduce((m, change) => change(m), withConfirmed(buildModel(answer.items), confirmed.current, askedAt)));
+          setListChanges((n) => n + 1);
+        }
         etag.current = answer.etag;
         setRefreshedAt(new Date());
         setError(null);
@@ -112,7 +122,7 @@ export function useInventory({ client, firstList }: Pick<Session, 'client' | 'fi
     });
   }, []);
 
-  return { model, refreshedAt, error, live, setQuantity };
+  return { model, refreshedAt, error, live, listChanges, setQuantity };
 }
 
 /** The list with every quantity confirmed after it was asked for laid over it; older confirmations are in it already, and forgotten. */

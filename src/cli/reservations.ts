@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ChangeOrigin } from '../domain/inventory.js';
-import { RESERVATION_STATUSES, type Reservation, type ReservationStatus } from '../domain/reservation.js';
+import { parseReservationCursor, RESERVATION_STATUSES, reservationPageOf, type Reservation, type ReservationStatus } from '../domain/reservation.js';
 import { RESERVATION_ID, reservationJson } from '../operations/reservation-parts.js';
 import { commandGroup, parseCommandArgs, printHelp, type Command } from './command.js';
 import { CliError, EXIT_USAGE } from './io.js';
@@ -11,7 +11,7 @@ const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
 const LIMIT_MAX = 500;
 const LIMIT_DEFAULT = 100;
 
-const LIST_HELP = `Usage: petstore-inventory reservations list [--status STATUS] [--limit N] [--json]
+const LIST_HELP = `Usage: petstore-inventory reservations list [--status STATUS] [--limit N] [--cursor CURSOR] [--json]
 
 Lists reservations, newest first: id, status as it stands now (an active one past its expiry
 is expired), the pets and quantities held, the shop's reference and when it expires.
@@ -19,7 +19,10 @@ is expired), the pets and quantities held, the shop's reference and when it expi
 Options:
   --status STATUS  only reservations in this status: ${RESERVATION_STATUSES.join(', ')}
   --limit N        show at most N reservations, 1 to ${LIMIT_MAX} (default ${LIMIT_DEFAULT})
-  --json           print a JSON array of reservations, as GET /v1/reservations answers them
+  --cursor CURSOR  show the reservations older than a page: that page's nextCursor, from --json
+                   or from the API
+  --json           print what GET /v1/reservations answers:
+                   {"items": [...], "nextCursor": ...}, nextCursor null on the last page
   -h, --help       show this help
 `;
 
@@ -47,20 +50,20 @@ const listCommand: Command = {
   async run(args, io) {
     const { values } = parseCommandArgs({
       args,
-      options: { status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' }, help: HELP_OPTION },
+      options: { status: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, json: { type: 'boolean' }, help: HELP_OPTION },
       strict: true,
     });
     if (values.help) return printHelp(io, LIST_HELP);
     const status = values.status === undefined ? undefined : parseStatus(values.status);
     const limit = values.limit === undefined ? LIMIT_DEFAULT : /^[1-9][0-9]*$/.test(values.limit) ? Number(values.limit) : NaN;
     if (!(limit >= 1 && limit <= LIMIT_MAX)) throw new CliError(`--limit must be a whole number from 1 to ${LIMIT_MAX} (got ${JSON.stringify(values.limit)})`, EXIT_USAGE);
-    // One more than shown tells whether there are more, as the API's pages do.
-    const rows = await withExistingStore(io, ['reservations'], ({ reservations }) => reservations.list({ status, limit: limit + 1 }));
-    const page = rows.slice(0, limit).map((r) => r.reservation);
-    if (values.json) io.stdout(`[${page.map(reservationJson).join(',')}]\n`);
-    else if (page.length === 0) io.stdout(status === undefined ? 'No reservations yet.\n' : `No ${status} reservations.\n`);
-    else io.stdout(formatReservations(page));
-    if (rows.length > limit) io.stderr(`More reservations than the ${limit} shown: use --limit, or the API's pages.\n`);
+    const before = values.cursor === undefined ? undefined : parseCursor(values.cursor);
+    // One more than shown tells whether an older page follows, as the API does.
+    const rows = await withExistingStore(io, ['reservations'], ({ reservations }) => reservations.list({ status, limit: limit + 1, before }));
+    const { reservations: page, nextCursor } = reservationPageOf(rows, limit);
+    if (values.json) io.stdout(`{"items":[${page.map(reservationJson).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}\n`);
+    else if (page.length === 0) io.stdout(noneListed(status, before !== undefined));
+    else io.stdout(formatReservations(page) + (nextCursor === null ? '' : `Older reservations: --cursor ${nextCursor}\n`));
     return 0;
   },
 };
@@ -114,6 +117,12 @@ function releaseOrigin(at: Date): ChangeOrigin {
   return { source: 'cli', keyId: 'cli:reservations', keyName: 'reservations', requestId: `release-${randomUUID()}`, at };
 }
 
+function parseCursor(cursor: string): bigint {
+  const place = parseReservationCursor(cursor);
+  if (place === undefined) throw new CliError(`--cursor must be the nextCursor of a page, unchanged (got ${JSON.stringify(cursor.slice(0, 64))})`, EXIT_USAGE);
+  return place;
+}
+
 function parseStatus(text: string): ReservationStatus {
   if ((RESERVATION_STATUSES as readonly string[]).includes(text)) return text as ReservationStatus;
   throw new CliError(`--status must be one of ${RESERVATION_STATUSES.join(', ')} (got ${JSON.stringify(text.slice(0, 40))})`, EXIT_USAGE);
@@ -125,6 +134,12 @@ function reservationIdArgument(command: string, positionals: readonly string[]):
   if (id === undefined || positionals.length > 1) throw new CliError(`${command} takes exactly one reservation ID`, EXIT_USAGE);
   if (!RESERVATION_ID.test(id)) throw new CliError(`a reservation ID is res_ and 24 hex digits (got ${JSON.stringify(id.slice(0, 60))})`, EXIT_USAGE);
   return id;
+}
+
+function noneListed(status: ReservationStatus | undefined, paged: boolean): string {
+  const which = status === undefined ? 'reservations' : `${status} reservations`;
+  if (paged) return `No ${which} before that cursor.\n`;
+  return status === undefined ? 'No reservations yet.\n' : `No ${which}.\n`;
 }
 
 function formatReservations(rows: readonly Reservation[]): string {

@@ -1,4 +1,5 @@
 import type { ChangeOrigin } from './inventory.js';
+import { INT64_MAX } from './pet-id.js';
 import type { ReservationItem, ReservationStatus } from './reservation-item.js';
 
 // Declared apart, so the event log's types name them without a loop through this file's imports.
@@ -104,6 +105,23 @@ export interface ReservationQuery {
 export interface ListedReservation {
   reservation: Reservation;
   place: bigint;
+}
+
+/** Cursors are opaque to clients: a prefix and the last place, as the history's are, so they can change form later. */
+const CURSOR = /^r([1-9][0-9]{0,18})$/;
+
+/** The place a cursor names; undefined for anything never issued (19 digits can exceed an int64 place, which the store could not bind). */
+export function parseReservationCursor(cursor: string): bigint | undefined {
+  const match = CURSOR.exec(cursor);
+  const place = match ? BigInt(match[1]!) : undefined;
+  return place !== undefined && place <= INT64_MAX ? place : undefined;
+}
+
+/** A page out of rows read with one more than `limit` (that row tells whether an older page follows): its reservations and the next page's cursor. */
+export function reservationPageOf(rows: readonly ListedReservation[], limit: number): { reservations: Reservation[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { reservations: page.map((l) => l.reservation), nextCursor: rows.length > limit && last ? `r${last.place}` : null };
 }
 
 /** The most reservations one sweep marks in one transaction: a sweep that marks this many runs again at once for the rest. */

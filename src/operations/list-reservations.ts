@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { tryParsePetId } from '../domain/pet-id.js';
-import type { ListedReservation } from '../domain/reservation.js';
+import { parseReservationCursor, reservationPageOf } from '../domain/reservation.js';
 import { petIdDescription } from '../schemas/inventory.js';
 import { RESERVATION_STATUSES } from '../schemas/values.js';
 import { ReservationPage } from '../schemas/reservation.js';
@@ -33,9 +33,6 @@ const ACCEPTS = {
   cursor: 'the nextCursor of the previous page, unchanged',
 } as const satisfies Record<keyof Static<typeof ReservationQuery>, string>;
 
-/** A page's cursor: r and the place of its last reservation. */
-const CURSOR = /^r([1-9][0-9]{0,18})$/;
-
 export const listReservations = operation({
   operationId: 'listReservations',
   method: 'GET',
@@ -54,11 +51,10 @@ export const listReservations = operation({
   const limit = query.limit === undefined ? RESERVATIONS_LIMIT_DEFAULT : Number(query.limit);
   const petId = query.petId === undefined ? undefined : tryParsePetId(query.petId);
   if (query.petId !== undefined && petId === undefined) throw invalidQueryParameter('petId', ACCEPTS.petId);
-  const cursor = query.cursor === undefined ? undefined : CURSOR.exec(query.cursor)?.[1];
-  if (query.cursor !== undefined && cursor === undefined) throw invalidQueryParameter('cursor', ACCEPTS.cursor);
+  const before = query.cursor === undefined ? undefined : parseReservationCursor(query.cursor);
+  if (query.cursor !== undefined && before === undefined) throw invalidQueryParameter('cursor', ACCEPTS.cursor);
   // One reservation more than asked tells whether another page follows.
-  const rows = await store.reservations.list({ status: query.status, petId, limit: limit + 1, before: cursor === undefined ? undefined : BigInt(cursor) });
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? `"r${page.at(-1)!.place}"` : 'null';
-  return jsonAnswer(200, `{"items":[${page.map((l: ListedReservation) => reservationJson(l.reservation)).join(',')}],"nextCursor":${next}}`);
+  const rows = await store.reservations.list({ status: query.status, petId, limit: limit + 1, before });
+  const { reservations, nextCursor } = reservationPageOf(rows, limit);
+  return jsonAnswer(200, `{"items":[${reservations.map(reservationJson).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`);
 });

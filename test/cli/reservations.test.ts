@@ -8,6 +8,12 @@ import { BACKENDS, backendSkip, createTestDatabase } from '../support/backends.j
 import { runOn as run } from '../support/cli.js';
 import { created, newReservation, testOrigin } from '../support/reservations.js';
 
+/** What `reservations list --json` prints: a page as GET /v1/reservations answers it. */
+interface ReservationPage {
+  items: { id: string; status: string; items: unknown }[];
+  nextCursor: string | null;
+}
+
 /** A store with pets 1 (10 in stock) and 2 (4), made through the CLI as an operator would. */
 async function stockedStore(backend: (typeof BACKENDS)[number], t: Parameters<typeof createTestDatabase>[1]): Promise<{ url: string; store: Store }> {
   const { databaseUrl: url } = await createTestDatabase(backend, t);
@@ -20,7 +26,7 @@ async function stockedStore(backend: (typeof BACKENDS)[number], t: Parameters<ty
 
 for (const backend of BACKENDS) {
   describe(`reservations on ${backend}`, { skip: await backendSkip(backend) }, () => {
-    test('list shows them newest first, by status, as a table or JSON; show prints one', async (t) => {
+    test('list shows them newest first, by status, as a table or the API\'s page in JSON; show prints one', async (t) => {
       const { url, store } = await stockedStore(backend, t);
       assert.deepEqual(await run(url, 'reservations', 'list'), { code: 0, out: 'No reservations yet.\n', err: '' });
       const first = created(await store.reservations.create(newReservation([[1n, 2]], { reference: 'order-1' })));
@@ -37,13 +43,10 @@ for (const backend of BACKENDS) {
 
       const json = await run(url, 'reservations', 'list', '--status', 'active', '--json');
       assert.equal(json.code, 0, json.err);
-      const listed = JSON.parse(json.out) as { id: string; status: string; items: unknown }[];
-      assert.deepEqual(listed.map((r) => [r.id, r.status, r.items]), [[second.id, 'active', [{ petId: 1, quantity: 1 }, { petId: 2, quantity: 3 }]]]);
+      const listed = JSON.parse(json.out) as ReservationPage;
+      assert.deepEqual(listed.items.map((r) => [r.id, r.status, r.items]), [[second.id, 'active', [{ petId: 1, quantity: 1 }, { petId: 2, quantity: 3 }]]]);
+      assert.equal(listed.nextCursor, null, 'the last page');
       assert.deepEqual(await run(url, 'reservations', 'list', '--status', 'released'), { code: 0, out: 'No released reservations.\n', err: '' });
-
-      const limited = await run(url, 'reservations', 'list', '--limit', '1', '--json');
-      assert.equal((JSON.parse(limited.out) as unknown[]).length, 1);
-      assert.match(limited.err, /More reservations than the 1 shown/);
 
       const shown = await run(url, 'reservations', 'show', first.id);
       assert.equal(shown.code, 0, shown.err);
@@ -51,6 +54,35 @@ for (const backend of BACKENDS) {
         id: first.id, status: 'committed', items: [{ petId: 1, quantity: 2 }], reference: 'order-1',
         createdAt: first.createdAt.toISOString(), expiresAt: first.expiresAt.toISOString(),
       });
+    });
+
+    test('--cursor pages through every reservation, from the table\'s last line or from --json\'s nextCursor', async (t) => {
+      const { url, store } = await stockedStore(backend, t);
+      const newestFirst: string[] = [];
+      for (let i = 0; i < 5; i++) newestFirst.unshift(created(await store.reservations.create(newReservation([[1n, 1]]))).id);
+
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await run(url, 'reservations', 'list', '--limit', '2', ...(cursor === undefined ? [] : ['--cursor', cursor]));
+        assert.deepEqual([page.code, page.err], [0, '']);
+        const lines = page.out.trimEnd().split('\n');
+        cursor = /^Older reservations: --cursor (r\d+)$/.exec(lines.at(-1)!)?.[1];
+        seen.push(...lines.slice(1, cursor === undefined ? undefined : -1).map((line) => line.split(' ')[0]!));
+      } while (cursor !== undefined);
+      assert.deepEqual(seen, newestFirst, 'three pages, each reservation once, newest first');
+
+      const first = JSON.parse((await run(url, 'reservations', 'list', '--limit', '3', '--json')).out) as ReservationPage;
+      assert.deepEqual(first.items.map((r) => r.id), newestFirst.slice(0, 3));
+      assert.match(first.nextCursor!, /^r\d+$/);
+      const rest = await run(url, 'reservations', 'list', '--limit', '3', '--json', '--cursor', first.nextCursor!);
+      assert.deepEqual([rest.code, rest.err], [0, '']);
+      const last = JSON.parse(rest.out) as ReservationPage;
+      assert.deepEqual([last.items.map((r) => r.id), last.nextCursor], [newestFirst.slice(3), null]);
+      assert.deepEqual(
+        await run(url, 'reservations', 'list', '--status', 'committed', '--cursor', first.nextCursor!),
+        { code: 0, out: 'No committed reservations before that cursor.\n', err: '' },
+      );
     });
 
     test('release gives the stock back with a cli event, again changes nothing; a committed or expired one exits 1', async (t) => {
@@ -96,6 +128,10 @@ for (const backend of BACKENDS) {
         [['show', 'res_12'], 2, /a reservation ID is res_ and 24 hex digits \(got "res_12"\)/],
         [['list', '--status', 'held'], 2, /--status must be one of active, committed, released, expired \(got "held"\)/],
         [['list', '--limit', '0'], 2, /--limit must be a whole number from 1 to 500/],
+        [['list', '--cursor', 'x'], 2, /--cursor must be the nextCursor of a page, unchanged \(got "x"\)/],
+        [['list', '--cursor', 'h5'], 2, /--cursor must be the nextCursor of a page, unchanged \(got "h5"\)/],
+        [['list', '--cursor', 'r0'], 2, /--cursor must be the nextCursor of a page, unchanged/],
+        [['list', '--cursor', 'r9223372036854775808'], 2, /--cursor must be the nextCursor of a page, unchanged/],
         [['list', '--jsn'], 2, /Unknown option '--jsn'/],
         [['hold'], 2, /reservations has no command "hold": use list, show, release/],
       ];
