@@ -18,6 +18,8 @@ export interface Row {
 /** One backend's table and what the reader should know about it (errors seen, skips). */
 export interface Section {
   title: string;
+  /** The command that measures this section again, alone: every ratio in it is measured side by side in that run too. */
+  command?: string;
   rows: Row[];
   notes: string[];
   /** What went wrong in what was measured (a sale lost): printed loudly under the section, and the run exits non-zero. */

@@ -38,7 +38,7 @@ interface Way {
  * the load core (checkout-runner.ts).
  */
 export async function reservationsSection(backend: Backend, title: string, options: BenchOptions): Promise<Section> {
-  const section: Required<Section> = { title, rows: [], notes: [], failures: [] };
+  const section: Section & { failures: string[] } = { title, rows: [], notes: [], failures: [] };
   const runner = new ChildRunner<CheckoutJob, CheckoutResult>('bench/checkout-runner.ts', 'checkout clients', true);
   const before = describeLoadAverage();
   const scenario = `${CLIENTS} clients writing to ${PETS} pets`;
@@ -142,7 +142,7 @@ function rates(r: CheckoutResult, what: string): Check[] {
 }
 
 /** Every pet's count against its stock less the checkouts committed, and nothing left held: a lost sale or a stray hold fails the scenario. */
-async function countsCheck(way: Way, section: Required<Section>): Promise<Check> {
+async function countsCheck(way: Way, section: Section & { failures: string[] }): Promise<Check> {
   const res = await fetch(`${way.server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${way.key}` } });
   if (res.status !== 200) throw new Error(`GET /v1/inventory answered ${res.status} after the checkouts`);
   const items = (await res.json()) as { petId: number; quantity: number; reserved: number }[];

@@ -67,12 +67,13 @@ async function main(argv: string[]): Promise<number> {
 
   const load = new LoadGenerator(tool);
   const sections: Section[] = [];
-  const show = (section: Section) => {
+  const show = (section: Section, only?: NonNullable<BenchOptions['only']>, backend?: Backend) => {
+    if (only) section.command = againAlone(options, only, backend);
     sections.push(section);
     process.stdout.write(`${renderSection(section)}\n\n`);
   };
   try {
-    if (options.only === undefined || options.only === 'startup') show(await startupSection(options.startupRounds));
+    if (options.only === undefined || options.only === 'startup') show(await startupSection(options.startupRounds), 'startup');
     for (const backend of options.only === undefined || BACKEND_SCENARIOS.has(options.only) ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
       if (!options.only) {
@@ -84,41 +85,41 @@ async function main(argv: string[]): Promise<number> {
       }
       if (options.only === undefined || options.only === 'catalogue') {
         const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;
-        show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize));
+        show(skip ? { title: catalogue, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await catalogueSection(backend, catalogue, options.catalogueSize), 'catalogue', backend);
       }
       if (options.only === undefined || options.only === 'durable') {
         const durable = `Durable writes on ${TITLES[backend]}`;
-        show(skip ? { title: durable, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await durableSection(backend, durable, options, load));
+        show(skip ? { title: durable, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await durableSection(backend, durable, options, load), 'durable', backend);
       }
       if (options.only === undefined || options.only === 'events') {
         const events = `Change events on ${TITLES[backend]}`;
-        show(skip ? { title: events, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await eventsSection(backend, events, options, load));
+        show(skip ? { title: events, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await eventsSection(backend, events, options, load), 'events', backend);
       }
       if (options.only === undefined || options.only === 'webhooks') {
         const webhooks = `Webhooks on ${TITLES[backend]}`;
-        show(skip ? { title: webhooks, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await webhooksSection(backend, webhooks, options, load));
+        show(skip ? { title: webhooks, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await webhooksSection(backend, webhooks, options, load), 'webhooks', backend);
       }
       if (options.only === undefined || options.only === 'tills') {
         const tills = `Tills on ${TITLES[backend]}`;
-        show(skip ? { title: tills, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await tillsSection(backend, tills, options));
+        show(skip ? { title: tills, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await tillsSection(backend, tills, options), 'tills', backend);
       }
       if (options.only === undefined || options.only === 'reservations') {
         const reservations = `Reservations on ${TITLES[backend]}`;
-        show(skip ? { title: reservations, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await reservationsSection(backend, reservations, options));
+        show(skip ? { title: reservations, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await reservationsSection(backend, reservations, options), 'reservations', backend);
       }
     }
     if (options.only === undefined || options.only === 'ratelimit') {
       // One backend is enough: the limiter runs before the store is read.
       const backend = options.backends[0]!;
-      show(await rateLimitSection(backend, `Rate limit shared through Redis (${TITLES[backend]})`, options, load));
+      show(await rateLimitSection(backend, `Rate limit shared through Redis (${TITLES[backend]})`, options, load), 'ratelimit', backend);
     }
     if ((options.only === undefined || options.only === 'scaling') && options.backends.includes('postgres')) {
       const skip = await postgresSkipReason();
       const scaling = 'Scaling on one PostgreSQL database';
-      show(skip ? { title: scaling, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await scalingSection(scaling, options, load));
+      show(skip ? { title: scaling, rows: [], notes: [`PostgreSQL: skipped (${skip})`] } : await scalingSection(scaling, options, load), 'scaling');
     }
-    if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options));
-    if (options.only === undefined || options.only === 'docs') show(await docsSection(options));
+    if (options.only === undefined || options.only === 'dashboard') show(await dashboardSection(options), 'dashboard');
+    if (options.only === undefined || options.only === 'docs') show(await docsSection(options), 'docs');
   } finally {
     await load.close();
     await cleanUp();
@@ -146,10 +147,17 @@ async function postgresSkipReason(): Promise<string | undefined> {
 
 function renderSection(section: Section): string {
   const parts = [`## ${section.title}`];
+  if (section.command) parts.push(`Measured again alone, every ratio side by side in that run too: \`${section.command}\``);
   if (section.rows.length > 0) parts.push(renderTable(section));
   if (section.notes.length > 0) parts.push(renderNotes(section.notes));
   if (section.failures?.length) parts.push(section.failures.map((f) => `**FAILED: ${f}**`).join('\n'));
   return parts.join('\n\n');
+}
+
+/** The command that runs one scenario again, on one backend, in this run's mode. */
+function againAlone(options: BenchOptions, only: NonNullable<BenchOptions['only']>, backend: Backend | undefined): string {
+  const mode = options.smoke ? ' --smoke' : options.quick ? ' --quick' : '';
+  return `npm run bench --${mode} --only ${only}${backend ? ` --backends ${backend}` : ''}${options.load ? ` --load ${options.load}` : ''}`;
 }
 
 function resultsMarkdown(header: string[], sections: Section[]): string {

@@ -43,7 +43,7 @@ interface Till {
  * run in a child process of their own on the load core (tills-runner.ts).
  */
 export async function tillsSection(backend: Backend, title: string, options: BenchOptions): Promise<Section> {
-  const section: Required<Section> = { title, rows: [], notes: [], failures: [] };
+  const section: Section & { failures: string[] } = { title, rows: [], notes: [], failures: [] };
   const runner = new ChildRunner<TillsJob, TillsResult>('bench/tills-runner.ts', 'tills clients', true);
   const before = describeLoadAverage();
   try {
@@ -57,7 +57,7 @@ export async function tillsSection(backend: Backend, title: string, options: Ben
   return section;
 }
 
-async function salesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Required<Section>): Promise<void> {
+async function salesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Section & { failures: string[] }): Promise<void> {
   const scenario = `tills: ${TILLS} clients selling from ${TILL_PETS} pets`;
   const rounds = roundsOf(options);
   const tills: Till[] = [];
@@ -120,7 +120,7 @@ async function salesRows(backend: Backend, options: BenchOptions, runner: ChildR
 }
 
 /** A way of selling's best round, and whether its server's counts are its stock less every sale it answered 200. */
-async function tillRow(scenario: string, till: Till, readModifyWrite: Till, section: Required<Section>): Promise<Row> {
+async function tillRow(scenario: string, till: Till, readModifyWrite: Till, section: Section & { failures: string[] }): Promise<Row> {
   const best = bestSales(till);
   const checks: Check[] = [
     { text: `${Math.round(best.perSecond).toLocaleString('en-US')} sales/s` },
@@ -137,7 +137,7 @@ async function tillRow(scenario: string, till: Till, readModifyWrite: Till, sect
 }
 
 /** Every pet's count against its stock less the sales answered 200: a sale lost (or one taken off twice) fails the scenario. */
-async function countsCheck(till: Till, section: Required<Section>): Promise<Check> {
+async function countsCheck(till: Till, section: Section & { failures: string[] }): Promise<Check> {
   const res = await fetch(`${till.server.baseUrl}/v1/inventory`, { headers: { authorization: `Bearer ${till.key}` } });
   if (res.status !== 200) throw new Error(`GET /v1/inventory answered ${res.status} after the ${till.method} sales`);
   const items = (await res.json()) as { petId: number; quantity: number }[];
@@ -165,7 +165,7 @@ async function countsCheck(till: Till, section: Required<Section>): Promise<Chec
 }
 
 /** 1,000 changes (100 quick) in one batch against as many PATCHes, one client one after another and PATCH_CLIENTS at once, alternated on one server. */
-async function changesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Required<Section>): Promise<void> {
+async function changesRows(backend: Backend, options: BenchOptions, runner: ChildRunner<TillsJob, TillsResult>, section: Section & { failures: string[] }): Promise<void> {
   const mode = options.smoke ? 'smoke' : options.quick ? 'quick' : 'full';
   const changes = BATCH_CHANGES[mode];
   const repeats = REPEATS[mode];
