@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { repeatedPet } from '../domain/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../domain/pet-id.js';
@@ -14,7 +13,7 @@ import { REPLAYED_HEADER, changeOrigin, isKeyRefusal, keyRefusalError, type Chan
 import { operation } from './handler.js';
 import { IDEMPOTENCY_KEY_HEADER, KEY_REUSED, REPLAYED_RESPONSE_HEADER } from './item-parts.js';
 import { NoQuery } from './operation.js';
-import { RESERVATION_COMPONENTS, RESERVATIONS_TAG, reservationJson } from './reservation-parts.js';
+import { newReservationId, RESERVATION_COMPONENTS, RESERVATIONS_TAG, reservationJson } from './reservation-parts.js';
 import { compileSchemaValidator } from './schema-validator.js';
 import { acceptedInput, BODY_SHAPE_ERROR_CODES, validationToApiError, type AcceptedInput } from './validation.js';
 
@@ -76,7 +75,7 @@ const ITEM_ACCEPTS: AcceptedInput = {
 export async function answerCreateReservation(reservations: Pick<Reservations, 'create'>, request: ChangeRequest & { body: unknown }, options: CreateOptions): Promise<Answer> {
   const { items, ttlSeconds, reference } = readReservation(request.body, options);
   const origin = changeOrigin(request, { operationId: createReservation.operationId, target: '', body: request.body }, options.idempotencyRecordsPerKey);
-  const id = `res_${randomBytes(12).toString('hex')}`;
+  const id = newReservationId();
   const result = await reservations.create({ id, items, ttlSeconds, reference, origin });
   if (isKeyRefusal(result)) throw keyRefusalError(result, options.idempotencyRecordsPerKey);
   const replayed = result.replayed ? REPLAYED_HEADER : {};

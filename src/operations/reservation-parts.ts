@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { reservationItemsJson } from '../domain/event.js';
 import type { EndOutcome, Reservation } from '../domain/reservation.js';
@@ -11,6 +12,17 @@ export const RESERVATIONS_TAG = { name: 'reservations', description: 'Stock held
 
 /** A reservation's id as the paths take it; any other text names no reservation (404). */
 export const RESERVATION_ID = /^res_[0-9a-f]{24}$/;
+
+/**
+ * A new reservation's id (decisions 12.5): res_, then the millisecond it was made in 12 hex
+ * digits, then 12 random ones. Why not 24 random digits: each new id then landed on a page of its
+ * own all over the id index, and a group of creations wrote a third more pages to disk for it;
+ * ids made in time order land together at the index's end. The time says nothing a reservation's
+ * createdAt does not, and nothing of how many reservations a store makes.
+ */
+export function newReservationId(now = Date.now()): string {
+  return `res_${now.toString(16).padStart(12, '0')}${randomBytes(6).toString('hex')}`;
+}
 
 export const RESERVATION_ID_PARAM = { id: Type.String({ description: 'The reservation\'s id: res_ and 24 hex digits' }) };
 

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { assertError, buildTestApp, makeKey, TRANSPORTS, type TestApp } from '../support/app.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { adjust, patch } from '../support/requests.js';
+import { newReservationId } from '../../src/operations/reservation-parts.js';
 
 /** The reservation operations (decisions 12): POST/GET /v1/reservations, GET one, commit, release. */
 
@@ -51,6 +52,9 @@ for (const backend of BACKENDS) {
         assert.equal(res.status, 201, res.text);
         const made = res.json<ReservationJson>();
         assert.match(made.id, /^res_[0-9a-f]{24}$/);
+        // Its first 12 digits are the millisecond it was made (decisions 12.5): its createdAt, or the moment before the store stamped it.
+        const madeAt = parseInt(made.id.slice(4, 16), 16);
+        assert.ok(madeAt <= Date.parse(made.createdAt) && Date.parse(made.createdAt) - madeAt < 5_000, `${made.id} ${made.createdAt}`);
         assert.equal(res.headers.location, `/v1/reservations/${made.id}`);
         assert.deepEqual([made.status, made.items, made.reference], ['active', [{ petId: 1, quantity: 2 }, { petId: 2, quantity: 3 }], 'order-1234']);
         assert.equal(Date.parse(made.expiresAt) - Date.parse(made.createdAt), 60_000);
@@ -187,3 +191,11 @@ for (const backend of BACKENDS) {
     });
   }
 }
+
+test('reservation ids: res_, the millisecond in 12 hex digits, then 12 random ones, so ids made later sort later', () => {
+  const ids = Array.from({ length: 1000 }, (_, i) => newReservationId(1_765_000_000_000 + Math.floor(i / 10)));
+  for (const id of ids) assert.match(id, /^res_[0-9a-f]{24}$/);
+  assert.equal(new Set(ids).size, ids.length, 'the random half tells ids of one millisecond apart');
+  assert.equal(ids[0]!.slice(4, 16), (1_765_000_000_000).toString(16).padStart(12, '0'));
+  for (let i = 10; i < ids.length; i += 10) assert.ok(ids[i - 1]! < ids[i]!, 'a later millisecond sorts after');
+});
