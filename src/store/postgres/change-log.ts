@@ -1,4 +1,5 @@
-import { EVENT_COLUMNS, eventValues, type FactsSql, type KindsSql } from '../write-kinds-sql.js';
+import type { NewEvent } from '../../domain/event.js';
+import { EVENT_COLUMNS, eventColumns, eventValues, type FactsSql, type KindsSql } from '../write-kinds-sql.js';
 
 /**
  * What a write of entries records on PostgreSQL, for every write (the group commit's changes, a
@@ -75,4 +76,49 @@ export function reservationPayloadSql(r: string, items: string): string {
   return `json_build_object('reservationId', ${r}.id,
             'items', (SELECT json_agg(json_build_array(x.pet_id::text, x.quantity) ORDER BY x.position) FROM ${items} x WHERE x.place = ${r}.place),
             'reference', ${r}.reference, 'expiresAt', (extract(epoch FROM ${r}.expires_at) * 1000)::bigint)::text`;
+}
+
+/** The columns of events given as arrays (eventArrays): every one but occurred_at, which their write gives them all alike. */
+const ARRAY_COLUMNS = EVENT_COLUMNS.filter((c) => c !== 'occurred_at');
+/** Each array's element type, as the parameter is cast. */
+const ARRAY_TYPES: Record<(typeof ARRAY_COLUMNS)[number], string> = {
+  type: 'text',
+  pet_id: 'bigint',
+  status: 'text',
+  previous_quantity: 'int',
+  quantity: 'int',
+  version: 'bigint',
+  reason: 'text',
+  source: 'text',
+  key_id: 'text',
+  request_id: 'text',
+  payload: 'text',
+};
+
+/** How many events eventArrays passes from parameter $`first` on: the count a bump of store_state appends. */
+export function eventArraysCount(first: number): string {
+  return `cardinality($${first}::text[])`;
+}
+
+/**
+ * The insert of events a write made in JavaScript (a group of reservation writes, judged on the rows
+ * it holds), passed by eventArrays as parameters $`first` onwards: in the order given, numbered up
+ * to `head` (the events head the bump of store_state in `from` returned), each at `at`.
+ */
+export function appendEventArrays(first: number, at: string, head: string, from: string): string {
+  const params = ARRAY_COLUMNS.map((c, i) => `$${first + i}::${ARRAY_TYPES[c]}[]`);
+  const values = EVENT_COLUMNS.map((c) => (c === 'occurred_at' ? at : `t.${c}`));
+  return `INSERT INTO inventory_events (seq, ${EVENT_COLUMNS.join(', ')})
+    SELECT ${head} - ${eventArraysCount(first)} + t.n, ${values.join(', ')}
+    FROM ${from}, unnest(${params.join(', ')}) WITH ORDINALITY AS t(${ARRAY_COLUMNS.join(', ')}, n)`;
+}
+
+/** The parameters appendEventArrays reads: one array per column but occurred_at, in EVENT_COLUMNS' order. */
+export function eventArrays(events: readonly NewEvent[]): unknown[][] {
+  const rows = events.map(eventColumns);
+  return EVENT_COLUMNS.flatMap((c, i) => {
+    if (c === 'occurred_at') return [];
+    // A bigint petId crosses as its digits: pg binds a bigint[] element from a string.
+    return [rows.map((row) => (typeof row[i] === 'bigint' ? row[i].toString() : (row[i] ?? null)))];
+  });
 }

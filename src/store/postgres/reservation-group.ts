@@ -4,9 +4,8 @@ import { END_STATUS, judgeEnd, judgeHold, liveStatus, type EndOutcome, type NewR
 import { reservationEvent } from '../../domain/reservation-events.js';
 import { eventOf } from '../../domain/write-kinds.js';
 import type { PetStatus } from '../../schemas/inventory.js';
-import { EVENT_COLUMNS, eventColumns } from '../write-kinds-sql.js';
 import type { Query } from './apply-batch.js';
-import { bumpStoreState, insertHistory } from './change-log.js';
+import { appendEventArrays, bumpStoreState, eventArrays, eventArraysCount, insertHistory } from './change-log.js';
 import type { Statement } from './connection.js';
 
 /** One write of a group: a creation without an Idempotency-Key, or an end. */
@@ -42,6 +41,9 @@ const LOCK_ENTRIES: Statement = {
     FROM inventory i WHERE i.pet_id = ANY($1::bigint[]) ORDER BY i.pet_id FOR UPDATE`,
 };
 
+/** Where WRITE_GROUP's events start among its parameters: eleven arrays (change-log.ts, eventArrays), the NOTIFY channel after. */
+const EVENTS_FROM = 24;
+
 /**
  * The last: everything the group's writes judged, written at once, every row it changes already
  * locked by the two before, store_state last: the new reservations and their items, the ends'
@@ -61,12 +63,8 @@ const WRITE_GROUP: Statement = {
          h AS (${insertHistory(`SELECT t.pet_id, t.previous, t.quantity, $1, t.key_id, t.key_name, t.request_id, 'sold'
                 FROM unnest($13::bigint[], $14::int[], $15::int[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS t(pet_id, previous, quantity, key_id, key_name, request_id, n)
                 ORDER BY t.n`)}),
-         bump AS (${bumpStoreState({ count: 'cardinality($24::text[])', notify: '$35' })}),
-         ev AS (INSERT INTO inventory_events (seq, ${EVENT_COLUMNS.join(', ')})
-                SELECT bump.events_head - cardinality($24::text[]) + t.n, t.type, $1, t.pet_id, t.status, t.previous, t.quantity, t.version, t.reason, t.source,
-                       t.key_id, t.request_id, t.payload
-                FROM bump, unnest($24::text[], $25::bigint[], $26::text[], $27::int[], $28::int[], $29::bigint[], $30::text[], $31::text[], $32::text[], $33::text[], $34::text[])
-                     WITH ORDINALITY AS t(type, pet_id, status, previous, quantity, version, reason, source, key_id, request_id, payload, n))
+         bump AS (${bumpStoreState({ count: eventArraysCount(EVENTS_FROM), notify: '$35' })}),
+         ev AS (${appendEventArrays(EVENTS_FROM, '$1', 'bump.events_head', 'bump')})
     UPDATE inventory i SET reserved = t.reserved, quantity = t.quantity, version = t.version, updated_at = CASE WHEN t.sold THEN $1 ELSE i.updated_at END,
            change_seq = bump.version
     FROM unnest($19::bigint[], $20::int[], $21::int[], $22::bigint[], $23::boolean[]) AS t(pet_id, reserved, quantity, version, sold), bump
@@ -205,8 +203,6 @@ function end(
 /** WRITE_GROUP's parameters: columns of what the writes made, and every entry locked, as they left it. */
 function writeValues(w: Writes, entries: Map<bigint, Entry>, now: Date, channel: string): unknown[] {
   const items = w.made.flatMap(({ reservation }) => reservation.items.map((item, position) => ({ id: reservation.id, position, item })));
-  const events = w.events.map(eventColumns);
-  const column = (i: number) => events.map((e) => e[i] ?? null);
   const pets = [...entries].filter(([, e]) => e.touched);
   return [
     now,
@@ -232,18 +228,7 @@ function writeValues(w: Writes, entries: Map<bigint, Entry>, now: Date, channel:
     pets.map(([, e]) => e.quantity),
     pets.map(([, e]) => e.version),
     pets.map(([, e]) => e.sold),
-    // EVENT_COLUMNS after occurred_at (the group's instant, $1): type, then pet_id to payload.
-    column(0),
-    column(2).map((petId) => (typeof petId === 'bigint' ? petId.toString() : null)),
-    column(3),
-    column(4),
-    column(5),
-    column(6),
-    column(7),
-    column(8),
-    column(9),
-    column(10),
-    column(11),
+    ...eventArrays(w.events),
     channel,
   ];
 }
