@@ -1,12 +1,13 @@
 import type { NewEvent } from '../../domain/event.js';
 import type { ChangeOrigin } from '../../domain/inventory.js';
-import { END_STATUS, judgeEnd, judgeHold, liveStatus, type EndOutcome, type NewReservation, type Reservation, type ReservationEnd, type ReservationResult } from '../../domain/reservation.js';
+import { END_STATUS, judgeEnd, judgeHold, type EndOutcome, type NewReservation, type Reservation, type ReservationEnd, type ReservationResult } from '../../domain/reservation.js';
 import { reservationEvent } from '../../domain/reservation-events.js';
 import { eventOf } from '../../domain/write-kinds.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import type { Query } from './apply-batch.js';
 import { appendEventArrays, bumpStoreState, eventArrays, eventArraysCount, insertHistory } from './change-log.js';
 import type { Statement } from './connection.js';
+import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
 
 /** One write of a group: a creation without an Idempotency-Key, or an end. */
 export type GroupOp = { reserve: NewReservation } | { end: { id: string; how: ReservationEnd; origin: ChangeOrigin } };
@@ -21,11 +22,8 @@ export type GroupAnswer = ReservationResult | EndOutcome | undefined;
  */
 const LOCK_ENDS: Statement = {
   name: 'reservation-group-ends',
-  text: `WITH r AS (SELECT place, id, status, reference, created_at, expires_at, ended_at FROM reservations WHERE id = ANY($1::text[]) ORDER BY place FOR UPDATE)
-    SELECT date_trunc('milliseconds', now()) AS now, r.place, r.id, r.status, r.reference, r.created_at AS "createdAt", r.expires_at AS "expiresAt",
-           r.ended_at AS "endedAt",
-           (SELECT json_agg(json_build_array(i.pet_id::text, i.quantity) ORDER BY i.position) FROM reservation_items i WHERE i.place = r.place)::text AS items
-    FROM (SELECT 1) one LEFT JOIN r ON true`,
+  text: `WITH r AS (SELECT * FROM reservations WHERE id = ANY($1::text[]) ORDER BY place FOR UPDATE)
+    SELECT date_trunc('milliseconds', now()) AS now, ${RESERVATION_COLUMNS} FROM (SELECT 1) one LEFT JOIN r ON true`,
 };
 
 /**
@@ -71,17 +69,8 @@ const WRITE_GROUP: Statement = {
     WHERE i.pet_id = t.pet_id`,
 };
 
-interface EndRow {
-  now: Date;
-  place: bigint | null;
-  id: string | null;
-  status: Reservation['status'];
-  reference: string | null;
-  createdAt: Date;
-  expiresAt: Date;
-  endedAt: Date | null;
-  items: string;
-}
+/** A reservation the group ends, locked; all null but `now` when the group ends none. */
+type EndRow = { now: Date } & (ReservationRow | { id: null });
 
 interface EntryRow {
   petId: string;
@@ -124,7 +113,7 @@ export async function applyReservationGroup(q: Query, ops: readonly GroupOp[], c
   const endRows = (await q<EndRow>(LOCK_ENDS, [ops.flatMap((op) => ('end' in op ? [op.end.id] : []))])).rows;
   const now = endRows[0]!.now;
   const found = new Map<string, { place: bigint; reservation: Reservation }>();
-  for (const row of endRows) if (row.id !== null) found.set(row.id, { place: row.place!, reservation: reservationOf(row, now) });
+  for (const row of endRows) if (row.id !== null) found.set(row.id, { place: row.place, reservation: toReservation(row) });
   const pets = new Set<string>();
   for (const op of ops) for (const item of 'end' in op ? (found.get(op.end.id)?.reservation.items ?? []) : op.reserve.items) pets.add(item.petId.toString());
   const entries = new Map<bigint, Entry>();
@@ -231,11 +220,4 @@ function writeValues(w: Writes, entries: Map<bigint, Entry>, now: Date, channel:
     ...eventArrays(w.events),
     channel,
   ];
-}
-
-function reservationOf(row: EndRow, now: Date): Reservation {
-  const items = (JSON.parse(row.items ?? '[]') as [string, number][]).map(([petId, quantity]) => ({ petId: BigInt(petId), quantity }));
-  const reservation: Reservation = { id: row.id!, status: row.status, items, reference: row.reference, createdAt: row.createdAt, expiresAt: row.expiresAt, endedAt: row.endedAt };
-  // Past its expiry and not marked yet, it is expired to every reader (decisions 12.4).
-  return { ...reservation, status: liveStatus(reservation, now) };
 }

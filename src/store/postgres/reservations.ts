@@ -22,15 +22,12 @@ import { FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Query, type Rec
 import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
 import { applyReservationGroup, type GroupOp } from './reservation-group.js';
+import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
 import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE } from './reservation-writes.js';
 
 
-const COLUMNS = `r.place, r.id, r.status, r.reference, r.created_at AS "createdAt", r.expires_at AS "expiresAt", r.ended_at AS "endedAt",
-  r.status = 'active' AND r.expires_at <= now() AS lapsed,
-  (SELECT json_agg(json_build_array(i.pet_id::text, i.quantity) ORDER BY i.position) FROM reservation_items i WHERE i.place = r.place)::text AS items`;
-
 const STATEMENTS = {
-  get: { name: 'reservation-get', text: `SELECT ${COLUMNS} FROM reservations r WHERE r.id = $1` },
+  get: { name: 'reservation-get', text: `SELECT ${RESERVATION_COLUMNS} FROM reservations r WHERE r.id = $1` },
   held: {
     name: 'reservations-held',
     text: `SELECT count(DISTINCT r.place)::int AS active, coalesce(sum(i.quantity), 0)::bigint AS units
@@ -45,18 +42,6 @@ const STATUS_WHERE: Record<ReservationStatus, string> = {
   committed: "r.status = 'committed'",
   released: "r.status = 'released'",
 };
-
-interface ReservationRow {
-  place: bigint;
-  id: string;
-  status: ReservationStatus;
-  reference: string | null;
-  createdAt: Date;
-  expiresAt: Date;
-  endedAt: Date | null;
-  lapsed?: boolean;
-  items: string;
-}
 
 interface JudgedRow {
   position: bigint;
@@ -220,7 +205,7 @@ export function reservations(
       const where = q.status ? [STATUS_WHERE[q.status]] : [];
       if (q.petId !== undefined) where.push(`r.place IN (SELECT place FROM reservation_items WHERE pet_id = $${values.push(q.petId.toString())})`);
       if (q.before !== undefined) where.push(`r.place < $${values.push(q.before.toString())}`);
-      const text = `SELECT ${COLUMNS} FROM reservations r ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY r.place DESC LIMIT $1`;
+      const text = `SELECT ${RESERVATION_COLUMNS} FROM reservations r ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY r.place DESC LIMIT $1`;
       const { rows } = await query<ReservationRow>({ name: 'reservations-list', text }, values);
       return rows.map((row) => ({ reservation: toReservation(row), place: row.place }));
     },
@@ -232,11 +217,4 @@ export function reservations(
     },
     close: () => group.close(),
   };
-}
-
-/** A row as the reservation it is, an active one past its expiry (by the server's clock) shown expired. */
-function toReservation(row: Omit<ReservationRow, 'place'>): Reservation {
-  const items = (JSON.parse(row.items ?? '[]') as [string, number][]).map(([petId, quantity]) => ({ petId: BigInt(petId), quantity }));
-  const reservation: Reservation = { id: row.id, status: row.status, items, reference: row.reference, createdAt: row.createdAt, expiresAt: row.expiresAt, endedAt: row.endedAt };
-  return row.lapsed ? { ...reservation, status: 'expired' } : reservation;
 }
