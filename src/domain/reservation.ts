@@ -48,6 +48,12 @@ export type ReservationEnd = 'commit' | 'release';
 /** The status each end leaves. */
 export const END_STATUS = { commit: 'committed', release: 'released' } as const satisfies Record<ReservationEnd, ReservationStatus>;
 
+/** One reservation write as a store groups them (decisions 12.7): a creation, or an end. */
+export type ReservationWrite = { reserve: NewReservation } | { end: { id: string; how: ReservationEnd; origin: ChangeOrigin } };
+
+/** What a reservation write came to. */
+export type ReservationWriteResult = ReservationResult | EndOutcome;
+
 /**
  * What ending a reservation did: ended now; already in the status asked for (the same answer again,
  * nothing written); in another final status (not_active: nothing written); or no such reservation.

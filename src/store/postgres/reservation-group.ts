@@ -1,6 +1,6 @@
 import type { NewEvent } from '../../domain/event.js';
 import type { ChangeOrigin } from '../../domain/inventory.js';
-import { END_STATUS, judgeEnd, judgeHold, type EndOutcome, type NewReservation, type Reservation, type ReservationEnd, type ReservationResult } from '../../domain/reservation.js';
+import { END_STATUS, judgeEnd, judgeHold, type NewReservation, type Reservation, type ReservationEnd, type ReservationWrite, type ReservationWriteResult } from '../../domain/reservation.js';
 import { reservationEvent } from '../../domain/reservation-events.js';
 import { eventOf } from '../../domain/write-kinds.js';
 import type { PetStatus } from '../../schemas/inventory.js';
@@ -9,11 +9,8 @@ import { appendEventArrays, bumpStoreState, eventArrays, eventArraysCount, inser
 import type { Statement } from './connection.js';
 import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
 
-/** One write of a group: a creation without an Idempotency-Key, or an end. */
-export type GroupOp = { reserve: NewReservation } | { end: { id: string; how: ReservationEnd; origin: ChangeOrigin } };
-
 /** A write's answer; undefined for a creation that lapsed holds may have refused, which runs again alone once the group has committed. */
-export type GroupAnswer = ReservationResult | EndOutcome | undefined;
+export type GroupAnswer = ReservationWriteResult | undefined;
 
 /**
  * The group's first statement: the instant every write of the group is judged and stamped at (the
@@ -109,7 +106,7 @@ class Writes {
  * statement. Three round trips whatever the group's size, where a statement per write held
  * store_state across all of theirs (decisions 12.7).
  */
-export async function applyReservationGroup(q: Query, ops: readonly GroupOp[], channel: string): Promise<GroupAnswer[]> {
+export async function applyReservationGroup(q: Query, ops: readonly ReservationWrite[], channel: string): Promise<GroupAnswer[]> {
   const endRows = (await q<EndRow>(LOCK_ENDS, [ops.flatMap((op) => ('end' in op ? [op.end.id] : []))])).rows;
   const now = endRows[0]!.now;
   const found = new Map<string, { place: bigint; reservation: Reservation }>();

@@ -6,6 +6,8 @@ import {
   END_STATUS,
   type EndOutcome,
   type ReservationEnd,
+  type ReservationWrite,
+  type ReservationWriteResult,
   EXPIRE_BATCH,
   judgeEnd,
   replayReservationOutcome,
@@ -16,12 +18,12 @@ import {
   type ReservationResult,
   type ReservationStatus,
 } from '../../domain/reservation.js';
-import { GroupCommit, WAITING_MAX, type CommitBatch } from '../group-commit.js';
+import { reservationGroupCommit, type CommitBatch } from '../group-commit.js';
 import type { Reservations } from '../store.js';
 import { FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Query, type RecordRow } from './apply-batch.js';
 import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
-import { applyReservationGroup, type GroupOp } from './reservation-group.js';
+import { applyReservationGroup } from './reservation-group.js';
 import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
 import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE } from './reservation-writes.js';
 
@@ -55,9 +57,6 @@ interface JudgedRow {
 
 /** Where a creation runs: one statement on its own, or inside the transaction of its Idempotency-Key. */
 type Run = <R extends QueryResultRow>(statement: Statement, values: unknown[]) => Promise<{ rows: R[] }>;
-
-/** Most writes in one group: a burst of checkouts shares a commit, and no transaction holds store_state long. */
-const GROUP_MAX = 64;
 
 /** A refusal that holds past their expiry may explain: the sweep marks them and the creation runs once more. */
 class LapsedHolds extends Error {}
@@ -166,7 +165,7 @@ export function reservations(
     return outcome;
   };
 
-  const alone = (op: GroupOp): Promise<ReservationResult | EndOutcome> => ('end' in op ? endAlone(op.end.id, op.end.how, op.end.origin) : createAlone(op.reserve));
+  const alone = (op: ReservationWrite): Promise<ReservationWriteResult> => ('end' in op ? endAlone(op.end.id, op.end.how, op.end.origin) : createAlone(op.reserve));
 
   /**
    * The creations (without an Idempotency-Key) and ends waiting together, in one transaction of
@@ -176,23 +175,17 @@ export function reservations(
    * runs again alone once the group has committed. A group that fails as a whole is run again one
    * write at a time by the group commit (group-commit.ts), so a write that fails fails by itself.
    */
-  const commitGroup: CommitBatch<GroupOp, ReservationResult | EndOutcome> = async (ops) => {
+  const commitGroup: CommitBatch<ReservationWrite, ReservationWriteResult> = async (ops) => {
     if (ops.length === 1) return [await alone(ops[0]!)];
     const answers = await transaction((q) => applyReservationGroup(q, ops, log.channel));
     if (answers.some((a) => a?.kind === 'created' || a?.kind === 'ended')) log.appended.emit();
-    const settled: (ReservationResult | EndOutcome)[] = [];
+    const settled: ReservationWriteResult[] = [];
     // One at a time, in arrival order, after the group: each marks the lapsed holds in its way, then is judged.
     for (const [i, answer] of answers.entries()) settled.push(answer ?? (await alone(ops[i]!)));
     return settled;
   };
 
-  const group = new GroupCommit<GroupOp, ReservationResult | EndOutcome>((ops, deadline) => run(() => commitGroup(ops, deadline)), {
-    keysOf: () => [],
-    maxBatch: GROUP_MAX,
-    maxWaiting: WAITING_MAX,
-    timeoutMs,
-    publishSizes: false,
-  });
+  const group = reservationGroupCommit((writes, deadline) => run(() => commitGroup(writes, deadline)), { timeoutMs });
 
   return {
     create: (r) => (r.origin.idempotency ? run(() => createAlone(r)) : (group.submit({ reserve: r }) as Promise<ReservationResult>)),

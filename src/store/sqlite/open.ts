@@ -1,5 +1,5 @@
 import { AppendedSignal, batchAppended, batchAppendedEvents } from '../appended.js';
-import { changeGroupCommit, GroupCommit, serialCommit, WAITING_MAX } from '../group-commit.js';
+import { changeGroupCommit, reservationGroupCommit, serialCommit } from '../group-commit.js';
 import type { ChangeBatch, ChangeBatchResult } from '../../domain/inventory.js';
 import type { Store } from '../store.js';
 import { errorOf, type BatchResult } from './apply-batch.js';
@@ -12,7 +12,6 @@ import { keys } from './keys.js';
 import { maintenance } from './maintenance.js';
 import { migrate } from './migrations.js';
 import { relays } from './relays.js';
-import { RESERVATION_BATCH_MAX, type ReservationOp, type ReservationOpResult } from './reservation-batch.js';
 import { reservations } from './reservations.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { webhookEndpoints } from './webhook-endpoints.js';
@@ -60,20 +59,14 @@ export function openStore(filename: string, options: { timeoutMs?: number; omitC
     if (!omitEvents && batchAppendedEvents(result)) appended.emit();
     return result;
   }, options);
-  // Reservations' creations and ends: those waiting together in one transaction of the writer thread
-  // (reservation-batch.ts), in arrival order, so none needs a key apart.
-  const reservationOps = new GroupCommit<ReservationOp, ReservationOpResult>(
-    async (ops) => {
-      let answers;
-      try {
-        answers = await writer.reservationOps(ops);
-      } catch (err) {
-        throw asUnavailable(err);
-      }
-      return answers;
-    },
-    { keysOf: () => [], maxBatch: RESERVATION_BATCH_MAX, maxWaiting: WAITING_MAX, timeoutMs: options.timeoutMs, publishSizes: false },
-  );
+  // Reservations' creations and ends: those waiting together in one transaction of the writer thread (reservation-writes.ts).
+  const reservationOps = reservationGroupCommit(async (writes) => {
+    try {
+      return await writer.reservationOps(writes);
+    } catch (err) {
+      throw asUnavailable(err);
+    }
+  }, options);
   const reservationCommits = {
     ops: reservationOps,
     expireDue: async (_: void) => {

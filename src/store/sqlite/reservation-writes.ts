@@ -15,6 +15,8 @@ import {
   type ReservationEnd,
   type ReservationOutcome,
   type ReservationResult,
+  type ReservationWrite,
+  type ReservationWriteResult,
 } from '../../domain/reservation.js';
 import { reservationEvent } from '../../domain/reservation-events.js';
 import { eventOf } from '../../domain/write-kinds.js';
@@ -28,7 +30,7 @@ import { reservationReader, withoutPlace } from './reservation-reads.js';
  * The SQLite store's writes of reservations, in the writer thread under SQLite's one write lock
  * (so every judgement reads what is current): the reservation's row, the entries' `reserved`, for a
  * sale their counts and history rows, and the events through the change log (change-log.ts), its
- * commit last as in every write. Creations and ends come in groups (reservation-batch.ts), each in
+ * commit last as in every write. Creations and ends come in groups (reservationGroupCommit), each in
  * one IMMEDIATE transaction: the reservations already past their expiry are marked first (usually
  * none: one look at the due index), so a hold that lapsed is neither counted by a new reservation
  * nor ended twice; then each write, judged on what the ones before it left; then one commit of the
@@ -36,18 +38,9 @@ import { reservationReader, withoutPlace } from './reservation-reads.js';
  */
 export interface ReservationWrites {
   /** Creations and ends judged in order at one instant, in one transaction; a write that throws fails the transaction. */
-  group(ops: readonly GroupOp[]): (ReservationResult | EndOutcome)[];
+  group(writes: readonly ReservationWrite[]): ReservationWriteResult[];
   expireDue(): Reservation[];
 }
-
-/** The writes a group's ops make, all at the group's instant. */
-export interface GroupWrites {
-  create(reservation: NewReservation): ReservationResult;
-  end(id: string, end: ReservationEnd, origin: ChangeOrigin): EndOutcome;
-}
-
-/** One write of a group, made with the group's writes. */
-export type GroupOp = (writes: GroupWrites) => ReservationResult | EndOutcome;
 
 /** What a group's writes will commit: the pets they wrote and their events, in order. */
 interface Written {
@@ -177,12 +170,11 @@ function prepare(db: Database.Database): ReservationWrites {
    * The group: no savepoint per write, since a write that throws fails the group as a whole, and
    * the group commit then runs each write alone (group-commit.ts): the one at fault fails by itself.
    */
-  const group = db.transaction((ops: readonly GroupOp[]) => {
+  const group = db.transaction((writes: readonly ReservationWrite[]) => {
     const now = new Date();
     const written: Written = { petIds: [], events: [] };
     expireDue(now, written);
-    const writes: GroupWrites = { create: (r) => create(r, now, written), end: (id, how, origin) => end(id, how, origin, now, written) };
-    const answers = ops.map((op) => op(writes));
+    const answers = writes.map((w): ReservationWriteResult => ('reserve' in w ? create(w.reserve, now, written) : end(w.end.id, w.end.how, w.end.origin, now, written)));
     commit(written);
     return answers;
   });
@@ -195,7 +187,7 @@ function prepare(db: Database.Database): ReservationWrites {
   });
 
   return {
-    group: (ops) => group.immediate(ops),
+    group: (writes) => group.immediate(writes),
     expireDue: () => expire.immediate(),
   };
 }

@@ -1,15 +1,14 @@
 import type Database from 'better-sqlite3';
-import type { EndOutcome, Reservation, ReservationResult } from '../../domain/reservation.js';
+import type { EndOutcome, Reservation, ReservationResult, ReservationWrite, ReservationWriteResult } from '../../domain/reservation.js';
 import type { AppendedSignal } from '../appended.js';
 import type { GroupCommit } from '../group-commit.js';
-import type { ReservationOp, ReservationOpResult } from './reservation-batch.js';
 import type { Reservations } from '../store.js';
 import { committed, type Run } from './connection.js';
 import { reservationReads } from './reservation-reads.js';
 
-/** The writes of reservations in the writer thread: creations and ends grouped (reservation-batch.ts), the sweep's apart. */
+/** The writes of reservations in the writer thread: creations and ends grouped (reservation-writes.ts), the sweep's apart. */
 export interface ReservationCommits {
-  ops: GroupCommit<ReservationOp, ReservationOpResult>;
+  ops: GroupCommit<ReservationWrite, ReservationWriteResult>;
   expireDue: (_: void) => Promise<Reservation[]>;
 }
 
@@ -29,7 +28,7 @@ export function reservations(db: Database.Database, run: Run, commits: Reservati
     get: async (id) => run(() => reads.get(id, new Date())),
     list: async (query) => run(() => reads.list(query, new Date())),
     async end(id, end, origin) {
-      const outcome = (await commits.ops.submit({ endReservation: { id, end, origin } })) as EndOutcome;
+      const outcome = (await commits.ops.submit({ end: { id, how: end, origin } })) as EndOutcome;
       // A reservation that lapsed before this end was marked by it, with its event.
       appended.emit();
       return outcome;

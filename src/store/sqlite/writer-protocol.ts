@@ -1,10 +1,9 @@
 import type { ChangeBatch, ChangeBatchResult, IdempotencyRequest, QuantityChange, VersionCondition } from '../../domain/inventory.js';
-import type { Reservation } from '../../domain/reservation.js';
+import type { Reservation, ReservationWrite, ReservationWriteResult } from '../../domain/reservation.js';
 import type { ChangeReason, PetStatus } from '../../schemas/inventory.js';
 import { PET_STATUSES } from '../../schemas/values.js';
 import type { BatchOptions, BatchResult, ChangeFailure } from './apply-batch.js';
 import type { PositionWrite } from './record-position.js';
-import type { ReservationOp, ReservationOpResult } from './reservation-batch.js';
 import type { DeliveryRow, ProgressWrite } from './record-progress.js';
 
 /** What the writer thread is started with: its database file and how it writes batches. */
@@ -28,7 +27,7 @@ export type WriterRequest =
   | { progress: ProgressWrite }
   | { attempts: DeliveryRow[] }
   | { position: PositionWrite }
-  | { reservationOps: ReservationOp[] }
+  | { reservationOps: ReservationWrite[] }
   | { expireDue: true }
   | { durability: true }
   | { close: true };
@@ -42,7 +41,7 @@ export type WriterReply =
   | { batchResult: ChangeBatchResult }
   | { recorded: boolean }
   | { failed: ChangeFailure }
-  | { reservationAnswers: ReservationOpResult[] }
+  | { reservationAnswers: ReservationWriteResult[] }
   | { expired: Reservation[] }
   | { durability: Record<string, string> };
 

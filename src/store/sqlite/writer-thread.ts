@@ -9,7 +9,6 @@ import { applyBatch, failure, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf, openSqliteConnection } from './connection.js';
 import { recordPosition } from './record-position.js';
-import { applyReservationOps } from './reservation-batch.js';
 import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress } from './record-progress.js';
 import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
@@ -45,7 +44,7 @@ function write(request: Exclude<WriterRequest, { close: true } | { durability: t
   if ('changeBatch' in request) return { batchResult: applyChangeBatch(db, request.changeBatch, options) };
   if ('progress' in request) return { recorded: recordProgress(db, request.progress) };
   if ('position' in request) return { recorded: recordPosition(db, request.position) };
-  if ('reservationOps' in request) return { reservationAnswers: applyReservationOps(db, request.reservationOps) };
+  if ('reservationOps' in request) return { reservationAnswers: reservationWrites(db).group(request.reservationOps) };
   if ('expireDue' in request) return { expired: reservationWrites(db).expireDue() };
   if ('attempts' in request) {
     recordAttempts(db, request.attempts);

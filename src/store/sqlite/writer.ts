@@ -3,13 +3,12 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { ChangeBatch, ChangeBatchResult, QuantityChange } from '../../domain/inventory.js';
-import type { Reservation } from '../../domain/reservation.js';
+import type { Reservation, ReservationWrite, ReservationWriteResult } from '../../domain/reservation.js';
 import { StoreUnavailableError } from '../../errors.js';
 import { applyBatch, errorOf, type BatchOptions, type BatchResult } from './apply-batch.js';
 import { applyChangeBatch } from './apply-change-batch.js';
 import { durabilityOf } from './connection.js';
 import { recordPosition, type PositionWrite } from './record-position.js';
-import { applyReservationOps, type ReservationOp, type ReservationOpResult } from './reservation-batch.js';
 import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
@@ -26,8 +25,8 @@ export interface ChangeWriter {
   recordAttempts(attempts: DeliveryRow[]): Promise<void>;
   /** Moves a relay on, fenced by its lease (record-position.ts): false when the fence refused it; rejects when the write failed. */
   recordPosition(write: PositionWrite): Promise<boolean>;
-  /** Reservation writes together in one transaction (reservation-batch.ts), an answer each in order; rejects when that transaction failed. */
-  reservationOps(ops: readonly ReservationOp[]): Promise<ReservationOpResult[]>;
+  /** Reservation writes together in one transaction (reservation-writes.ts), an answer each in order; rejects when that transaction failed. */
+  reservationOps(ops: readonly ReservationWrite[]): Promise<ReservationWriteResult[]>;
   /** Marks the reservations past their expiry expired (reservation-writes.ts); rejects when the transaction failed. */
   expireDue(): Promise<Reservation[]>;
   /** The durability settings of the connection that commits. */
@@ -45,7 +44,7 @@ export function inThreadWriter(db: Database.Database, options: BatchOptions = {}
     recordProgress: async (write) => recordProgress(db, write),
     recordAttempts: async (attempts) => recordAttempts(db, attempts),
     recordPosition: async (write) => recordPosition(db, write),
-    reservationOps: async (ops) => applyReservationOps(db, ops),
+    reservationOps: async (ops) => reservationWrites(db).group(ops),
     expireDue: async () => reservationWrites(db).expireDue(),
     durability: async () => durabilityOf(db),
     failure: () => undefined,

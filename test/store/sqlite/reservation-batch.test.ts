@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openSqliteConnection } from '../../../src/store/sqlite/connection.js';
 import { migrate } from '../../../src/store/sqlite/migrations.js';
-import { applyReservationOps, type ReservationOp } from '../../../src/store/sqlite/reservation-batch.js';
+import type { ReservationWrite } from '../../../src/domain/reservation.js';
+import { reservationWrites } from '../../../src/store/sqlite/reservation-writes.js';
 import { newReservation, testOrigin } from '../../support/reservations.js';
 
 /** A connection on a fresh in-memory store with pet 1 (5 in stock). */
@@ -20,14 +21,14 @@ test('reservation writes of a group are judged in order on what the ones before 
   const first = newReservation([[1n, 3]]);
   const second = newReservation([[1n, 3]]);
   const third = newReservation([[1n, 2]]);
-  const ops: ReservationOp[] = [
+  const ops: ReservationWrite[] = [
     { reserve: first },
     { reserve: second },
-    { endReservation: { id: first.id, end: 'commit', origin: testOrigin() } },
+    { end: { id: first.id, how: 'commit', origin: testOrigin() } },
     { reserve: third },
-    { endReservation: { id: 'res_000000000000000000000000', end: 'release', origin: testOrigin() } },
+    { end: { id: 'res_000000000000000000000000', how: 'release', origin: testOrigin() } },
   ];
-  const answers = applyReservationOps(db, ops);
+  const answers = reservationWrites(db).group(ops);
   assert.deepEqual(
     answers.map((a) => ('kind' in a ? a.kind : 'failed')),
     ['created', 'insufficient_stock', 'ended', 'created', 'not_found'],
@@ -43,7 +44,7 @@ test('a write that throws fails its group: nothing of the group is written (the 
   // A second item of quantity 0, which no request can send: its row breaks the table's CHECK after
   // the reservation's row and the first item's hold were written.
   const broken = newReservation([[1n, 1], [1n, 0]]);
-  assert.throws(() => applyReservationOps(db, [{ reserve: kept }, { reserve: broken }]), /CHECK constraint failed/);
+  assert.throws(() => reservationWrites(db).group([{ reserve: kept }, { reserve: broken }]), /CHECK constraint failed/);
   assert.deepEqual({ ...entry() }, { quantity: 5, reserved: 0 }, 'rolled back');
   assert.equal(db.prepare('SELECT count(*) FROM reservations').pluck().get(), 0);
   assert.equal(db.inTransaction, false);
