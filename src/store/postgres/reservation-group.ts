@@ -104,9 +104,11 @@ class Writes {
  * The creations and ends of a group, judged in JavaScript in arrival order on rows the group holds
  * locked, each on what the ones before it left, as SQLite's group judges them; then written by one
  * statement. Three round trips whatever the group's size, where a statement per write held
- * store_state across all of theirs (decisions 12.7).
+ * store_state across all of theirs (decisions 12.7). A write alone is a group of one: one rule for
+ * both. `againAfterLapsed`: a creation refused where holds past their expiry may stand in its way
+ * answers undefined, to be judged again once the sweep has marked them; otherwise it is refused.
  */
-export async function applyReservationGroup(q: Query, ops: readonly ReservationWrite[], channel: string): Promise<GroupAnswer[]> {
+export async function applyReservationGroup(q: Query, ops: readonly ReservationWrite[], channel: string, againAfterLapsed: boolean): Promise<GroupAnswer[]> {
   const endRows = (await q<EndRow>(LOCK_ENDS, [ops.flatMap((op) => ('end' in op ? [op.end.id] : []))])).rows;
   const now = endRows[0]!.now;
   const found = new Map<string, { place: bigint; reservation: Reservation }>();
@@ -118,17 +120,17 @@ export async function applyReservationGroup(q: Query, ops: readonly ReservationW
     entries.set(BigInt(r.petId), { quantity: r.quantity, reserved: r.reserved, status: r.status, version: Number(r.version), live: r.live, lapsed: r.lapsed, touched: false, sold: false });
   }
   const writes = new Writes();
-  const answers = ops.map((op): GroupAnswer => ('end' in op ? end(op.end, found, entries, now, writes) : create(op.reserve, entries, now, writes)));
+  const answers = ops.map((op): GroupAnswer => ('end' in op ? end(op.end, found, entries, now, writes) : create(op.reserve, entries, now, writes, againAfterLapsed)));
   if (writes.events.length > 0) await q(WRITE_GROUP, writeValues(writes, entries, now, channel));
   return answers;
 }
 
-function create(r: NewReservation, entries: Map<bigint, Entry>, now: Date, writes: Writes): GroupAnswer {
+function create(r: NewReservation, entries: Map<bigint, Entry>, now: Date, writes: Writes, againAfterLapsed: boolean): GroupAnswer {
   const refusal = judgeHold(r.items, (petId) => {
     const entry = entries.get(petId);
     return entry?.live ? entry : undefined;
   });
-  if (refusal?.kind === 'insufficient_stock' && entries.get(refusal.petId)!.lapsed > 0) return undefined;
+  if (againAfterLapsed && refusal?.kind === 'insufficient_stock' && entries.get(refusal.petId)!.lapsed > 0) return undefined;
   if (refusal) return { ...refusal, replayed: false };
   for (const item of r.items) {
     const entry = entries.get(item.petId)!;

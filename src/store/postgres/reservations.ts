@@ -1,15 +1,12 @@
-import type { QueryResultRow } from 'pg';
 import { idempotencyKeyHash, judgeIdempotency, refusePastCap } from '../../domain/idempotency.js';
 import type { ChangeOrigin } from '../../domain/inventory.js';
 import {
   encodeReservationOutcome,
-  END_STATUS,
   type EndOutcome,
   type ReservationEnd,
   type ReservationWrite,
   type ReservationWriteResult,
   EXPIRE_BATCH,
-  judgeEnd,
   replayReservationOutcome,
   type NewReservation,
   type Reservation,
@@ -25,7 +22,7 @@ import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
 import { applyReservationGroup } from './reservation-group.js';
 import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
-import { CREATE_RESERVATION, END_RESERVATION, EXPIRE_DUE } from './reservation-writes.js';
+import { EXPIRE_DUE } from './reservation-writes.js';
 
 
 const STATEMENTS = {
@@ -45,26 +42,16 @@ const STATUS_WHERE: Record<ReservationStatus, string> = {
   released: "r.status = 'released'",
 };
 
-interface JudgedRow {
-  position: bigint;
-  found: boolean;
-  quantity: number | null;
-  reserved: number | null;
-  createdAt: Date | null;
-  expiresAt: Date | null;
-  lapsed: number;
-}
 
-/** Where a creation runs: one statement on its own, or inside the transaction of its Idempotency-Key. */
-type Run = <R extends QueryResultRow>(statement: Statement, values: unknown[]) => Promise<{ rows: R[] }>;
 
 /** A refusal that holds past their expiry may explain: the sweep marks them and the creation runs once more. */
 class LapsedHolds extends Error {}
 
 /**
- * The PostgreSQL store's reservations: each write one statement (reservation-writes.ts), the
- * writes waiting together run in one transaction (commitGroup); with an Idempotency-Key, a
- * creation is one transaction of its own that locks the API key's count first, as a keyed change does.
+ * The PostgreSQL store's reservations: every creation and end judged and written by
+ * applyReservationGroup (reservation-group.ts), the writes waiting together in one transaction
+ * (commitGroup), a write alone as a group of one; with an Idempotency-Key, a creation is a
+ * transaction of its own that locks the API key's count first, as a keyed change does.
  */
 export function reservations(
   { query, run }: Pooled,
@@ -78,48 +65,23 @@ export function reservations(
     return rows.map(toReservation);
   };
 
-  /** One try: the statement, and the outcome it says; LapsedHolds on a refusal that lapsed holds may explain, on the first try. */
-  const hold = async (runOn: Run, r: NewReservation, first: boolean): Promise<ReservationOutcome> => {
-    const { origin } = r;
-    const { rows } = await runOn<JudgedRow>(CREATE_RESERVATION, [
-      r.items.map((i) => i.petId.toString()),
-      r.items.map((i) => i.quantity),
-      r.id,
-      r.reference,
-      r.ttlSeconds,
-      origin.source,
-      origin.keyId,
-      origin.requestId,
-      log.channel,
-    ]);
-    const made = rows[0]?.createdAt;
-    if (made && rows[0]!.expiresAt) {
-      return {
-        kind: 'created',
-        reservation: { id: r.id, status: 'active', items: r.items.map((i) => ({ ...i })), reference: r.reference, createdAt: made, expiresAt: rows[0]!.expiresAt, endedAt: null },
-      };
-    }
-    for (const [index, row] of rows.entries()) {
-      const { petId, quantity } = r.items[index]!;
-      if (!row.found) return { kind: 'not_found', index, petId };
-      const available = Math.max(0, row.quantity! - row.reserved!);
-      if (available >= quantity) continue;
-      if (first && row.lapsed > 0) throw new LapsedHolds();
-      return { kind: 'insufficient_stock', index, petId, quantity: row.quantity!, reserved: row.reserved!, available };
-    }
-    throw new Error('CREATE_RESERVATION held nothing, yet every item fits');
+  /**
+   * One creation in transaction `q`, judged as a group's are (reservation-group.ts); LapsedHolds on
+   * a refusal that lapsed holds may explain, on the first try.
+   */
+  const hold = async (q: Query, r: NewReservation, first: boolean): Promise<ReservationOutcome> => {
+    const [answer] = await applyReservationGroup(q, [{ reserve: r }], log.channel, first);
+    if (answer === undefined) throw new LapsedHolds();
+    // The outcome as an Idempotency-Key keeps it: whether it is a replay is the answer's, not the outcome's.
+    const outcome: ReservationOutcome & { replayed?: boolean } = { ...(answer as ReservationOutcome) };
+    delete outcome.replayed;
+    return outcome;
   };
 
-  /** Ends reservation `id` by one statement on `runOn`, then reads it: to answer with, or to judge why it was not active. */
-  const finish = async (runOn: Run, id: string, how: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome> => {
-    const status = END_STATUS[how];
-    const { rows } = await runOn<ReservationRow & { held: bigint }>(END_RESERVATION, [id, status, origin.source, origin.keyId, origin.keyName, origin.requestId, log.channel]);
-    const ended = rows[0];
-    const found = (await runOn<ReservationRow>(STATEMENTS.get, [id])).rows[0];
-    if (ended) return { kind: 'ended', reservation: { ...toReservation(found!), status, endedAt: ended.endedAt } };
-    const verdict = judgeEnd(found && toReservation(found), how);
-    if (verdict === 'apply') throw new Error(`END_RESERVATION left out reservation ${id}, which is active`);
-    return verdict;
+  /** One end in a transaction of its own, judged as a group's are. */
+  const finish = async (id: string, how: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome> => {
+    const [answer] = await transaction((q) => applyReservationGroup(q, [{ end: { id, how, origin } }], log.channel, false));
+    return answer as EndOutcome;
   };
 
   const keyed = (r: NewReservation, first: boolean): Promise<ReservationResult> => {
@@ -145,7 +107,7 @@ export function reservations(
   /** A creation on its own: one statement, or the transaction of its Idempotency-Key; once more after marking the lapsed holds that refused it. */
   const createAlone = async (r: NewReservation): Promise<ReservationResult> => {
     const once = async (first: boolean): Promise<ReservationResult> => {
-      const result = r.origin.idempotency ? await keyed(r, first) : { ...(await hold((st, v) => query(st, v), r, first)), replayed: false };
+      const result = r.origin.idempotency ? await keyed(r, first) : { ...(await transaction((q) => hold(q, r, first))), replayed: false };
       if (result.kind === 'created' && !result.replayed) log.appended.emit();
       return result;
     };
@@ -160,7 +122,7 @@ export function reservations(
   };
 
   const endAlone = async (id: string, how: ReservationEnd, origin: ChangeOrigin): Promise<EndOutcome> => {
-    const outcome = await finish((st, v) => query(st, v), id, how, origin);
+    const outcome = await finish(id, how, origin);
     if (outcome.kind === 'ended') log.appended.emit();
     return outcome;
   };
@@ -177,7 +139,7 @@ export function reservations(
    */
   const commitGroup: CommitBatch<ReservationWrite, ReservationWriteResult> = async (ops) => {
     if (ops.length === 1) return [await alone(ops[0]!)];
-    const answers = await transaction((q) => applyReservationGroup(q, ops, log.channel));
+    const answers = await transaction((q) => applyReservationGroup(q, ops, log.channel, true));
     if (answers.some((a) => a?.kind === 'created' || a?.kind === 'ended')) log.appended.emit();
     const settled: ReservationWriteResult[] = [];
     // One at a time, in arrival order, after the group: each marks the lapsed holds in its way, then is judged.
