@@ -10,6 +10,8 @@ export interface FileResult {
   file: string;
   passed: boolean;
   seconds: number;
+  /** A failed file's failing tests as TAP printed them (at most 80 lines); empty when it passed. */
+  failures: string;
 }
 
 /** Runs test files `concurrency` at a time in the order given, each file's output printed whole when it ends. */
@@ -21,3 +23,6 @@ export function runPool(options: {
   running: Running;
   write: (text: string) => void;
 }): Promise<FileResult[]>;
+
+/** The TAP blocks of the failing subtests in a file's output, at most 80 lines. */
+export function failingBlocks(output: string): string;

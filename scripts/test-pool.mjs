@@ -42,7 +42,30 @@ function runFile(file, args, cwd, running, write) {
       const passed = code === 0;
       const how = passed ? 'passed' : `FAILED (${signal ?? `exit code ${code}`})`;
       write(`::: ${file}: ${how} in ${seconds.toFixed(1)} s\n${entry.output()}`);
-      done({ file, passed, seconds });
+      done({ file, passed, seconds, failures: passed ? '' : failingBlocks(entry.output()) });
     });
   });
+}
+
+/** How many lines of a failed file's failures the run's last lines repeat. */
+const FAILURE_LINES = 80;
+
+/**
+ * The TAP blocks of the subtests that failed (each "not ok" line and its YAML, the error and its
+ * stack), at most FAILURE_LINES lines: repeated at the end of the run, where a CI log that keeps
+ * only its tail still shows why. Empty when the reporter is not TAP.
+ */
+export function failingBlocks(output) {
+  const lines = output.split('\n');
+  const kept = [];
+  for (let i = 0; i < lines.length && kept.length < FAILURE_LINES; i++) {
+    const failed = /^(\s*)not ok /.exec(lines[i]);
+    if (!failed) continue;
+    const end = `${failed[1]}  ...`;
+    for (let j = i; j < lines.length && kept.length < FAILURE_LINES; j++) {
+      kept.push(lines[j]);
+      if (lines[j] === end) break;
+    }
+  }
+  return kept.join('\n');
 }

@@ -96,14 +96,16 @@ function stop(running, signal) {
   process.exitCode = 1;
 }
 
-/** The last lines: how many passed, which failed, and the longest files (what scripts/test-order.mjs lists). */
+/** The last lines: how many passed, the longest files (what scripts/test-order.mjs lists), and which failed and how. */
 function summarise(results, ms) {
   const failed = results.filter((r) => !r.passed).map((r) => r.file);
+  const how = results.filter((r) => !r.passed && r.failures !== '');
   const longest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 8);
   const minutes = `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
   process.stdout.write(
     `::: ${results.length} test files in ${minutes}, ${concurrency} at a time: ${results.length - failed.length} passed, ${failed.length} failed\n` +
       `::: the longest: ${longest.map((r) => `${r.file} ${r.seconds.toFixed(0)} s`).join(', ')}\n` +
+      how.map((r) => `::: ${r.file}: what failed\n${r.failures}\n`).join('') +
       failed.map((file) => `::: FAILED: ${file}\n`).join(''),
   );
   if (failed.length > 0 || running.stopped) process.exitCode = 1;

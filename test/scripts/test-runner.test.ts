@@ -106,4 +106,7 @@ test('a run: files side by side, each file\'s output whole under its name, passe
   assert.match(block(pass), /^::: \S+: passed in \d+\.\d s\n/);
   assert.match(block(fail), /^::: \S+: FAILED \(exit code 1\) in \d+\.\d s\n[^]*failed on purpose/);
   assert.equal(running.files.size, 0);
+  const failures = new Map(results.map((r) => [r.file, r.failures]));
+  assert.equal(failures.get(pass), '');
+  assert.match(failures.get(fail) ?? '', /^not ok 1 - fail\n[^]*failed on purpose[^]*\n {2}\.\.\.$/, 'the failing test\'s block, kept for the last lines');
 });
