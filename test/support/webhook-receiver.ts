@@ -18,6 +18,8 @@ export interface Received {
   arrived: number;
   /** ... and when it was answered; undefined until then (or never: `hang`, `drop`). */
   answered?: number;
+  /** Resolves when its connection closes: for a request left hanging, the moment the sender gives up on it. */
+  closed: Promise<void>;
 }
 
 /** How the receiver answers one request: a status (and headers, once `until` resolved and `delayMs` passed), or `hang` (never answers), or `drop` (closes the connection). */
@@ -99,7 +101,8 @@ export async function startReceiver(t: TestContext, port = 0): Promise<Receiver>
     receiver.concurrency.max = Math.max(receiver.concurrency.max, receiver.concurrency.now);
     let body = '';
     for await (const chunk of req) body += (chunk as Buffer).toString();
-    const request: Received = { headers: req.headers, body, json: JSON.parse(body) as Received['json'], at: Date.now(), arrived: step++ };
+    const closed = new Promise<void>((resolve) => req.socket.once('close', () => resolve()));
+    const request: Received = { headers: req.headers, body, json: JSON.parse(body) as Received['json'], at: Date.now(), arrived: step++, closed };
     const answer = receiver.answer(request, receiver.received.length);
     receiver.received.push(request);
     for (const waiter of [...waiters]) waiter();
