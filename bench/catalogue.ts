@@ -12,8 +12,8 @@ import { peakRss, ratio, type Check, type Row, type Section } from './report.js'
 import { writeBenchCatalogue } from './seed.js';
 import { startServer } from './servers.js';
 
-/** The targets of the catalogue scenario. */
-export const CATALOGUE_TARGETS = { importVsBare: 0.5, importRssMiB: 300 } as const;
+/** The targets of the catalogue scenario: the import against the bare load of the same rows (entries + events), the 0.8. */
+export const CATALOGUE_TARGETS = { importVsBare: 0.8, importRssMiB: 300 } as const;
 
 const CODINGS: readonly Coding[] = ['identity', 'gzip', 'br'];
 
