@@ -20,6 +20,13 @@ type Row = [petId: bigint, quantity: number, status: string];
 /** The columns of a creation event, in the order both backends' bare loads give them. */
 const EVENT_COLUMNS = 'seq, type, occurred_at, pet_id, status, previous_quantity, quantity, version, reason, source, key_id, request_id';
 
+/** What one bare load took: rows per second, its wall time and the bench process's CPU time over it (user + system, every thread). */
+export interface BareLoad {
+  rate: number;
+  seconds: number;
+  cpuSeconds: number;
+}
+
 /** The rows of an exported CSV file, read plainly (not timed: the bare load is the database's work alone). */
 export async function readRows(file: string): Promise<Row[]> {
   const lines = (await readFile(file, 'utf8')).split('\n').slice(1, -1);
@@ -30,17 +37,17 @@ export async function readRows(file: string): Promise<Row[]> {
 }
 
 /**
- * Rows per second of the bare load of `rows` into a fresh database: on SQLite prepared inserts,
+ * The bare load of `rows` into a fresh database, timed: on SQLite prepared inserts,
  * one transaction per IMPORT_BATCH rows (WAL, synchronous=FULL, as the service's connections); on
  * PostgreSQL one COPY per table and IMPORT_BATCH rows. Into the service's tables (the store opened
  * once for its migrations), or a minimal table of the three columns and the primary key.
  */
-export async function bareLoadRate(backend: Backend, databaseUrl: string, rows: readonly Row[], table: BareTable): Promise<number> {
+export async function bareLoad(backend: Backend, databaseUrl: string, rows: readonly Row[], table: BareTable): Promise<BareLoad> {
   await (await openStore(databaseUrl)).close();
   return backend === 'sqlite' ? bareSqlite(databaseUrl, rows, table) : barePostgres(databaseUrl, rows, table);
 }
 
-function bareSqlite(databaseUrl: string, rows: readonly Row[], table: BareTable): number {
+function bareSqlite(databaseUrl: string, rows: readonly Row[], table: BareTable): BareLoad {
   const target = parseDatabaseUrl(databaseUrl);
   if (target.backend !== 'sqlite') throw new Error('a SQLite URL is needed');
   const db = new Connection(target.filename);
@@ -70,15 +77,15 @@ function bareSqlite(databaseUrl: string, rows: readonly Row[], table: BareTable)
       }
     }
     const batch = db.transaction((part: readonly Row[]) => part.forEach(insert));
-    const started = performance.now();
+    const started = startClock();
     for (let i = 0; i < rows.length; i += IMPORT_BATCH) batch(rows.slice(i, i + IMPORT_BATCH));
-    return rows.length / ((performance.now() - started) / 1000);
+    return stopClock(started, rows.length);
   } finally {
     db.close();
   }
 }
 
-async function barePostgres(databaseUrl: string, rows: readonly Row[], table: BareTable): Promise<number> {
+async function barePostgres(databaseUrl: string, rows: readonly Row[], table: BareTable): Promise<BareLoad> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -97,7 +104,7 @@ async function barePostgres(databaseUrl: string, rows: readonly Row[], table: Ba
       }
       batches.push(batch);
     }
-    const started = performance.now();
+    const started = startClock();
     for (const batch of batches) {
       // An entry and its event commit together, as the import writes them.
       if (batch.length > 1) await client.query('BEGIN');
@@ -108,8 +115,19 @@ async function barePostgres(databaseUrl: string, rows: readonly Row[], table: Ba
       }
       if (batch.length > 1) await client.query('COMMIT');
     }
-    return rows.length / ((performance.now() - started) / 1000);
+    return stopClock(started, rows.length);
   } finally {
     await client.end();
   }
+}
+
+function startClock(): { wall: number; cpu: NodeJS.CpuUsage } {
+  return { wall: performance.now(), cpu: process.cpuUsage() };
+}
+
+/** The load's figures since startClock: the bench process's CPU is every thread's (getrusage of the process). */
+function stopClock(started: { wall: number; cpu: NodeJS.CpuUsage }, rows: number): BareLoad {
+  const seconds = (performance.now() - started.wall) / 1000;
+  const { user, system } = process.cpuUsage(started.cpu);
+  return { rate: rows / seconds, seconds, cpuSeconds: (user + system) / 1e6 };
 }
