@@ -6,8 +6,10 @@ import { openStore } from '../src/store/open.js';
 import { bareLoad, readRows } from './bare-import.js';
 import { runCli } from './cli-run.js';
 import { createDatabase, type Backend } from './databases.js';
+import { IMPORT_PATCHES, importWhileServing, ON_SALE } from './import-serving.js';
 import { onCleanup } from './lifecycle.js';
 import { downloadList, type Coding } from './list-download.js';
+import type { LoadResult } from './load-spec.js';
 import { peakRss, ratio, type Check, type Row, type Section } from './report.js';
 import { writeBenchCatalogue } from './seed.js';
 import { startServer } from './servers.js';
@@ -18,8 +20,9 @@ export const CATALOGUE_TARGETS = { importVsBare: 0.8, importRssMiB: 300 } as con
 const CODINGS: readonly Coding[] = ['identity', 'gzip', 'br'];
 
 /**
- * The catalogue at `size` entries on one backend: `pets import` of an exported CSV file against a
- * bare load of the same rows (run in the same bench), its peak RSS; `pets export` of the result,
+ * The catalogue at `size` entries on one backend: `pets import` of an exported CSV file into a live
+ * store, PATCHes answered beside it, against a bare load of the same rows (run in the same bench),
+ * its peak RSS; `pets export` of the result,
  * checked to be the same bytes as the file imported; and GET /v1/inventory of all of it, in each
  * content coding, the first time (the list loaded, or compressed) and then from the cache.
  */
@@ -27,7 +30,8 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
   const dir = await mkdtemp(join(tmpdir(), 'inventory-bench-catalogue-'));
   onCleanup(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'catalogue.csv');
-  await writeBenchCatalogue(file, size);
+  // The pets on sale during the import come first: the file's follow them.
+  await writeBenchCatalogue(file, size, ON_SALE);
   const entries = `${size.toLocaleString('en-US')} entries`;
   const rows: Row[] = [];
   const notes: string[] = [];
@@ -47,14 +51,14 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
   );
 
   const databaseUrl = await createDatabase(backend, `catalogue_${size}`);
-  const imported = await runCli(databaseUrl, ['pets', 'import', file]);
+  const { imported, patches } = await importWhileServing(databaseUrl, file);
   if (!imported.stdout.startsWith(`read ${size.toLocaleString('en-US')}, created ${size.toLocaleString('en-US')}, `)) {
     throw new Error(`pets import did not create every entry: ${imported.stdout}`);
   }
   const importRate = size / imported.seconds;
   rows.push({
     scenario: `import ${entries} (CSV)`,
-    server: 'service: pets import',
+    server: `pets import, ${IMPORT_PATCHES.rate} PATCH/s served beside it`,
     checks: [
       perSecond(importRate, 'rows'),
       ratio(importRate / bareEvents.rate, 'bare entries + events', CATALOGUE_TARGETS.importVsBare),
@@ -63,9 +67,14 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
       peakRss(imported.peakRssBytes, CATALOGUE_TARGETS.importRssMiB),
     ],
   });
+  rows.push(patchesDuringImport(patches, entries));
   const how = backend === 'sqlite' ? 'prepared inserts, one transaction per 10,000 rows' : 'one COPY per table and 10,000 rows (with events, both in one transaction)';
   notes.push(
     `import: the wall time of the whole command, start-up included (${imported.seconds.toFixed(2)} s); its own summary: ${imported.stdout.trim()}`,
+    `import into a live store: the service serves the same database meanwhile (on the server core), with pets 1 to ${ON_SALE} on sale (the file's come after them), ` +
+      `and ${IMPORT_PATCHES.rate} PATCH/s of those pets, evenly paced from the bench process (up to ${IMPORT_PATCHES.connections} in flight), ` +
+      'go to it from the import\'s start to its exit; the PATCH row counts them and their answers (req/s over the import\'s time). ' +
+      'The import\'s rate is measured in that same run; the bare loads run alone. The pets on sale are retired afterwards, so the export and the list are the file\'s entries alone',
     `bare load: the same rows, parsed beforehand, by ${how}, into the service's inventory table of a fresh database (its columns, checks and indexes); ` +
       '"+ events" also writes each entry\'s creation event into the service\'s event table, as the import does (a new entry has no history row: history records changes of a count), ' +
       'and is the comparison the target is for: the import with its event log on against a bare load with the same rows written; ' +
@@ -112,6 +121,22 @@ async function listDownloads(databaseUrl: string, entries: string): Promise<Row[
 
 function size(bytes: number): string {
   return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(1)} kB`;
+}
+
+/** The PATCHes sent while the import ran: every one must be answered 2xx, and at least one sent. */
+function patchesDuringImport(patches: LoadResult, entries: string): Row {
+  return {
+    scenario: `PATCH during the import of ${entries}`,
+    server: 'service, same database',
+    result: patches,
+    checks: [
+      {
+        text: `${patches.ok.toLocaleString('en-US')} answered 2xx, ${patches.failed.toLocaleString('en-US')} failed`,
+        target: 'some answered, none failed',
+        met: patches.ok > 0 && patches.failed === 0,
+      },
+    ],
+  };
 }
 
 /** Wall time and CPU time side by side: how much of the wall time the process itself computed. */

@@ -7,9 +7,10 @@ const TICK_MS = 5;
 
 /**
  * Open-loop load at spec.rate requests per second, spaced evenly, whatever the server's latency
- * (up to spec.connections in flight; a request due while all are busy waits for one).
+ * (up to spec.connections in flight; a request due while all are busy waits for one). `stop` ends
+ * the window early, for a load that lasts as long as something else does.
  */
-export async function runPaced(spec: LoadSpec): Promise<LoadResult> {
+export async function runPaced(spec: LoadSpec, stop?: AbortSignal): Promise<LoadResult> {
   const rate = spec.rate;
   if (rate === undefined || rate <= 0) throw new Error('a paced load needs a positive rate');
   const agent = new Agent({ keepAlive: true, maxSockets: spec.connections });
@@ -20,7 +21,7 @@ export async function runPaced(spec: LoadSpec): Promise<LoadResult> {
   let sent = 0;
   const start = performance.now();
   const windowStart = start + spec.warmupSeconds * 1000;
-  const end = windowStart + spec.durationSeconds * 1000;
+  let end = windowStart + spec.durationSeconds * 1000;
   const inFlight = new Set<Promise<void>>();
 
   const send = () => {
@@ -56,6 +57,7 @@ export async function runPaced(spec: LoadSpec): Promise<LoadResult> {
   await new Promise<void>((finish) => {
     const timer = setInterval(() => {
       const now = performance.now();
+      if (stop?.aborted) end = Math.min(end, now);
       if (now >= end) {
         clearInterval(timer);
         finish();
@@ -69,5 +71,6 @@ export async function runPaced(spec: LoadSpec): Promise<LoadResult> {
   agent.destroy();
   const sorted = Float64Array.from(latencies).sort();
   // Requests are counted by send time, and sending stops at the window's end: the rate is over the window.
-  return { requestsPerSecond: ok / spec.durationSeconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, failed };
+  const windowSeconds = (end - windowStart) / 1000;
+  return { requestsPerSecond: windowSeconds > 0 ? ok / windowSeconds : 0, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, failed };
 }

@@ -45,17 +45,20 @@ export async function storeProblem(databaseUrl: string): Promise<string | undefi
   }
 }
 
-/** benchItems(size) as `pets export` writes them in CSV, a page at a time: the file the catalogue scenario imports. */
-export async function writeBenchCatalogue(path: string, size: number): Promise<void> {
+/**
+ * benchItems(from + size, from), pets from+1..from+size, as `pets export` writes them in CSV, a page at
+ * a time: the file the catalogue scenario imports.
+ */
+export async function writeBenchCatalogue(path: string, size: number, from = 0): Promise<void> {
   const writer = EXPORT_WRITERS.csv;
   const out = createWriteStream(path);
   const write = async (text: string) => {
     if (!out.write(text)) await once(out, 'drain');
   };
   await write(writer.start);
-  for (let first = 0; first < size; first += 10_000) {
-    const page = benchItems(Math.min(size, first + 10_000), first);
-    await write(writer.page(page, first === 0));
+  for (let first = from; first < from + size; first += 10_000) {
+    const page = benchItems(Math.min(from + size, first + 10_000), first);
+    await write(writer.page(page, first === from));
   }
   await write(writer.end(size === 0));
   out.end();

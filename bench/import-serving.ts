@@ -1,0 +1,64 @@
+import { openStore } from '../src/store/open.js';
+import { runCli, type CliRun } from './cli-run.js';
+import { runPaced } from './load-paced.js';
+import type { LoadResult } from './load-spec.js';
+import { benchItems, seedDatabaseWith } from './seed.js';
+import { startServer } from './servers.js';
+
+/** Pets on sale before the import, 1..ON_SALE, the ones the PATCHes change: the imported file's pets come after them. */
+export const ON_SALE = 100;
+/** The PATCHes beside the import: the mixed load's pace, a shop selling steadily while its stock is loaded. */
+export const IMPORT_PATCHES = { rate: 200, connections: 10 } as const;
+/** Longer than any import: the PATCHes stop when the import exits, not at the end of a window. */
+const UNTIL_STOPPED_SECONDS = 24 * 3600;
+
+export interface ServedImport {
+  imported: CliRun;
+  /** The PATCHes sent from the import's start to its exit, and their answers. */
+  patches: LoadResult;
+}
+
+/**
+ * `pets import FILE` into a live store, as an operator would load stock into a running shop: the
+ * service serves the same database (pinned to the server core, as deployed), with ON_SALE pets on
+ * sale, and PATCHes of those pets go to it at a fixed pace from the import's start to its exit.
+ * The pets on sale are retired afterwards, so what follows (the export, the list) sees the file's
+ * entries alone.
+ */
+export async function importWhileServing(databaseUrl: string, file: string): Promise<ServedImport> {
+  const key = await seedDatabaseWith(databaseUrl, benchItems(ON_SALE));
+  const server = await startServer('service', { databaseUrl, key });
+  let served: ServedImport;
+  try {
+    const stop = new AbortController();
+    const patches = runPaced(
+      {
+        baseUrl: server.baseUrl,
+        method: 'PATCH',
+        authorization: `Bearer ${key}`,
+        petCount: ON_SALE,
+        connections: IMPORT_PATCHES.connections,
+        warmupSeconds: 0,
+        durationSeconds: UNTIL_STOPPED_SECONDS,
+        rate: IMPORT_PATCHES.rate,
+      },
+      stop.signal,
+    );
+    const imported = await runCli(databaseUrl, ['pets', 'import', file]).finally(() => stop.abort());
+    served = { imported, patches: await patches };
+  } finally {
+    await server.stop();
+  }
+  await retirePetsOnSale(databaseUrl);
+  return served;
+}
+
+async function retirePetsOnSale(databaseUrl: string): Promise<void> {
+  const store = await openStore(databaseUrl);
+  try {
+    const at = new Date();
+    for (let petId = 1n; petId <= ON_SALE; petId++) await store.changes.retireEntry(petId, { force: true, at });
+  } finally {
+    await store.close();
+  }
+}
