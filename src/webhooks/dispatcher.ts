@@ -160,11 +160,15 @@ export class WebhookDispatcher {
       // enable or replay: the worker's place is stale, a new one starts from the store's.
       if (claims.get(id) !== worker.claimedAt.getTime()) {
         this.#workers.delete(id);
+        // A worker that disabled the endpoint itself (or was refused by the store) logged that change already; it may still
+        // be recording it when this round's read comes back.
+        const saidSo = worker.stopping;
         const stop: Promise<void> = worker.stop().finally(() => {
           if (this.#stopping.get(id) === stop) this.#stopping.delete(id);
         });
         this.#stopping.set(id, stop);
-        this.#options.log.info({ endpointId: id, holder: this.holder }, claims.has(id) ? 'webhook endpoint: delivery starts again from its recorded place (enabled or replayed)' : 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');
+        if (claims.has(id)) this.#options.log.info({ endpointId: id, holder: this.holder }, 'webhook endpoint: delivery starts again from its recorded place (enabled or replayed)');
+        else if (!saidSo) this.#options.log.info({ endpointId: id, holder: this.holder }, 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');
       }
     }
     for (const endpoint of held) {

@@ -114,6 +114,11 @@ export class EndpointWorker {
       });
   }
 
+  /** Whether it is stopping or stopped: told to, or by itself (it disabled the endpoint, or the store refused it, and said so in the log). */
+  get stopping(): boolean {
+    return this.#stopped;
+  }
+
   /** The endpoint as the worker sends to it and signs for it now. */
   get endpoint(): WebhookEndpoint {
     return this.#endpoint;
