@@ -41,7 +41,8 @@ against the textbook Express peer; prints the table and, in a full run, writes b
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
   --only durable    only the durable writes (PATCH and adjustments, the service against bare durable
-                    group-commit servers, with CPU per request; GET with 100 event streams open); needs wrk
+                    group-commit servers, with CPU per request; GET of 100 and 10,000 entries, with and without
+                    100 event streams open); needs wrk
   --only events     only the change events (PATCH with the event log against without it, the time from a
                     PATCH's 200 to its event on a stream, idle streams one process holds)
   --only get        only the main table of each backend (GET of each size, the mixed load and PATCH,
