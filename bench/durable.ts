@@ -14,9 +14,8 @@ import { benchItems, seedDatabaseWith } from './seed.js';
 import {
   alternateRounds,
   bestCounted,
-  bestCpuUs,
-  bestMainCpuUs,
   bestRun,
+  cpu,
   eachCounted,
   eachCpu,
   eachRun,
@@ -395,12 +394,4 @@ function deliveries(side: Side): Check {
 /** "; deliveries during each round's window 1,234, ..." for a side with a counter, else nothing. */
 function deliveriesPerRound(side: Side): string {
   return side.counted ? `; deliveries during each round's window ${eachCounted(side)}` : '';
-}
-
-/** The best round's CPU per request, as a value. */
-function cpu(side: Side): Check {
-  const us = bestCpuUs(side);
-  const main = bestMainCpuUs(side);
-  if (us === undefined) return { text: 'CPU/request unknown (no /proc)' };
-  return { text: main === undefined ? `${us.toFixed(0)} µs CPU/request` : `${us.toFixed(0)} µs CPU/request (main thread ${main.toFixed(0)}, others ${(us - main).toFixed(0)})` };
 }
