@@ -20,10 +20,10 @@ export interface BenchOptions {
   /** Entries of the catalogue scenario (import, export, the whole list). */
   catalogueSize: number;
   /** One scenario alone (the start-up only when it is the one), and bench/results.md left as it is. */
-  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'ratelimit' | 'reservations' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
+  only: 'catalogue' | 'dashboard' | 'docs' | 'durable' | 'events' | 'get' | 'ratelimit' | 'reservations' | 'scaling' | 'startup' | 'tills' | 'webhooks' | undefined;
 }
 
-export const HELP = `Usage: npm run bench -- [--quick | --smoke] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|ratelimit|reservations|scaling|startup|tills|webhooks]
+export const HELP = `Usage: npm run bench -- [--quick | --smoke] [--backends sqlite,postgres] [--load wrk|autocannon] [--only catalogue|dashboard|docs|durable|events|get|ratelimit|reservations|scaling|startup|tills|webhooks]
 
 Benchmarks the service against a bare node:http baseline serving the same bytes, and PATCH
 against the textbook Express peer; prints the table and, in a full run, writes bench/results.md.
@@ -41,9 +41,12 @@ against the textbook Express peer; prints the table and, in a full run, writes b
   --only dashboard  only the dashboard scenario (asset sizes; headless Chromium on 100,000 entries)
   --only docs       only the API reference at /docs (its files' sizes; time to the first operation, cold and warm)
   --only durable    only the durable writes (PATCH and adjustments, the service against bare durable
-                    group-commit servers, with CPU per request; GET with 100 event streams open); needs wrk
+                    group-commit servers, with CPU per request; GET of 100 and 10,000 entries, with and without
+                    100 event streams open); needs wrk
   --only events     only the change events (PATCH with the event log against without it, the time from a
                     PATCH's 200 to its event on a stream, idle streams one process holds)
+  --only get        only the main table of each backend (GET of each size, the mixed load and PATCH,
+                    the service against the baseline and the Express peer, --workers 2 against one)
   --only ratelimit  only the shared rate limit (GET with REDIS_URL against without it, side by side, on the
                     first of --backends)
   --only reservations  only the reservations (50 clients checking out 1 of a pet, POST /v1/reservations
@@ -67,7 +70,7 @@ BENCH_REDIS_URL the Redis of the rate-limit scenario (default redis://127.0.0.1:
 
 const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 const LOAD_TOOLS: readonly LoadTool[] = ['wrk', 'autocannon'];
-const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'ratelimit', 'reservations', 'scaling', 'startup', 'tills', 'webhooks'] as const;
+const ONLY = ['catalogue', 'dashboard', 'docs', 'durable', 'events', 'get', 'ratelimit', 'reservations', 'scaling', 'startup', 'tills', 'webhooks'] as const;
 
 /** The run's settings from the command line; undefined after --help. Throws on a wrong call. */
 export function parseOptions(argv: string[]): BenchOptions | undefined {

@@ -31,7 +31,7 @@ import { startupSection } from './startup.js';
 const RESULTS_FILE = resolve(REPO_ROOT, 'bench', 'results.md');
 const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
 /** The --only scenarios run once per backend. */
-const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'durable', 'events', 'reservations', 'tills', 'webhooks']);
+const BACKEND_SCENARIOS = new Set<BenchOptions['only']>(['catalogue', 'durable', 'events', 'get', 'reservations', 'tills', 'webhooks']);
 
 async function main(argv: string[]): Promise<number> {
   let options: BenchOptions | undefined;
@@ -76,12 +76,12 @@ async function main(argv: string[]): Promise<number> {
     if (options.only === undefined || options.only === 'startup') show(await startupSection(options.startupRounds), 'startup');
     for (const backend of options.only === undefined || BACKEND_SCENARIOS.has(options.only) ? options.backends : []) {
       const skip = backend === 'postgres' ? await postgresSkipReason() : undefined;
-      if (!options.only) {
+      if (options.only === undefined || options.only === 'get') {
         const section: Section = skip
           ? { title: TITLES[backend], rows: [], notes: [`PostgreSQL: skipped (${skip})`] }
           : await new BackendBench(backend, options, load, hasWorkers).run(TITLES[backend]);
         if (backend === 'postgres' && !skip) section.notes.unshift(await describePostgres());
-        show(section);
+        show(section, 'get', backend);
       }
       if (options.only === undefined || options.only === 'catalogue') {
         const catalogue = `Catalogue on ${TITLES[backend]} (${options.catalogueSize.toLocaleString('en-US')} entries)`;

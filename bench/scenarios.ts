@@ -3,13 +3,16 @@ import { createDatabase, type Backend } from './databases.js';
 import type { LoadGenerator } from './load.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
 import type { BenchOptions } from './options.js';
-import { peakRss, ratio, type Row, type Section } from './report.js';
+import { peakRss, ratio, type Check, type Row, type Section } from './report.js';
 import { benchItems, seedDatabase } from './seed.js';
 import { startServer, type RunningServer, type ServerKind, type ServerOptions } from './servers.js';
+import { cpu, cpuWindow } from './side-by-side.js';
 
 /** The issue's targets, all relative to numbers measured in the same run. */
 export const TARGETS = {
-  getSmall: 0.9,
+  /** GET of the smallest list (100 entries), where the service's fixed cost per request weighs most. */
+  getSmall: 0.8,
+  /** GET of the middle list (10,000 entries in a full run). */
   getMedium: 0.9,
   patchVsBaseline: 0.6,
   patchVsPeer: 8,
@@ -56,6 +59,8 @@ export class BackendBench {
   readonly #hasWorkers: boolean;
   readonly #rows: Row[] = [];
   readonly #notes: string[] = [];
+  /** Each GET's CPU per request, by its result: what its row prints beside the ratio. */
+  readonly #cpuOf = new WeakMap<LoadResult, Check>();
   #datasets = 0;
 
   constructor(backend: Backend, options: BenchOptions, load: LoadGenerator, hasWorkers: boolean) {
@@ -70,6 +75,7 @@ export class BackendBench {
     await this.#getScenario(small, TARGETS.getSmall, true);
     await this.#mediumScenarios(medium);
     await this.#getScenario(large, undefined);
+    this.#notes.push(this.#load.tool === 'wrk' ? CPU_NOTE : 'CPU per request of the GETs: not measured (it is read around wrk\'s measured run; install wrk and drop --load autocannon)');
     return { title, rows: this.#rows, notes: this.#notes };
   }
 
@@ -81,18 +87,22 @@ export class BackendBench {
     const dataset = await this.#dataset(size);
     const { answers, base } = await this.#withServer('baseline', dataset, async (t) => ({
       answers: await answersOf(t),
-      base: await this.#measure(t, scenario, 'GET', connections),
+      base: await this.#measureGet(t, scenario, connections),
     }));
     const { service, rss } = await this.#withServer('service', dataset, async (t) => {
       await sameAnswers(t, answers);
-      return { service: await this.#measure(t, scenario, 'GET', connections), rss: t.server.peakRssBytes() };
+      return { service: await this.#measureGet(t, scenario, connections), rss: t.server.peakRssBytes() };
     });
-    this.#rows.push({ scenario, server: label('baseline', this.#backend), result: base, checks: [] });
+    this.#rows.push({ scenario, server: label('baseline', this.#backend), result: base, checks: this.#cpuChecks(base) });
     this.#rows.push({
       scenario,
       server: 'service',
       result: service,
-      checks: [ratio(service.requestsPerSecond / base.requestsPerSecond, 'baseline', target), ...(large ? [peakRss(rss, TARGETS.largeRssMiB)] : [])],
+      checks: [
+        ratio(service.requestsPerSecond / base.requestsPerSecond, 'baseline', target),
+        ...this.#cpuChecks(service),
+        ...(large ? [peakRss(rss, TARGETS.largeRssMiB)] : []),
+      ],
     });
     // Small answers are CPU-bound in the server, where a second worker can help; large ones mostly cost the kernel's copying.
     if (withWorkers) await this.#workersScenario(dataset, scenario);
@@ -116,15 +126,20 @@ export class BackendBench {
     const peer = await this.#withServer('peer', await this.#dataset(size), async (t) => {
       await sameAnswers(t, base.answers);
       // The peer's GET has no target: a quick run leaves it out to stay within its minute.
-      const peerGet = this.#options.quick ? undefined : await this.#measure(t, get, 'GET', GET_CONNECTIONS);
+      const peerGet = this.#options.quick ? undefined : await this.#measureGet(t, get, GET_CONNECTIONS);
       return { get: peerGet, patch: await this.#measure(t, patch, 'PATCH', PATCH_CONNECTIONS) };
     });
     const peerLabel = label('peer', this.#backend);
     const rps = (r: LoadResult) => r.requestsPerSecond;
     this.#rows.push(
-      { scenario: get, server: label('baseline', this.#backend), result: base.get, checks: [] },
-      { scenario: get, server: 'service', result: service.get, checks: [ratio(rps(service.get) / rps(base.get), 'baseline', TARGETS.getMedium)] },
-      ...(peer.get ? [{ scenario: get, server: peerLabel, result: peer.get, checks: [ratio(rps(peer.get) / rps(base.get), 'baseline')] }] : []),
+      { scenario: get, server: label('baseline', this.#backend), result: base.get, checks: this.#cpuChecks(base.get) },
+      {
+        scenario: get,
+        server: 'service',
+        result: service.get,
+        checks: [ratio(rps(service.get) / rps(base.get), 'baseline', TARGETS.getMedium), ...this.#cpuChecks(service.get)],
+      },
+      ...(peer.get ? [{ scenario: get, server: peerLabel, result: peer.get, checks: [ratio(rps(peer.get) / rps(base.get), 'baseline'), ...this.#cpuChecks(peer.get)] }] : []),
       { scenario: mixed, server: 'baseline: its GETs', result: base.mixedGet, checks: [ratio(rps(base.mixedGet) / rps(base.get), 'its read-only GET')] },
       { scenario: mixed, server: 'baseline: its PATCHes', result: base.mixedPatch, checks: [] },
       {
@@ -156,7 +171,7 @@ export class BackendBench {
 
   /** Read-only GET, then the mixed load right after it, then PATCH: the order the mixed ratio needs. */
   async #readWriteLoads(t: Target, get: string, mixed: string, patch: string) {
-    const readOnly = await this.#measure(t, get, 'GET', GET_CONNECTIONS);
+    const readOnly = await this.#measureGet(t, get, GET_CONNECTIONS);
     const both = await this.#mixedLoad(t, mixed);
     return { get: readOnly, mixedGet: both.get, mixedPatch: both.patch, patch: await this.#measure(t, patch, 'PATCH', PATCH_CONNECTIONS) };
   }
@@ -216,6 +231,22 @@ export class BackendBench {
     return this.#checked(t, scenario, await this.#load.run(this.#spec(t, method, connections), pinned));
   }
 
+  /** A GET load on the pinned server, with wrk also its CPU per request over the measured window, all its threads. */
+  async #measureGet(t: Target, scenario: string, connections: number): Promise<LoadResult> {
+    const window = this.#load.tool === 'wrk' ? cpuWindow(t.server.pid) : undefined;
+    const result = this.#checked(t, scenario, await this.#load.run(this.#spec(t, 'GET', connections), true, window?.hooks));
+    if (window) {
+      const { all, main } = window.perAnswerUs(result.ok);
+      this.#cpuOf.set(result, cpu({ label: t.label, server: t.server, key: t.dataset.key, runs: [result], cpuUs: [all], mainCpuUs: [main] }));
+    }
+    return result;
+  }
+
+  #cpuChecks(result: LoadResult): Check[] {
+    const check = this.#cpuOf.get(result);
+    return check ? [check] : [];
+  }
+
   #spec(t: Target, method: LoadSpec['method'], connections: number): LoadSpec {
     return {
       baseUrl: t.server.baseUrl,
@@ -244,6 +275,10 @@ export class BackendBench {
     return result;
   }
 }
+
+const CPU_NOTE =
+  'CPU/request of the GETs: utime + stime of the server process, all its threads (/proc/PID/stat), read right before and after the measured wrk run ' +
+  '(not its warm-up), over its 2xx answers, in µs, with its main thread\'s share (the event loop); each server measured alone, one after the other';
 
 /** The load shapes, for the header of the results. */
 export function describeLoads(): string {

@@ -42,13 +42,15 @@ export interface RunningServer {
 /** Starts one server on a free loopback port and waits until /healthz answers. */
 export async function startServer(kind: ServerKind, options: ServerOptions): Promise<RunningServer> {
   const port = await freePort();
+  const metricsPort = kind === 'service' ? await otherFreePort(port) : undefined;
   const spawned = spawnChild(command(kind, options), {
-    env: environment(kind, options, port),
+    env: environment(kind, options, port, metricsPort),
     ...(options.pinned === false ? {} : { core: 'server' as const }),
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
     await waitUntilHealthy(baseUrl, spawned, SERVER_LABELS[kind]);
+    if (metricsPort !== undefined) await metricsServed(metricsPort);
   } catch (err) {
     await stopChild(spawned, 0);
     throw err;
@@ -80,9 +82,39 @@ export function bareDurableFile(databaseUrl: string): string {
   return `bench/bare-durable-${databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'pg'}.ts`;
 }
 
-function environment(kind: ServerKind, options: ServerOptions, port: number): NodeJS.ProcessEnv {
-  if (kind === 'service') return { ...serviceEnvironment(options.databaseUrl), ...options.env, PORT: String(port) };
+function environment(kind: ServerKind, options: ServerOptions, port: number, metricsPort: number | undefined): NodeJS.ProcessEnv {
+  // As deployed, metrics on: without METRICS_PORT the service measures nothing at all, which would flatter every figure.
+  if (kind === 'service') return { ...serviceEnvironment(options.databaseUrl), METRICS_PORT: String(metricsPort), ...options.env, PORT: String(port) };
   return { ...withoutSettings(), ...options.env, DATABASE_URL: options.databaseUrl, PORT: String(port), BENCH_KEY: options.key };
+}
+
+/** A free loopback port that is not `taken` (two servers of one process cannot share a port). */
+async function otherFreePort(taken: number): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port !== taken) return port;
+  }
+}
+
+/**
+ * Waits until the service's metrics server answers 200, and throws if it never does: the figures
+ * claim the service measured itself meanwhile. With --workers the primary sums its workers'
+ * metrics, and answers 500 until every worker is up, where /healthz needs only one.
+ */
+async function metricsServed(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+      async (res) => {
+        await res.arrayBuffer();
+        return String(res.status);
+      },
+      (err: unknown) => `nothing (${err instanceof Error ? err.message : String(err)})`,
+    );
+    if (status === '200') return;
+    if (Date.now() > deadline) throw new Error(`the service's metrics server (METRICS_PORT ${port}) answered ${status}, not 200, for ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** What the service runs with in the bench: none of the caller's settings, this database, on loopback, warnings only. */

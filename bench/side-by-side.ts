@@ -1,7 +1,9 @@
 import type { Backend } from './databases.js';
 import type { LoadGenerator } from './load.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
+import type { WindowHooks } from './load-wrk.js';
 import type { BenchOptions } from './options.js';
+import type { Check } from './report.js';
 import { CLOCK_TICKS, cpuTicks, mainThreadCpuTicks } from './processes.js';
 import { PATCH_CONNECTIONS } from './scenarios.js';
 import type { RunningServer } from './servers.js';
@@ -133,6 +135,20 @@ export async function alternateRounds(
   }
 }
 
+/**
+ * For one load outside the rounds: hooks that read the server's CPU at both ends of its measured
+ * window (wrk only), then its CPU per 2xx answer over that window, all threads and the main thread
+ * alone, in µs (undefined without /proc or without the readings).
+ */
+export function cpuWindow(pid: number | undefined): { hooks: WindowHooks; perAnswerUs(answers: number): { all?: number; main?: number } } {
+  let before: WindowReading | undefined;
+  let after: WindowReading | undefined;
+  return {
+    hooks: { start: () => void (before = readWindow(pid, undefined)), end: () => void (after = readWindow(pid, undefined)) },
+    perAnswerUs: (answers) => ({ all: perAnswerUs(before?.all, after?.all, answers), main: perAnswerUs(before?.main, after?.main, answers) }),
+  };
+}
+
 /** What is read at each end of a measured window: the process's CPU ticks so far (all its threads, and its main thread alone, each undefined without /proc), and its side's counter, if it has one. */
 interface WindowReading {
   all: number | undefined;
@@ -173,6 +189,14 @@ export function bestCpuUs(side: Side): number | undefined {
 /** Its main thread's CPU per 2xx answer in the same round, in µs. */
 export function bestMainCpuUs(side: Side): number | undefined {
   return side.mainCpuUs?.[bestIndex(side)];
+}
+
+/** The best round's CPU per request, all threads and its main thread's share, as a value for its row. */
+export function cpu(side: Side): Check {
+  const us = bestCpuUs(side);
+  const main = bestMainCpuUs(side);
+  if (us === undefined) return { text: 'CPU/request unknown (no /proc)' };
+  return { text: main === undefined ? `${us.toFixed(0)} µs CPU/request` : `${us.toFixed(0)} µs CPU/request (main thread ${main.toFixed(0)}, others ${(us - main).toFixed(0)})` };
 }
 
 /** What its counter counted during the same round's window; undefined without a counter. */

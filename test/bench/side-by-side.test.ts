@@ -4,7 +4,7 @@ import type { LoadGenerator } from '../../bench/load.js';
 import type { LoadResult, LoadSpec } from '../../bench/load-spec.js';
 import type { WindowHooks } from '../../bench/load-wrk.js';
 import { parseOptions } from '../../bench/options.js';
-import { alternateRounds, bestCounted, bestCpuUs, bestMainCpuUs, bestRun, eachCounted, eachCpu, eachRun, roundOrder, type Side } from '../../bench/side-by-side.js';
+import { alternateRounds, bestCounted, bestCpuUs, bestMainCpuUs, bestRun, cpu, cpuWindow, eachCounted, eachCpu, eachRun, roundOrder, type Side } from '../../bench/side-by-side.js';
 import type { RunningServer } from '../../bench/servers.js';
 
 /** A server that is not there: only its base URL and pid are read. */
@@ -86,6 +86,21 @@ test('with cpu, the server\'s CPU is read around each measured window: per round
   assert.equal(eachCpu(withoutPid), 'unknown');
 });
 
+test('a window outside the rounds: its CPU per answer once both ends are read; unknown before, without a pid or without answers', () => {
+  const window = cpuWindow(process.pid);
+  assert.deepEqual(window.perAnswerUs(10), { all: undefined, main: undefined });
+  window.hooks.start();
+  window.hooks.end();
+  const { all, main } = window.perAnswerUs(10);
+  assert.ok(all !== undefined && Number.isFinite(all) && all >= 0, String(all));
+  assert.ok(main !== undefined && Number.isFinite(main) && main >= 0, String(main));
+  assert.deepEqual(window.perAnswerUs(0), { all: undefined, main: undefined });
+  const gone = cpuWindow(undefined);
+  gone.hooks.start();
+  gone.hooks.end();
+  assert.deepEqual(gone.perAnswerUs(10), { all: undefined, main: undefined });
+});
+
 test('a side\'s counter is read at both ends of each counted window: what grew meanwhile, the warm-up left out', async () => {
   // Each reading adds to it: 103 at a window's end (what grew within the window), 3 at a window's start (what grew between windows).
   let count = 0;
@@ -132,6 +147,9 @@ test('the best round is the fastest, and its CPU is the one reported beside it',
   assert.equal(eachRun(s), '9,000, 12,346, 11,000');
   assert.equal(eachCpu(s), '70 (main thread 50), 55 (main thread 40), 60 (main thread 45)');
   assert.equal(eachCpu({ ...s, mainCpuUs: undefined }), '70, 55, 60');
+  assert.deepEqual(cpu(s), { text: '55 µs CPU/request (main thread 40, others 15)' });
+  assert.deepEqual(cpu({ ...s, mainCpuUs: undefined }), { text: '55 µs CPU/request' });
+  assert.deepEqual(cpu({ ...s, cpuUs: [undefined, undefined, undefined] }), { text: 'CPU/request unknown (no /proc)' });
 });
 
 test('roundOrder: as given in odd rounds, reversed in even ones (the warm-up is round 0)', () => {
