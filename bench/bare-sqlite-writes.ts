@@ -15,15 +15,18 @@ export function bareConnection(filename: string): Database.Database {
   return db;
 }
 
-/** A fresh file with the baseline's tables (one row per pet, its history, its events), seeded with `items`. */
+/**
+ * A fresh file with the baseline's tables (one row per pet with its version, its history, its
+ * events), seeded with `items`, each at version 1 as the service seeds its entries.
+ */
 export function createBareDatabase(filename: string, items: readonly InventoryItem[]): Database.Database {
   for (const suffix of ['', '-wal', '-shm']) rmSync(filename + suffix, { force: true });
   const db = bareConnection(filename);
   db.exec(`
-    CREATE TABLE inventory (pet_id INTEGER PRIMARY KEY, quantity INTEGER NOT NULL, status TEXT NOT NULL);
+    CREATE TABLE inventory (pet_id INTEGER PRIMARY KEY, quantity INTEGER NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 1);
     CREATE TABLE history (id INTEGER PRIMARY KEY, pet_id INTEGER NOT NULL, previous_quantity INTEGER NOT NULL, quantity INTEGER NOT NULL, at TEXT NOT NULL);
     CREATE TABLE events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, occurred_at TEXT NOT NULL, pet_id INTEGER NOT NULL,
-      previous_quantity INTEGER NOT NULL, quantity INTEGER NOT NULL, request_id TEXT NOT NULL);
+      previous_quantity INTEGER NOT NULL, quantity INTEGER NOT NULL, version INTEGER NOT NULL, request_id TEXT NOT NULL);
   `);
   const seed = db.prepare('INSERT INTO inventory (pet_id, quantity, status) VALUES (?, ?, ?)');
   db.transaction(() => {
@@ -34,22 +37,23 @@ export function createBareDatabase(filename: string, items: readonly InventoryIt
 
 /** Applies a batch in one IMMEDIATE transaction (one fsync) on `db`: each change's result, in order. */
 export function bareCommitter(db: Database.Database, writes: BareWrites): (changes: readonly BareChange[]) => BareResult[] {
-  const read = db.prepare('SELECT quantity, status FROM inventory WHERE pet_id = ?').raw(true);
-  const update = db.prepare('UPDATE inventory SET quantity = ? WHERE pet_id = ?');
+  const read = db.prepare('SELECT quantity, status, version FROM inventory WHERE pet_id = ?').raw(true);
+  // The entry's version moves with every change, as the service's does (its ETag): the new one is the one read + 1, under the write lock.
+  const update = db.prepare('UPDATE inventory SET quantity = ?, version = ? WHERE pet_id = ?');
   const history = db.prepare('INSERT INTO history (pet_id, previous_quantity, quantity, at) VALUES (?, ?, ?, ?)');
-  const event = db.prepare('INSERT INTO events (type, occurred_at, pet_id, previous_quantity, quantity, request_id) VALUES (?, ?, ?, ?, ?, ?)');
+  const event = db.prepare('INSERT INTO events (type, occurred_at, pet_id, previous_quantity, quantity, version, request_id) VALUES (?, ?, ?, ?, ?, ?, ?)');
 
-  /** One change under the transaction's write lock: the row read, the new count judged, then written. */
+  /** One change under the transaction's write lock: the row read, the new count judged, then written with the next version. */
   const applyOne = (change: BareChange): BareResult => {
-    const row = read.get(change.petId) as [number, string] | undefined;
+    const row = read.get(change.petId) as [number, string, number] | undefined;
     if (row === undefined) return 404;
-    const [previous, status] = row;
+    const [previous, status, version] = row;
     const quantity = change.delta === undefined ? change.quantity! : previous + change.delta;
     if (quantity < 0) return 409;
-    update.run(quantity, change.petId);
+    update.run(quantity, version + 1, change.petId);
     const at = new Date().toISOString();
     if (writes !== 'entry') history.run(change.petId, previous, quantity, at);
-    if (writes === 'events') event.run('inventory.updated', at, change.petId, previous, quantity, change.requestId);
+    if (writes === 'events') event.run('inventory.updated', at, change.petId, previous, quantity, version + 1, change.requestId);
     return `{"petId":${change.petId},"quantity":${quantity},"status":"${status}"}`;
   };
   const commit = db.transaction((changes: readonly BareChange[]) => changes.map(applyOne));

@@ -45,7 +45,7 @@ const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
 
 /**
  * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint), and
- * with no endpoint, against the bare durable group-commit server writing the entry alone, plus its
+ * with no endpoint, against the bare durable group-commit server writing the entry (with its version) alone, plus its
  * history row, plus its history row and event, all up at once on databases seeded alike, PATCH and
  * adjustment loads alternated, with each server's CPU per request; then reads, the service against
  * the in-memory baseline, one service holding idle event streams.
@@ -223,7 +223,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
         `one uncounted warm-up round, then ${roundsText(roundsOf(options))}${sides.length === 1 ? '' : ' alternated (order swapped each round)'}, the best of each shown; the adjustments (+1 or -1 at random) ran first, then the PATCHes. ` +
         (bare
           ? 'Bare durable: node:http with a group commit (every change parsed while the last batch committed goes into the next transaction, each answered after its commit), ' +
-            `${backend === 'sqlite' ? 'better-sqlite3 in WAL with synchronous=FULL' : 'pg, synchronous_commit=on'}, no keys table, idempotency, versions nor change log; ` +
+            `${backend === 'sqlite' ? 'better-sqlite3 in WAL with synchronous=FULL' : 'pg, synchronous_commit=on'}, each change bumping its entry's version as the service's does, no keys table, idempotency nor change log; ` +
             '"+ history row + event" writes the rows a service change writes; "+ the service\'s answer headers" (PATCH rounds only) is that server again, each answer ' +
             `carrying the headers of the service's answer to a PATCH (${Object.keys(patchHeaders ?? {}).join(', ')}; the request id new for each), so that the service's ` +
             'ratio to it is what its own work costs, and its ratio to the other is what those headers cost node:http; ' +

@@ -37,7 +37,7 @@ async function bareServer(t: TestContext, commit: Commit, quantity?: number) {
 /**
  * A burst of changes that share batches, each answer, and then, read through a connection of the
  * test's own, what the server's file holds (every change answered 200 is committed by then: its
- * history row and its event).
+ * entry's next version, its history row and its event).
  */
 async function burst(t: TestContext, commit: Commit) {
   const { send, bare } = await bareServer(t, commit, 10);
@@ -48,9 +48,10 @@ async function burst(t: TestContext, commit: Commit) {
   ]);
   const file = new Database(bare, { readonly: true });
   const held = {
-    quantities: file.prepare('SELECT pet_id, quantity FROM inventory ORDER BY pet_id').raw(true).all(),
+    quantities: file.prepare('SELECT pet_id, quantity, version FROM inventory ORDER BY pet_id').raw(true).all(),
     history: file.prepare('SELECT count(*) FROM history').pluck().get(),
     events: file.prepare('SELECT count(*) FROM events').pluck().get(),
+    eventVersions: file.prepare('SELECT DISTINCT version FROM events').pluck().all(),
   };
   file.close();
   return { answers, held };
@@ -68,10 +69,12 @@ for (const commit of ['loop', 'thread'] as const) {
     assert.deepEqual(answers[PETS + 1], [409, '{"code":"insufficient_stock"}'], 'an adjustment below 0');
     assert.deepEqual(
       held.quantities,
-      items.map((item, i) => [Number(item.petId), i]),
+      items.map((item, i) => [Number(item.petId), i, 2]),
+      'each entry at its next version after its one change (the refused adjustment bumps none)',
     );
     assert.equal(held.history, PETS);
     assert.equal(held.events, PETS);
+    assert.deepEqual(held.eventVersions, [2], 'each event carries the version its change made');
   });
 
   test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers a batch whose transaction failed 503, and the next batch commits`, TEST, async (t) => {
