@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ANSWER_HEADERS_VARIABLE, answerHeadersOf } from './answer-headers.js';
 import { createDatabase, type Backend } from './databases.js';
+import { pacedRows } from './durable-paced.js';
 import { patch } from './events.js';
 import type { LoadGenerator } from './load.js';
 import type { BenchOptions } from './options.js';
@@ -48,7 +49,9 @@ const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
  * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint), and
  * with no endpoint, against the bare durable group-commit server writing the entry (with its version) alone, plus its
  * history row, plus its history row and event, all up at once on databases seeded alike, PATCH and
- * adjustment loads alternated, with each server's CPU per request; then reads, the service against
+ * adjustment loads alternated, with each server's CPU per request; PATCHes at a paced rate, the
+ * service's CPU per change with its deliveries against the bare server's plus the bare sender's
+ * (durable-paced.ts); then reads, the service against
  * the in-memory baseline, one service holding idle event streams.
  */
 export async function durableSection(backend: Backend, title: string, options: BenchOptions, load: LoadGenerator): Promise<Section> {
@@ -183,6 +186,22 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
         { scenario, server: plain.label, result: bestRun(without), checks: [...toBare(without, fair?.target), cpu(without)] },
       ];
     };
+    // With the endpoint, the gate is CPU at a rate its deliveries keep up with, against the bare servers and the bare sender in the same run.
+    const paced = bare
+      ? await pacedRows({
+          backend,
+          options,
+          load,
+          notes,
+          bares: [bare.events, ...(inThread ? [inThread.events] : [])],
+          service,
+          receiver,
+          bareRate: rps(fasterBare(bare.events, inThread?.events, rps).bare),
+          petCount: ENTRIES,
+          connections: WRITE_CONNECTIONS,
+          settle,
+        })
+      : [];
     const rows: Row[] = [];
     if (bare && withHeaders && ownFraming) {
       rows.push(
@@ -206,6 +225,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
             ratio(rps(service) / rps(bare.entry), 'bare entry only'),
           ],
         }),
+        ...paced,
         { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
         ...(inThread ? [against(adjustment, byLabel(inThread.events), byLabel(bare.events), 'the same on the event loop')] : []),
         ...serviceRows(adjustment, byLabel, {
