@@ -8,6 +8,9 @@
  *
  * Env and output: bare-sender-input.ts; at least the first delivery, which connects and readies
  * undici's parser, goes before the timing (the socket one's timing starts connected too).
+ * BARE_IN_FLIGHT (optional, 1 by default): the timed deliveries go that many at a time, each
+ * sender's next sent once its last was answered, as an endpoint's worker sends up to its
+ * maxInFlight at once: the same work as the service delivering to such an endpoint.
  * Exits 1 on an answer not 2xx.
  */
 import { performance } from 'node:perf_hooks';
@@ -17,6 +20,8 @@ import { bareSenderInput, type BareSenderReport } from './bare-sender-input.js';
 
 const { url, body, count, warmup, secrets } = bareSenderInput();
 const untimed = Math.max(1, warmup);
+const inFlight = Number(process.env.BARE_IN_FLIGHT ?? 1);
+if (!Number.isInteger(inFlight) || inFlight < 1) throw new Error('BARE_IN_FLIGHT must be a positive integer');
 // The service's settings (sender.ts), private addresses allowed as the bench's server has them.
 const transport = new Transport({ timeoutMs: 10_000, allowPrivate: true, readLimit: 64 * 1024, keepLimit: 1024, idleMs: 4000, closedMessage: 'closed' });
 const path = `${url.pathname}${url.search}`;
@@ -30,10 +35,16 @@ async function deliver(i: number): Promise<void> {
   process.exit(1);
 }
 
+/** Delivers the events from `next` on until COUNT, one at a time: `inFlight` of these run at once. */
+let next = untimed;
+async function sendInTurn(): Promise<void> {
+  while (next < count) await deliver(next++);
+}
+
 for (let i = 0; i < untimed; i++) await deliver(i);
 const started = performance.now();
 const cpu = process.cpuUsage();
-for (let i = untimed; i < count; i++) await deliver(i);
+await Promise.all(Array.from({ length: inFlight }, sendInTurn));
 const used = process.cpuUsage(cpu);
 const report: BareSenderReport = { deliveries: count - untimed, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system };
 process.stdout.write(`${JSON.stringify(report)}\n`);

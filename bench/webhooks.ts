@@ -225,9 +225,10 @@ export function cpuAgainst(service: number | undefined, bare: number, of: string
   return { text: `${value.toFixed(2)}× ${of}'s CPU`, ...target, ...(atMost === undefined ? {} : { met: value <= atMost }) };
 }
 
-/** `count` deliveries of `event` to `url` by a bare sender (`file`), pinned to the server core: what it printed. */
-export async function bareDeliveries(file: string, url: string, event: string, count: number, warmup: number): Promise<BareSenderReport> {
-  const sender = spawnChild([...TSX_NODE, file], { core: 'server', env: { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count), BARE_WARMUP: String(warmup) } });
+/** `count` deliveries of `event` to `url` by a bare sender (`file`), pinned to the server core, with `more` in its environment (BARE_IN_FLIGHT): what it printed. */
+export async function bareDeliveries(file: string, url: string, event: string, count: number, warmup: number, more: NodeJS.ProcessEnv = {}): Promise<BareSenderReport> {
+  const env = { ...process.env, HOOK_URL: url, BARE_EVENT: event, COUNT: String(count), BARE_WARMUP: String(warmup), ...more };
+  const sender = spawnChild([...TSX_NODE, file], { core: 'server', env });
   const how = await sender.exited;
   if (how !== '0') throw new Error(`the bare sender exited with ${how}:\n${sender.output()}`);
   return JSON.parse(sender.output().trim().split('\n').at(-1)!) as BareSenderReport;

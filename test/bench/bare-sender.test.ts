@@ -48,11 +48,11 @@ const SENDERS = [
 ];
 
 /** A bare sender run to its end against a receiver answering `status`: how it exited, what it printed, what the receiver got. */
-async function run(t: TestContext, file: string, status: number, count: number, warmup?: number) {
+async function run(t: TestContext, file: string, status: number, count: number, warmup?: number, more: NodeJS.ProcessEnv = {}) {
   const hooks = await receiver(status);
   t.after(() => hooks.close());
   const sender = spawnChild([...TSX_NODE, file], {
-    env: { ...process.env, HOOK_URL: hooks.url, BARE_EVENT: EVENT, COUNT: String(count), BARE_SECRET: SECRET, ...(warmup !== undefined && { BARE_WARMUP: String(warmup) }) },
+    env: { ...process.env, HOOK_URL: hooks.url, BARE_EVENT: EVENT, COUNT: String(count), BARE_SECRET: SECRET, ...(warmup !== undefined && { BARE_WARMUP: String(warmup) }), ...more },
   });
   const how = await sender.exited;
   return { how, output: sender.output(), received: hooks.received, seen: hooks.seen };
@@ -104,3 +104,11 @@ for (const { file, timed } of SENDERS) {
     assert.equal(received.length, 1, 'nothing is sent after the refused delivery');
   });
 }
+
+test('bench/bare-sender-undici.ts: with BARE_IN_FLIGHT the timed deliveries go that many at a time, each event once', TEST, async (t) => {
+  const { how, output, received, seen } = await run(t, 'bench/bare-sender-undici.ts', 204, 41, 1, { BARE_IN_FLIGHT: '4' });
+  assert.equal(how, '0', output);
+  assert.equal((JSON.parse(output.trim().split('\n').at(-1)!) as BareSenderReport).deliveries, 40);
+  assert.equal(seen.mostAtOnce, 4, 'four open at once, never more');
+  assert.deepEqual(received.map((r) => r.headers['webhook-id']).sort(), Array.from({ length: 41 }, (_, i) => `evt_${i}`).sort());
+});
