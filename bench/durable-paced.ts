@@ -16,7 +16,7 @@ const PACED_SHARE = 0.25;
  * A backlog larger at the end of a window than at its start by more than this many seconds of the
  * paced rate: the deliveries fell behind the changes. Below it is the few in flight at either end.
  */
-const BACKLOG_SLACK_S = 0.25;
+const BACKLOG_SLACK_S = 0.1;
 /** The bare sender's deliveries, and how many go before its timing (the first compile its HTTP client), by mode. */
 const SENDER = { smoke: { count: 300, warmup: 100 }, quick: { count: 3000, warmup: 1000 }, full: { count: 6000, warmup: 1000 } } as const;
 
@@ -37,6 +37,13 @@ export interface PacedInput {
   connections: number;
   /** Awaited before each load: the last round's deliveries delivered. */
   settle: () => Promise<void>;
+}
+
+/** The bare sender's CPU per delivery, over how many timed deliveries, sent how many at a time. */
+interface Sender {
+  us: number;
+  deliveries: number;
+  inFlight: number;
 }
 
 /** One paced round of one server: its load, its CPU per 2xx answer (all threads, and its main thread), and for the service its deliveries and backlog. */
@@ -76,7 +83,7 @@ export async function pacedRows(input: PacedInput): Promise<Row[]> {
     }
   }
   if (event === '') throw new Error(`the service delivered no event during "${scenario}"`);
-  const sender = await senderCpu(input.options, event);
+  const sender = await senderCpu(input.options, event, (await endpointOf(input.service)).maxInFlight);
   input.notes.push(pacedNote(input, scenario, rate, runs, sender));
   return rowsOf(scenario, input, runs, sender);
 }
@@ -84,7 +91,7 @@ export async function pacedRows(input: PacedInput): Promise<Row[]> {
 /** One paced load against `side`: the backlog read outside the CPU window, so that reading it costs the window nothing. */
 async function pacedRun(input: PacedInput, side: Side, rate: number): Promise<PacedRun> {
   const isService = side === input.service;
-  const backlogBefore = isService ? await backlogOf(side) : undefined;
+  const backlogBefore = isService ? (await endpointOf(side)).backlog : undefined;
   const pid = side.server.pid;
   const [all, main, count] = [cpuTicks(pid), mainThreadCpuTicks(pid), input.receiver.count];
   const result = await input.load.run({
@@ -101,31 +108,35 @@ async function pacedRun(input: PacedInput, side: Side, rate: number): Promise<Pa
   const run: PacedRun = { result, cpuUs: perAnswerUs(all, cpuTicks(pid), result.ok), mainUs: perAnswerUs(main, mainThreadCpuTicks(pid), result.ok) };
   if (!isService) return run;
   run.deliveries = input.receiver.count - count;
-  run.backlog = { before: backlogBefore!, after: await backlogOf(side) };
+  run.backlog = { before: backlogBefore!, after: (await endpointOf(side)).backlog };
   return run;
 }
 
-/** The service's one endpoint's backlog (events committed, not yet delivered to it), through GET /v1/webhooks. */
-async function backlogOf(side: Side): Promise<number> {
+/** The service's one endpoint, through GET /v1/webhooks: its backlog (events committed, not yet delivered to it) and its maxInFlight. */
+async function endpointOf(side: Side): Promise<{ backlog: number; maxInFlight: number }> {
   const res = await fetch(`${side.server.baseUrl}/v1/webhooks`, { headers: { authorization: `Bearer ${side.key}` } });
   const body = await res.text();
   if (res.status !== 200) throw new Error(`GET /v1/webhooks answered ${res.status}: ${body.slice(0, 300)}`);
-  const { items } = JSON.parse(body) as { items: { backlog: number }[] };
+  const { items } = JSON.parse(body) as { items: { backlog: number; maxInFlight: number }[] };
   if (items.length !== 1) throw new Error(`the service has ${items.length} webhook endpoints, not 1`);
-  return items[0]!.backlog;
+  return items[0]!;
 }
 
 function perAnswerUs(before: number | undefined, after: number | undefined, answers: number): number | undefined {
   return before === undefined || after === undefined || answers === 0 ? undefined : (((after - before) / CLOCK_TICKS.perSecond) * 1e6) / answers;
 }
 
-/** The bare sender over the service's own HTTP client: its CPU per delivery of `event`, to a receiver of its own, on the server core. */
-async function senderCpu(options: BenchOptions, event: string): Promise<{ us: number; deliveries: number }> {
+/**
+ * The bare sender over the service's own HTTP client: its CPU per delivery of `event`, to a receiver
+ * of its own, on the server core, `inFlight` at a time as the endpoint takes them (one at a time
+ * would cost each delivery a wake-up of its own, which the service's concurrent ones share).
+ */
+async function senderCpu(options: BenchOptions, event: string, inFlight: number): Promise<Sender> {
   const { count, warmup } = SENDER[options.smoke ? 'smoke' : options.quick ? 'quick' : 'full'];
   const receiver = new Receiver();
   try {
-    const report = await bareDeliveries('bench/bare-sender-undici.ts', await receiver.listen(), event, count, warmup);
-    return { us: bareCpu(report), deliveries: report.deliveries };
+    const report = await bareDeliveries('bench/bare-sender-undici.ts', await receiver.listen(), event, count, warmup, { BARE_IN_FLIGHT: String(inFlight) });
+    return { us: bareCpu(report), deliveries: report.deliveries, inFlight };
   } finally {
     receiver.close();
   }
@@ -136,7 +147,7 @@ function leastCpu(runs: PacedRun[]): PacedRun {
   return runs.reduce((best, r) => ((r.cpuUs ?? Infinity) < (best.cpuUs ?? Infinity) ? r : best));
 }
 
-function rowsOf(scenario: string, input: PacedInput, runs: Map<Side, PacedRun[]>, sender: { us: number; deliveries: number }): Row[] {
+function rowsOf(scenario: string, input: PacedInput, runs: Map<Side, PacedRun[]>, sender: Sender): Row[] {
   const bareRows = input.bares.map((side): Row => {
     const run = leastCpu(runs.get(side)!);
     return { scenario, server: side.label, result: run.result, checks: [cpuCheck(run)] };
@@ -152,7 +163,7 @@ function rowsOf(scenario: string, input: PacedInput, runs: Map<Side, PacedRun[]>
   const keptUp = grown <= slack;
   return [
     ...bareRows,
-    { scenario, server: `bare sender (undici, ${sender.deliveries.toLocaleString('en-US')} deliveries)`, checks: [{ text: `${sender.us.toFixed(0)} µs CPU/delivery` }] },
+    { scenario, server: `bare sender (undici, ${sender.inFlight} at a time, ${sender.deliveries.toLocaleString('en-US')} deliveries)`, checks: [{ text: `${sender.us.toFixed(0)} µs CPU/delivery` }] },
     {
       scenario,
       server: input.service.label,
@@ -199,7 +210,7 @@ function cpuCheck(run: PacedRun): Check {
   return { text: `${run.cpuUs.toFixed(0)} µs CPU/request${main}` };
 }
 
-function pacedNote(input: PacedInput, scenario: string, rate: number, runs: Map<Side, PacedRun[]>, sender: { us: number; deliveries: number }): string {
+function pacedNote(input: PacedInput, scenario: string, rate: number, runs: Map<Side, PacedRun[]>, sender: Sender): string {
   const each = (side: Side) =>
     runs
       .get(side)!
@@ -212,7 +223,7 @@ function pacedNote(input: PacedInput, scenario: string, rate: number, runs: Map<
     "each server's CPU (all threads, /proc/PID/stat) read right before and after its load, over its 2xx answers; the round with the least CPU per change is shown. " +
     "The service's figure is its CPU per change with the deliveries its endpoint received in the same window; the ceiling is the bare server's (the one of least CPU at this rate) " +
     `plus the bare sender's CPU per delivery (bench/bare-sender-undici.ts: the service's own HTTP client and signing, ${sender.deliveries.toLocaleString('en-US')} deliveries of the service's last event ` +
-    'one at a time to a receiver of its own, after a warm-up) times the deliveries per change; ' +
+    `${sender.inFlight} at a time, the endpoint's maxInFlight, to a receiver of its own, after a warm-up) times the deliveries per change; ` +
     `the endpoint's backlog (GET /v1/webhooks) is read before and after each window, and one that grew by more than ${BACKLOG_SLACK_S} s of changes in any counted round makes the row not met. ` +
     `CPU µs/request per round: ${[...runs.keys()].map((s) => `${s.label} ${each(s)}`).join('; ')}`
   );
