@@ -10,8 +10,8 @@ import { bareCpu, bareDeliveries, Receiver } from './webhooks.js';
 /** The ceiling: a change with its deliveries costs at most this many times the bare PATCH plus the bare sender's deliveries. */
 export const PACED_TARGETS = { cpuOfBare: 1.25 } as const;
 
-/** The paced rate as a share of the bare server's best PATCH rate in this run: well below what one endpoint's deliveries keep up with. */
-const PACED_SHARE = 0.25;
+/** The paced rate as a share of the bare server's best PATCH rate in this run: below what one endpoint's deliveries keep up with (at 0.25 they fell behind). */
+const PACED_SHARE = 0.1;
 /**
  * A backlog larger at the end of a window than at its start by more than this many seconds of the
  * paced rate: the deliveries fell behind the changes. Below it is the few in flight at either end.
