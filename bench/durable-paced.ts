@@ -225,6 +225,9 @@ function pacedNote(input: PacedInput, scenario: string, rate: number, runs: Map<
     `plus the bare sender's CPU per delivery (bench/bare-sender-undici.ts: the service's own HTTP client and signing, ${sender.deliveries.toLocaleString('en-US')} deliveries of the service's last event ` +
     `${sender.inFlight} at a time, the endpoint's maxInFlight, to a receiver of its own, after a warm-up) times the deliveries per change; ` +
     `the endpoint's backlog (GET /v1/webhooks) is read before and after each window, and one that grew by more than ${BACKLOG_SLACK_S} s of changes in any counted round makes the row not met. ` +
+    (input.backend === 'postgres'
+      ? "The database's own processes are on neither side: the service's figure leaves out what PostgreSQL does for its writes and its delivery log, the bare server's for its batches. "
+      : '') +
     `CPU µs/request per round: ${[...runs.keys()].map((s) => `${s.label} ${each(s)}`).join('; ')}`
   );
 }
