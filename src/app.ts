@@ -46,6 +46,8 @@ declare module 'fastify' {
     connections: ConnectionManager;
     /** This instance's webhook deliveries. */
     webhookDispatcher: WebhookDispatcher;
+    /** Turns a request's key into its principal, from a cache of recent lookups. */
+    authenticator: Authenticator;
   }
 }
 
@@ -190,6 +192,7 @@ export async function buildApp({ config, store: given, logStream, rules, metrics
   app.decorate('fastLane', { answered: 0 } satisfies FastLaneStats);
   app.decorate('connections', connections);
   app.decorate('webhookDispatcher', dispatcher);
+  app.decorate('authenticator', authenticator);
   const purge = schedulePruning(store, config, app.log);
   const expiry = scheduleExpiry(store.reservations, app.log, undefined, metrics?.reservations);
   app.addHook('preClose', async () => {
