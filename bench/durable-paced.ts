@@ -4,7 +4,7 @@ import type { LoadResult } from './load-spec.js';
 import type { BenchOptions } from './options.js';
 import { CLOCK_TICKS, cpuTicks, mainThreadCpuTicks } from './processes.js';
 import type { Check, Row } from './report.js';
-import { roundOrder, roundsOf, roundsText, type Side } from './side-by-side.js';
+import { firstRound, roundOrder, roundsOf, roundsText, type Side } from './side-by-side.js';
 import { bareCpu, bareDeliveries, Receiver } from './webhooks.js';
 
 /** The ceiling: a change with its deliveries costs at most this many times the bare PATCH plus the bare sender's deliveries. */
@@ -68,7 +68,7 @@ export async function pacedRows(input: PacedInput): Promise<Row[]> {
   let event = '';
   input.receiver.onDelivery = (body) => (event = body);
   const runs = new Map<Side, PacedRun[]>([...input.bares, input.service].map((side) => [side, []]));
-  for (let round = 0, rounds = roundsOf(input.options); round <= rounds; round++) {
+  for (let round = firstRound(input.options), rounds = roundsOf(input.options); round <= rounds; round++) {
     for (const side of roundOrder([...runs.keys()], round)) {
       await input.settle();
       const run = await pacedRun(input, side, rate);

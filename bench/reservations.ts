@@ -7,7 +7,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Check, type Section } from './report.js';
 import { seedDatabaseWith } from './seed.js';
 import { startServer, type RunningServer } from './servers.js';
-import { roundOrder, roundsOf, roundsText } from './side-by-side.js';
+import { firstRound, roundOrder, roundsOf, roundsText } from './side-by-side.js';
 
 /** Clients writing at once, and the pets they write to: the tills' load (tills.ts). */
 const CLIENTS = 50;
@@ -55,7 +55,7 @@ export async function reservationsSection(backend: Backend, title: string, optio
       const server = await startServer('service', { databaseUrl, key });
       ways.push({ method, label, server, key, runs: [], sold: new Array<number>(PETS).fill(0), unknown: 0, refused: {} });
     }
-    for (let round = 0; round <= rounds; round++) {
+    for (let round = firstRound(options); round <= rounds; round++) {
       for (const way of roundOrder(ways, round)) {
         const job: CheckoutJob = {
           baseUrl: way.server.baseUrl,

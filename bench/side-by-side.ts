@@ -37,6 +37,11 @@ export function roundsOf(options: Pick<BenchOptions, 'quick'>): number {
   return options.quick ? 1 : ROUNDS;
 }
 
+/** The first round of a comparison: 0 is the uncounted warm-up, which a smoke run (its figures meaningless) leaves out. */
+export function firstRound(options: Pick<BenchOptions, 'smoke'>): number {
+  return options.smoke ? 1 : 0;
+}
+
 /** "1 round", "3 rounds": how a report's notes count them. */
 export function roundsText(rounds: number): string {
   return rounds === 1 ? '1 round' : `${rounds} rounds`;
@@ -87,7 +92,7 @@ export async function alternateRounds(
   notes: string[],
   shape: RoundShape = { method: 'PATCH', petCount: options.sizes[1], connections: PATCH_CONNECTIONS },
 ): Promise<void> {
-  for (let round = 0, rounds = roundsOf(options); round <= rounds; round++) {
+  for (let round = firstRound(options), rounds = roundsOf(options); round <= rounds; round++) {
     for (const side of roundOrder(sides, round)) {
       await shape.settle?.();
       let before: WindowReading | undefined;

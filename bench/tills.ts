@@ -6,7 +6,7 @@ import type { BenchOptions } from './options.js';
 import { ratio, type Check, type Row, type Section } from './report.js';
 import { seedDatabase, seedDatabaseWith } from './seed.js';
 import { startServer, type RunningServer } from './servers.js';
-import { roundOrder, roundsOf, roundsText, untilAnswered } from './side-by-side.js';
+import { firstRound, roundOrder, roundsOf, roundsText, untilAnswered } from './side-by-side.js';
 import type { ChangesJob, ChangesResult, SaleMethod, SalesJob, SalesResult, TillsJob, TillsResult } from './tills-jobs.js';
 
 /** Tills selling at once (the issue: 50), and the pets they sell from (100). */
@@ -72,7 +72,7 @@ async function salesRows(backend: Backend, options: BenchOptions, runner: ChildR
       const server = await startServer('service', { databaseUrl, key });
       tills.push({ method, label, server, key, runs: [], sold: new Array<number>(TILL_PETS).fill(0), unknown: 0, refused: {} });
     }
-    for (let round = 0; round <= rounds; round++) {
+    for (let round = firstRound(options); round <= rounds; round++) {
       for (const till of roundOrder(tills, round)) {
         const which = round === 0 ? 'warm-up, not counted' : `round ${round}`;
         const result = await untilAnswered(
