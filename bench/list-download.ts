@@ -15,11 +15,16 @@ export function downloadList(baseUrl: string, key: string, coding: Coding): Prom
     const headers = { authorization: `Bearer ${key}`, 'accept-encoding': coding };
     get(`${baseUrl}/v1/inventory`, { headers, agent: false }, (res) => {
       let bytes = 0;
-      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      // A refusal's body (the Error object) says why; a list's is only counted.
+      let refusal = '';
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (res.statusCode !== 200 && refusal.length < 500) refusal += chunk.toString();
+      });
       res.on('error', reject);
       res.on('end', () => {
         const sent = res.headers['content-encoding'] ?? 'identity';
-        if (res.statusCode !== 200 || sent !== coding) reject(new Error(`GET /v1/inventory (${coding}) answered ${res.statusCode} in ${sent}`));
+        if (res.statusCode !== 200 || sent !== coding) reject(new Error(`GET /v1/inventory (${coding}) answered ${res.statusCode} in ${sent}${refusal && `: ${refusal.slice(0, 500)}`}`));
         else resolve({ bytes, seconds: (performance.now() - started) / 1000 });
       });
     }).on('error', reject);
