@@ -50,7 +50,10 @@ export async function startServer(kind: ServerKind, options: ServerOptions): Pro
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
     await waitUntilHealthy(baseUrl, spawned, SERVER_LABELS[kind]);
-    if (metricsPort !== undefined) await metricsServed(metricsPort);
+    if (metricsPort !== undefined) {
+      await metricsServed(metricsPort);
+      await caughtUp(baseUrl);
+    }
   } catch (err) {
     await stopChild(spawned, 0);
     throw err;
@@ -113,6 +116,28 @@ async function metricsServed(port: number, timeoutMs = 10_000): Promise<void> {
     );
     if (status === '200') return;
     if (Date.now() > deadline) throw new Error(`the service's metrics server (METRICS_PORT ${port}) answered ${status}, not 200, for ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Waits until /readyz answers 200. The first scrape counts the list's entries, which loads the list:
+ * on a store of a million entries that holds the event loop for seconds, and the service then sheds
+ * every request but /healthz with 503 until the loop catches up. The figures are of a service that
+ * serves, so they start once it does again.
+ */
+async function caughtUp(baseUrl: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await fetch(`${baseUrl}/readyz`).then(
+      async (res) => {
+        await res.arrayBuffer();
+        return res.status;
+      },
+      () => 0,
+    );
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`the service's /readyz answered ${status || 'nothing'}, not 200, for ${timeoutMs / 1000} s after its metrics were served`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
