@@ -2,6 +2,7 @@ import type { InventoryEntry } from '../../domain/inventory.js';
 import type { InventoryItem } from '../../schemas/inventory.js';
 import type { Entries, EntryChanges } from '../store.js';
 import type { Pooled, Statement } from './connection.js';
+import { lapsedHold } from './reservation-rows.js';
 
 /** Selected under the names of InventoryItem, so a row is the item (reserved without the lapsed holds: join `l`). */
 export const ITEM_COLUMNS = 'i.pet_id AS "petId", i.quantity, i.status, i.reserved - coalesce(l.held, 0) AS reserved';
@@ -12,7 +13,7 @@ export const ITEM_COLUMNS = 'i.pet_id AS "petId", i.quantity, i.status, i.reserv
  * statement (one snapshot) and leaves them out (decisions 12.4).
  */
 const LAPSED = `l AS (SELECT ri.pet_id, sum(ri.quantity)::int AS held, max(r.expires_at) AS latest
-  FROM reservations r JOIN reservation_items ri ON ri.place = r.place WHERE r.status = 'active' AND r.expires_at <= now() GROUP BY ri.pet_id)`;
+  FROM reservations r JOIN reservation_items ri ON ri.place = r.place WHERE ${lapsedHold('r')} GROUP BY ri.pet_id)`;
 
 const STATEMENTS = {
   list: { name: 'inventory-list', text: `WITH ${LAPSED} SELECT ${ITEM_COLUMNS} FROM inventory i LEFT JOIN l ON l.pet_id = i.pet_id WHERE i.retired_at IS NULL ORDER BY i.pet_id` },
@@ -36,7 +37,7 @@ const STATEMENTS = {
   unchangedSince: {
     name: 'inventory-unchanged-since',
     text: `SELECT s.version = $1 AND s.reload_from <= $1
-                  AND NOT EXISTS (SELECT 1 FROM reservations r WHERE r.status = 'active' AND r.expires_at <= now()) AS unchanged,
+                  AND NOT EXISTS (SELECT 1 FROM reservations r WHERE ${lapsedHold('r')}) AS unchanged,
                   s.events_head AS "eventsHead"
            FROM store_state s WHERE s.id = 1`,
   },

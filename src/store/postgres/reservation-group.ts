@@ -7,7 +7,7 @@ import type { PetStatus } from '../../schemas/inventory.js';
 import type { Query } from './apply-batch.js';
 import { appendEventArrays, bumpStoreState, eventArrays, eventArraysCount, insertHistory } from './change-log.js';
 import type { Statement } from './connection.js';
-import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
+import { lapsedHold, RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
 
 /** A write's answer; undefined for a creation that lapsed holds may have refused, which runs again alone once the group has committed. */
 export type GroupAnswer = ReservationWriteResult | undefined;
@@ -32,7 +32,7 @@ const LOCK_ENTRIES: Statement = {
   name: 'reservation-group-entries',
   text: `SELECT i.pet_id::text AS "petId", i.quantity, i.reserved, i.status, i.version, i.retired_at IS NULL AS live,
            (SELECT coalesce(sum(ri.quantity), 0) FROM reservations lr JOIN reservation_items ri ON ri.place = lr.place
-            WHERE lr.status = 'active' AND lr.expires_at <= now() AND ri.pet_id = i.pet_id)::int AS lapsed
+            WHERE ${lapsedHold('lr')} AND ri.pet_id = i.pet_id)::int AS lapsed
     FROM inventory i WHERE i.pet_id = ANY($1::bigint[]) ORDER BY i.pet_id FOR UPDATE`,
 };
 

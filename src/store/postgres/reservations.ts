@@ -21,7 +21,7 @@ import { FIND_KEYS, LOCK_COUNTS, recordsCap, SAVE_OUTCOMES, type Query, type Rec
 import type { Pooled, Statement } from './connection.js';
 import type { EventLog } from './events.js';
 import { applyReservationGroup } from './reservation-group.js';
-import { RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
+import { lapsedHold, RESERVATION_COLUMNS, toReservation, type ReservationRow } from './reservation-rows.js';
 import { EXPIRE_DUE } from './reservation-writes.js';
 
 
@@ -37,7 +37,7 @@ const STATEMENTS = {
 /** The list's filter by live status (decisions 12.4): an active reservation past its expiry is expired to every reader. */
 const STATUS_WHERE: Record<ReservationStatus, string> = {
   active: "r.status = 'active' AND r.expires_at > now()",
-  expired: "(r.status = 'expired' OR (r.status = 'active' AND r.expires_at <= now()))",
+  expired: `(r.status = 'expired' OR (${lapsedHold('r')}))`,
   committed: "r.status = 'committed'",
   released: "r.status = 'released'",
 };
