@@ -135,12 +135,18 @@ function patchesDuringImport(patches: LoadResult, entries: string): Row {
     result: patches,
     checks: [
       {
-        text: `${patches.ok.toLocaleString('en-US')} answered 2xx, ${patches.failed.toLocaleString('en-US')} failed`,
+        text: `${patches.ok.toLocaleString('en-US')} answered 2xx, ${patches.failed.toLocaleString('en-US')} failed${failureReasons(patches)}`,
         target: 'some answered, none failed',
         met: patches.ok > 0 && patches.failed === 0,
       },
     ],
   };
+}
+
+/** The failures by reason, most first: " (157: 503 STORE_TIMEOUT)". */
+function failureReasons(result: LoadResult): string {
+  const reasons = Object.entries(result.failures ?? {}).sort(([, a], [, b]) => b - a);
+  return reasons.length === 0 ? '' : ` (${reasons.map(([reason, count]) => `${count.toLocaleString('en-US')}: ${reason}`).join(', ')})`;
 }
 
 /** Wall time and CPU time side by side: how much of the wall time the process itself computed. */

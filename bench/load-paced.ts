@@ -18,6 +18,11 @@ export async function runPaced(spec: LoadSpec, stop?: AbortSignal): Promise<Load
   const latencies: number[] = [];
   let ok = 0;
   let failed = 0;
+  const failures: Record<string, number> = {};
+  const fail = (reason: string) => {
+    failed++;
+    failures[reason] = (failures[reason] ?? 0) + 1;
+  };
   let sent = 0;
   const start = performance.now();
   const windowStart = start + spec.warmupSeconds * 1000;
@@ -31,21 +36,26 @@ export async function runPaced(spec: LoadSpec, stop?: AbortSignal): Promise<Load
     const sentAt = performance.now();
     const done = new Promise<void>((settle) => {
       const req = request({ host: url.hostname, port: url.port, path, method: spec.method, headers, agent }, (res) => {
-        res.resume();
+        const status = res.statusCode ?? 0;
+        const answered = status >= 200 && status < 300;
+        // A failure's body is the service's Error object: its code says why (a 2xx body is not kept).
+        const chunks: Buffer[] = [];
+        if (answered) res.resume();
+        else res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.once('end', () => {
           const at = performance.now();
           if (sentAt >= windowStart) {
-            if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
+            if (answered) {
               ok++;
               latencies.push(at - sentAt);
-            } else failed++;
+            } else fail(`${status} ${errorCode(Buffer.concat(chunks).toString())}`.trim());
           }
           settle();
         });
       });
       req.setTimeout(30_000, () => req.destroy(new Error('timed out')));
-      req.once('error', () => {
-        if (sentAt >= windowStart) failed++;
+      req.once('error', (error) => {
+        if (sentAt >= windowStart) fail(error.message);
         settle();
       });
       req.end(body);
@@ -72,5 +82,16 @@ export async function runPaced(spec: LoadSpec, stop?: AbortSignal): Promise<Load
   const sorted = Float64Array.from(latencies).sort();
   // Requests are counted by send time, and sending stops at the window's end: the rate is over the window.
   const windowSeconds = (end - windowStart) / 1000;
-  return { requestsPerSecond: windowSeconds > 0 ? ok / windowSeconds : 0, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, failed };
+  return { requestsPerSecond: windowSeconds > 0 ? ok / windowSeconds : 0, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), ok, failed, failures };
+}
+
+/** The Error object's code, or nothing when the body is not one. */
+function errorCode(body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === 'object' && parsed !== null && 'code' in parsed && typeof parsed.code === 'string') return parsed.code;
+  } catch {
+    // not JSON: the status alone says it
+  }
+  return '';
 }

@@ -26,6 +26,8 @@ export interface LoadResult {
   ok: number;
   /** Non-2xx answers plus connection errors and timeouts. */
   failed: number;
+  /** The paced load's failures by reason ("503 STORE_TIMEOUT", "timed out"), most first, for a row that says why. */
+  failures?: Record<string, number>;
   /** Share of one core the load generator used over the whole load; near 1 means it, not the server, set the pace. */
   generatorCpu?: number;
 }
