@@ -1,10 +1,12 @@
-import type { InventoryEvent } from '../domain/event.js';
+import type { EventType, InventoryEvent } from '../domain/event.js';
 import type { Events } from '../store/store.js';
 
 /** How often the hub reads the log when nothing hints sooner: a change on another instance reaches this one's streams within about this. */
 export const EVENT_POLL_MS = 200;
 /** Events per read of the log, the hub's and a stream's replay alike. */
 export const EVENT_PAGE = 1000;
+/** Events per count of the log, while no stream is open: a count reads no event out whole, so it can take more at once. */
+export const EVENT_COUNT_PAGE = 10_000;
 
 /** One reader the hub fans events out to (a live stream). */
 export interface EventSubscriber {
@@ -20,6 +22,8 @@ export interface EventSubscriber {
 export interface EventHubObserver {
   /** Events the hub read from the log (appended by any process or instance), and when they were fanned out to at least one stream. */
   read(events: readonly InventoryEvent[], fannedOutAt: number | undefined): void;
+  /** Events the hub counted, by type, while no stream was open: they were appended, and no one was sent them. */
+  counted(byType: Partial<Record<EventType, number>>): void;
 }
 
 export interface EventHubOptions {
@@ -40,7 +44,7 @@ export interface EventHubOptions {
  * it misses nothing the hub fanned out before it joined, and skips what it already has.
  */
 export class EventHub {
-  readonly #events: Pick<Events, 'readEvents' | 'head' | 'onAppended'>;
+  readonly #events: Pick<Events, 'readEvents' | 'countEvents' | 'head' | 'onAppended'>;
   readonly #options: EventHubOptions;
   readonly #subscribers = new Set<EventSubscriber>();
   /** The last seq the hub read (every live subscriber has everything up to it); undefined until it follows. */
@@ -56,7 +60,7 @@ export class EventHub {
   #always = false;
   #closed = false;
 
-  constructor(events: Pick<Events, 'readEvents' | 'head' | 'onAppended'>, options: EventHubOptions = {}) {
+  constructor(events: Pick<Events, 'readEvents' | 'countEvents' | 'head' | 'onAppended'>, options: EventHubOptions = {}) {
     this.#events = events;
     this.#options = options;
   }
@@ -163,6 +167,18 @@ export class EventHub {
     for (;;) {
       const after = this.#position;
       if (after === undefined) return;
+      if (this.#subscribers.size === 0) {
+        // Following for the metrics alone: they need how many of each type, which a count gives without reading each event.
+        const count = await this.#events.countEvents(after, EVENT_COUNT_PAGE);
+        if (this.#position !== after) return;
+        // A stream joined during the count, at a position from `after` on: it must be sent these events, so read them.
+        if (this.#subscribers.size > 0) continue;
+        this.#head = count.head;
+        this.#position = count.last;
+        if (count.counted > 0) this.#options.observer?.counted(count.byType);
+        if (count.counted < EVENT_COUNT_PAGE) return;
+        continue;
+      }
       const page = await this.#events.readEvents(after, EVENT_PAGE);
       // Stopped, or restarted from another head, while the read was under way: its page is no one's.
       if (this.#position !== after) return;

@@ -213,6 +213,9 @@ export class ServiceMetrics implements RequestObserver {
         if (fannedOutAt !== undefined) this.#streamLag.observe(Math.max(0, (fannedOutAt - event.occurredAt.getTime()) / 1000));
       }
     },
+    counted: (byType) => {
+      for (const [type, n] of Object.entries(byType) as [EventType, number][]) this.#eventsRead[type].value += n;
+    },
   };
 
   /** For the pipeline, every request of both lanes: a Map lookup, an array index and a few additions. */

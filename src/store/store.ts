@@ -1,5 +1,5 @@
 import type { ApiKeyRecord } from '../domain/api-key.js';
-import type { InventoryEvent } from '../domain/event.js';
+import type { EventType, InventoryEvent } from '../domain/event.js';
 import type { HistoryEntry } from '../domain/history.js';
 import type { ImportOutcome, ImportPlan, ImportSource } from '../domain/import.js';
 import type { ChangeBatch, ChangeBatchResult, ChangeOrigin, ChangeResult, InventoryEntry, QuantityChange, RetireOutcome } from '../domain/inventory.js';
@@ -135,6 +135,13 @@ export interface Events {
    * head; `pruned` (and no items) when events after `after` were already pruned.
    */
   readEvents(after: number, limit: number): Promise<EventPage>;
+  /**
+   * How many events of each type have seq above `after`, counting at most `limit` of them, oldest
+   * first, with the head, in one consistent read: for a follower that only counts them (the
+   * metrics, while no stream is open), which needs neither the events themselves nor `pruned` (a
+   * pruned event is not counted).
+   */
+  countEvents(after: number, limit: number): Promise<EventCount>;
   /** The newest seq committed (0 before the first event). */
   head(): Promise<number>;
   /**
@@ -149,6 +156,18 @@ export interface Events {
    * stopping at the first that is not old; a reader after a dropped seq gets `pruned`. Resolves to how many.
    */
   purgeEvents(before: Date): Promise<number>;
+}
+
+/** The answer of countEvents. */
+export interface EventCount {
+  /** The events counted, by type; a type with none is absent. */
+  byType: Partial<Record<EventType, number>>;
+  /** How many were counted (at most the limit): fewer than the limit means the head was reached. */
+  counted: number;
+  /** The last seq counted; the `after` asked for when none was. */
+  last: number;
+  /** The newest seq committed, read with the counts. */
+  head: number;
 }
 
 /** The answer of readEvents. */

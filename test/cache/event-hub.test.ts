@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EVENT_PAGE, EventHub, type EventSubscriber } from '../../src/cache/event-hub.js';
-import type { InventoryEvent } from '../../src/domain/event.js';
+import { EVENT_COUNT_PAGE, EVENT_PAGE, EventHub, type EventHubObserver, type EventSubscriber } from '../../src/cache/event-hub.js';
+import type { EventType, InventoryEvent } from '../../src/domain/event.js';
 import { MemoryEvents } from '../support/memory-events.js';
 
 /** A subscriber that keeps what it is given, as a stream does: only events above its position. */
@@ -112,10 +112,72 @@ test('with no subscriber left the hub stops reading and listening; followAlways 
   assert.equal(log.listeners, 0);
   assert.equal(hub.position, undefined);
   const reads = log.reads;
+  const counts = log.counts;
   await new Promise((wake) => setTimeout(wake, 100));
   assert.equal(log.reads, reads, 'no read with nobody to serve');
+  assert.equal(log.counts, counts, 'no count either');
   hub.followAlways();
-  await until(() => log.reads > reads, 'a read while following always');
+  await until(() => log.counts > counts, 'a count while following always');
   log.append(7n, 1);
   await until(() => hub.head === 1, 'the head seen');
+});
+
+/** What the metrics are told: every event read and every one counted, by type. */
+class Tally implements EventHubObserver {
+  readonly read_: Partial<Record<EventType, number>> = {};
+  readonly counted_: Partial<Record<EventType, number>> = {};
+  read(events: readonly InventoryEvent[]): void {
+    for (const e of events) this.read_[e.type] = (this.read_[e.type] ?? 0) + 1;
+  }
+  counted(byType: Partial<Record<EventType, number>>): void {
+    for (const [type, n] of Object.entries(byType) as [EventType, number][]) this.counted_[type] = (this.counted_[type] ?? 0) + n;
+  }
+}
+
+test('following always with no stream open, the hub counts the events (more than a page of them) and reads none; with a stream, it reads them', async (t) => {
+  const log = new MemoryEvents();
+  const tally = new Tally();
+  const hub = new EventHub(log, { pollMs: 10, observer: tally });
+  t.after(() => hub.close());
+  hub.followAlways();
+  await hub.ready();
+  const many = EVENT_COUNT_PAGE + 5;
+  for (let i = 0; i < many; i++) log.append(BigInt(i + 1), i, { hint: false });
+  log.append(1n, 1);
+  await until(() => hub.position === many + 1, 'every event counted');
+  assert.deepEqual(tally.counted_, { 'inventory.updated': many + 1 });
+  assert.deepEqual(tally.read_, {});
+  assert.equal(log.reads, 0, 'no event read out');
+
+  const s = new Recorder(await hub.ready());
+  hub.join(s);
+  log.append(2n, 5);
+  await until(() => s.seqs.length === 1, 'the stream sent the next event');
+  assert.deepEqual(s.seqs, [many + 2]);
+  assert.deepEqual(tally.read_, { 'inventory.updated': 1 }, 'read, as a stream is open');
+  assert.deepEqual(tally.counted_, { 'inventory.updated': many + 1 }, 'and not counted as well');
+});
+
+test('a stream that joins while the hub counts is sent the events that count covered', async (t) => {
+  const log = new MemoryEvents();
+  const tally = new Tally();
+  const hub = new EventHub(log, { pollMs: 60_000, observer: tally });
+  t.after(() => hub.close());
+  hub.followAlways();
+  const position = await hub.ready();
+  // The count under way when the stream joins: joined at the hub's position, it must still get events 1 and 2.
+  const count = log.countEvents.bind(log);
+  let s: Recorder | undefined;
+  log.countEvents = async (after, limit) => {
+    const answer = await count(after, limit);
+    s ??= new Recorder(position);
+    if (!hub.size) hub.join(s);
+    return answer;
+  };
+  log.append(1n, 1, { hint: false });
+  log.append(2n, 2);
+  await until(() => s !== undefined && s.seqs.length === 2, 'both events sent to the stream');
+  assert.deepEqual(s!.seqs, [1, 2]);
+  assert.deepEqual(tally.counted_, {}, 'the count was dropped, as the events were read');
+  assert.deepEqual(tally.read_, { 'inventory.updated': 2 });
 });

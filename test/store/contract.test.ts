@@ -90,6 +90,7 @@ const EVERY_CALL = {
   },
   events: {
     readEvents: (s) => s.events.readEvents(0, 10),
+    countEvents: (s) => s.events.countEvents(0, 10),
     head: (s) => s.events.head(),
     // Answers at once: as a call that settles, so that a closed store's refusal is seen like the others'.
     onAppended: async (s) => s.events.onAppended(() => {}),

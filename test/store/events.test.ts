@@ -227,6 +227,29 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await store.events.readEvents(5, 10)).items.map((e) => e.seq), [6, 7]);
     });
 
+    it('countEvents counts the next events by type, oldest first, up to the limit, with the last seq and the head; a pruned event is not counted', async (t) => {
+      const store = await openTestStore(backend, t);
+      assert.deepEqual(await store.events.countEvents(0, 10), { byType: {}, counted: 0, last: 0, head: 0 });
+      const old = new Date(Date.now() - 10 * 86_400_000);
+      await store.changes.importItems(importSource([item(1n), item(2n)]), importPlan(false, old));
+      for (let q = 2; q <= 4; q++) await store.changes.applyChange(change(1n, q, { at: old }));
+      await store.changes.retireEntry(2n, { force: true, at: new Date() });
+      // 1, 2 created; 3, 4, 5 updated; 6 deleted.
+      assert.deepEqual(await store.events.countEvents(0, 10), { byType: { 'inventory.created': 2, 'inventory.updated': 3, 'inventory.deleted': 1 }, counted: 6, last: 6, head: 6 });
+      assert.deepEqual(await store.events.countEvents(1, 3), { byType: { 'inventory.created': 1, 'inventory.updated': 2 }, counted: 3, last: 4, head: 6 });
+      assert.deepEqual(await store.events.countEvents(6, 10), { byType: {}, counted: 0, last: 6, head: 6 }, 'at the head: none, and last is where it asked from');
+      assert.deepEqual(await store.events.countEvents(60, 10), { byType: {}, counted: 0, last: 60, head: 6 });
+
+      assert.equal(await store.events.purgeEvents(new Date(Date.now() - 86_400_000)), 5);
+      assert.deepEqual(await store.events.countEvents(0, 10), { byType: { 'inventory.deleted': 1 }, counted: 1, last: 6, head: 6 }, 'the pruned are gone, not counted');
+      // The same events a reader reads, counted: the two agree.
+      await store.changes.applyChange(change(1n, 7));
+      const read = (await store.events.readEvents(5, 10)).items;
+      const counted = await store.events.countEvents(5, 10);
+      assert.equal(counted.counted, read.length);
+      assert.equal(counted.last, read.at(-1)!.seq);
+    });
+
     it('onAppended is called after a commit that appended, until stopped; a closed store refuses new listeners', async (t) => {
       const db = await createTestDatabase(backend, t);
       const store = await db.open();

@@ -1,5 +1,5 @@
 import type { InventoryEvent } from '../../src/domain/event.js';
-import type { EventPage, Events } from '../../src/store/store.js';
+import type { EventCount, EventPage, Events } from '../../src/store/store.js';
 
 /**
  * An event log in memory with the Events port's contract, for tests of what reads the log (the
@@ -13,6 +13,8 @@ export class MemoryEvents implements Events {
   #prunedThrough = 0;
   /** How many times readEvents was called. */
   reads = 0;
+  /** How many times countEvents was called. */
+  counts = 0;
 
   /** Appends one event for `petId` (quantity `quantity`), optionally without telling the listeners (another instance's change). */
   append(petId: bigint, quantity: number, options: { hint?: boolean; skip?: number } = {}): InventoryEvent {
@@ -47,6 +49,17 @@ export class MemoryEvents implements Events {
     const head = this.#next - 1;
     if (after < this.#prunedThrough) return { items: [], head, pruned: true };
     return { items: this.#log.filter((e) => e.seq > after).slice(0, limit), head, pruned: false };
+  }
+
+  async countEvents(after: number, limit: number): Promise<EventCount> {
+    this.counts++;
+    const counted: EventCount = { byType: {}, counted: 0, last: after, head: this.#next - 1 };
+    for (const event of this.#log.filter((e) => e.seq > after).slice(0, limit)) {
+      counted.byType[event.type] = (counted.byType[event.type] ?? 0) + 1;
+      counted.counted++;
+      counted.last = event.seq;
+    }
+    return counted;
   }
 
   async head(): Promise<number> {

@@ -1,9 +1,9 @@
 import { escapeIdentifier, type Client } from 'pg';
-import type { InventoryEvent } from '../../domain/event.js';
+import type { EventType, InventoryEvent } from '../../domain/event.js';
 import { eventOfRow } from '../../domain/reservation-events.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
-import type { Events } from '../store.js';
+import type { EventCount, Events } from '../store.js';
 import { POOLER_REFUSAL, type Pooled, type Statement } from './connection.js';
 import { ENDPOINTS_CHANGED } from './endpoints-version.js';
 
@@ -39,6 +39,15 @@ const STATEMENTS = {
              (SELECT * FROM inventory_events WHERE seq > $1::bigint AND $1::bigint >= s.events_pruned ORDER BY seq LIMIT $2) e ON true
            WHERE s.id = 1 ORDER BY e.seq`,
   },
+  // One statement, one snapshot: the head, and the next $2 events by seq counted by type (none read out whole).
+  count: {
+    name: 'events-count',
+    text: `SELECT s.events_head AS head, c.type, c.n, c.last
+           FROM store_state s LEFT JOIN LATERAL
+             (SELECT type, count(*) AS n, max(seq) AS last
+              FROM (SELECT seq, type FROM inventory_events WHERE seq > $1::bigint ORDER BY seq LIMIT $2) e GROUP BY type) c ON true
+           WHERE s.id = 1`,
+  },
   head: { name: 'events-head', text: 'SELECT events_head AS head FROM store_state WHERE id = 1' },
   // The oldest events, by seq, which is commit order: no event below one seen here can still commit.
   oldest: { name: 'events-oldest', text: 'SELECT seq, occurred_at AS at FROM inventory_events WHERE seq > $1 ORDER BY seq LIMIT $2' },
@@ -49,6 +58,14 @@ const STATEMENTS = {
            UPDATE store_state SET events_pruned = greatest(events_pruned, $1) WHERE id = 1 RETURNING (SELECT count(*) FROM d) AS deleted`,
   },
 } as const satisfies Record<string, Statement>;
+
+/** The head, with one type's count and last seq, or with nulls when there is none. */
+interface CountRow {
+  head: bigint;
+  type: EventType | null;
+  n: bigint | null;
+  last: bigint | null;
+}
 
 /** The head and the pruned mark, with an event, or with nulls when there is none. */
 type ReadRow = { head: bigint; prunedTo: bigint } & { [K in keyof EventRow]: EventRow[K] | null };
@@ -82,6 +99,18 @@ export function events({ query }: Pooled, log: EventLog): Events {
       const head = Number(first.head);
       if (after < Number(first.prunedTo)) return { items: [], head, pruned: true };
       return { items: rows.filter((r) => r.seq !== null).map((r) => toEvent(r as EventRow)), head, pruned: false };
+    },
+    async countEvents(after, limit) {
+      const { rows } = await query<CountRow>(STATEMENTS.count, [after, limit]);
+      const counted: EventCount = { byType: {}, counted: 0, last: after, head: Number(rows[0]!.head) };
+      for (const row of rows) {
+        if (row.type === null) continue;
+        const n = Number(row.n);
+        counted.byType[row.type] = n;
+        counted.counted += n;
+        counted.last = Math.max(counted.last, Number(row.last));
+      }
+      return counted;
     },
     head: async () => Number((await query<{ head: bigint }>(STATEMENTS.head)).rows[0]!.head),
     onAppended: (listener) => log.appended.on(listener),

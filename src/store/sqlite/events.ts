@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { InventoryEvent } from '../../domain/event.js';
+import type { EventType, InventoryEvent } from '../../domain/event.js';
 import { eventOfRow } from '../../domain/reservation-events.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
-import type { EventPage, Events } from '../store.js';
+import type { EventCount, EventPage, Events } from '../store.js';
 import { briefly, LIMIT, type Run } from './connection.js';
 
 type EventRow = [
@@ -38,6 +38,10 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
       )
       .raw(true)
       .safeIntegers(true),
+    // The next `limit` events by seq, counted by type, and the last seq of each type: no event is read out whole.
+    count: db
+      .prepare(`SELECT type, count(*), max(seq) FROM (SELECT seq, type FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ${LIMIT}) GROUP BY type`)
+      .raw(true),
     // The oldest events, by seq, which is commit order.
     oldest: db.prepare(`SELECT seq, occurred_at FROM inventory_events WHERE seq > ? ORDER BY seq LIMIT ${LIMIT}`).raw(true),
     prune: db.prepare('DELETE FROM inventory_events WHERE seq <= ?'),
@@ -48,6 +52,16 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
     const [head, pruned] = stmt.state.get() as [number, number];
     if (after < pruned) return { items: [], head, pruned: true };
     return { items: (stmt.page.all(after, limit) as EventRow[]).map(toEvent), head, pruned: false };
+  });
+  const count = db.transaction((after: number, limit: number): EventCount => {
+    const head = Number((stmt.state.get() as [number, number])[0]);
+    const counted: EventCount = { byType: {}, counted: 0, last: after, head };
+    for (const [type, n, last] of stmt.count.all(after, limit) as [EventType, number, number][]) {
+      counted.byType[type] = n;
+      counted.counted += n;
+      counted.last = Math.max(counted.last, last);
+    }
+    return counted;
   });
   // Events are pruned as a prefix of seqs (the leading run that is old enough), and the mark moved with them.
   const pruneStep = db.transaction((after: number, cutoff: string) => {
@@ -61,6 +75,7 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
 
   return {
     readEvents: async (after, limit) => run(() => read.deferred(after, limit)),
+    countEvents: async (after, limit) => run(() => count.deferred(after, limit)),
     head: async () => run(() => Number((stmt.state.get() as [number, number])[0])),
     onAppended: (listener) => appended.on(listener),
     async purgeEvents(before) {
