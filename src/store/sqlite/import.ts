@@ -5,6 +5,7 @@ import { INT64_MAX, INT64_MIN } from '../../domain/pet-id.js';
 import { BULK_WRITE } from '../store.js';
 import { reasonSql, writesChangeSql, type FactsSql } from '../write-kinds-sql.js';
 import { appendEvents, changeLog, insertHistory } from './change-log.js';
+import { inWriteLock, LOCK_RETRY_MS } from './write-lock.js';
 
 type ConflictRow = [line: bigint, index: bigint | null, petId: bigint, stored: string, given: string];
 
@@ -37,6 +38,13 @@ export function importItems(db: Database.Database, source: ImportSource, plan: I
  * them without reading the whole list again.
  */
 export const IMPORT_CHUNK = BULK_WRITE;
+
+/**
+ * How long the import leaves the write lock free after each chunk: a server's writer waiting for
+ * it tries every LOCK_RETRY_MS (write-lock.ts), so it takes the lock in this gap, and a PATCH sent
+ * during an import waits for about one chunk, not for the whole import.
+ */
+const HANDOFF_MS = 2 * LOCK_RETRY_MS;
 
 /** The petIds from and up to which one chunk writes (both included). */
 interface Chunk {
@@ -173,7 +181,7 @@ function importerOn(db: Database.Database): Importer {
   });
 
   /** Every chunk in petId order; refused, with nothing written, if the checks or the first chunk find conflicts. */
-  const apply = (plan: ImportPlan, duplicates: Duplicates): ImportOutcome => {
+  const apply = async (plan: ImportPlan, duplicates: Duplicates): Promise<ImportOutcome> => {
     // A read transaction: every row checked against one snapshot, without the write lock.
     const found = db.transaction(() => conflicts(plan))();
     if (found.count > 0) return refusal(duplicates, found, plan.conflictsMax);
@@ -181,9 +189,10 @@ function importerOn(db: Database.Database): Importer {
     const chunks = (stmt.chunks.all({ size: IMPORT_CHUNK }) as [bigint, bigint][]).map(([from, upto]) => ({ from, upto }));
     const done: Written = { created: 0, updated: 0, unchanged: 0 };
     for (const [n, chunk] of chunks.entries()) {
+      if (n > 0) await new Promise((handedOver) => setTimeout(handedOver, HANDOFF_MS));
       let result: ReturnType<typeof applyChunk>;
       try {
-        result = applyChunk.immediate(plan, chunk);
+        result = inWriteLock(db, () => applyChunk(plan, chunk));
       } catch (err) {
         if (n === 0) throw err;
         throw new ImportStoppedError(done, err);
@@ -208,7 +217,7 @@ function importerOn(db: Database.Database): Importer {
       const refused = source.refused();
       // Refused already: the checks only add to the list, so they need no lock.
       if (refused > 0 || duplicates.count > 0) return db.transaction(() => refusal(duplicates, conflicts(plan), plan.conflictsMax))();
-      return apply(plan, duplicates);
+      return await apply(plan, duplicates);
     } finally {
       stmt.clear.run();
     }

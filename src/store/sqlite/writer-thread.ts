@@ -11,6 +11,7 @@ import { durabilityOf, openSqliteConnection } from './connection.js';
 import { recordPosition } from './record-position.js';
 import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress } from './record-progress.js';
+import { inWriteLock } from './write-lock.js';
 import { decodeBatch, encodeResults, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 const port = parentPort!;
@@ -29,7 +30,8 @@ port.on('message', (request: WriterRequest) => {
   }
   let done: Exclude<WriterReply, { results: unknown } | { failed: unknown } | { durability: unknown }> | { results: BatchResult[] };
   try {
-    done = write(request);
+    // Every request writes: the lock is taken here, once, and each request's own transaction nests in it.
+    done = inWriteLock(db, () => write(request));
   } catch (err) {
     // The whole transaction failed (busy past the timeout, disk error): every change with it.
     port.postMessage({ failed: failure(err) } satisfies WriterReply);
