@@ -1,10 +1,12 @@
 /**
  * The durable baseline on SQLite: a bare node:http server whose PATCHes are as durable as the
  * service's and nothing else. better-sqlite3 in WAL mode with synchronous=FULL; the PATCHes (and
- * adjustments) parsed in one turn of the event loop commit in one transaction, so one fsync, and
- * each is answered after that commit. Each change bumps and stores its entry's version, as the
- * service's does (its ETag). No keys table, no idempotency, no change log: the fair ceiling for a
- * durable write on this machine, as the service's figures are compared to it.
+ * adjustments, and creations of reservations) parsed in one turn of the event loop commit in one
+ * transaction, so one fsync, and each is answered after that commit. Each change of a count bumps
+ * and stores its entry's version, as the service's does (its ETag); a reservation writes the rows a
+ * creation writes in the service's store (bare-sqlite-writes.ts). No keys table, no idempotency, no
+ * change log: the fair ceiling for a durable write on this machine, as the service's figures are
+ * compared to it.
  *
  * BARE_COMMIT says where a batch commits. `loop` (the default): on the event loop, which waits for
  * the fsync, and the requests that arrive meanwhile form the next batch; nothing else is answered

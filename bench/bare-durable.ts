@@ -3,6 +3,8 @@
  * bare node:http server with the service's request shapes and JSON, and the group commit that
  * hands a backend every change gathered while it was busy (or, for a synchronous backend, parsed
  * in one turn of the event loop) as one batch, and answers each after that batch committed.
+ * The changes are PATCHes, adjustments, and creations of reservations (POST /v1/reservations of
+ * one item), which write the rows a creation writes in the service's store (bare-reservation.ts).
  * With BASELINE_ANSWER_HEADERS, each 200 answer carries the service's answer headers (answer-headers.ts).
  * With BARE_HTTP=net, the same server frames its requests and answers itself on node:net
  * (bare-http1.ts) rather than on node:http: what that framing would save a server.
@@ -13,21 +15,23 @@ import type { InventoryItem } from '../src/schemas/inventory.js';
 import { openStore } from '../src/store/open.js';
 import { answerHeaderLinesFromEnv, JSON_TYPE, sendJson, sendOk } from './answer-headers.js';
 import { http1Server, type Http1Respond } from './bare-http1.js';
+import { readBareHold, reservationLocation, type BareHold } from './bare-reservation.js';
 import { requiredEnv } from './env.js';
 
-/** What each change writes besides the entry: nothing, its history row, or its history row and its event. */
+/** What each PATCH or adjustment writes besides the entry: nothing, its history row, or its history row and its event. A reservation writes its own rows whatever this says. */
 export type BareWrites = 'entry' | 'history' | 'events';
 export const BARE_WRITES: readonly BareWrites[] = ['entry', 'history', 'events'];
 
-/** A PATCH (quantity) or an adjustment (delta), parsed. */
+/** A PATCH (quantity), an adjustment (delta) or a reservation's creation (hold: of petId), parsed. */
 export interface BareChange {
   petId: number;
   quantity?: number;
   delta?: number;
+  hold?: BareHold;
   requestId: string;
 }
 
-/** Per change, in order: the item's JSON once written, or the status it was refused with (404, 409). */
+/** Per change, in order: the item's (or the reservation's) JSON once written, or the status it was refused with (404, 409). */
 export type BareResult = string | number;
 
 export interface BareBackend {
@@ -38,6 +42,12 @@ export interface BareBackend {
 }
 
 const ITEM_PATH = /^\/v1\/inventory\/(\d+)(\/adjustments)?$/;
+const RESERVATIONS_PATH = '/v1/reservations';
+
+/** What a request changes: a pet's entry, by PATCH or by adjustment, or nothing yet (a reservation names its pet in its body). */
+type Target = { kind: 'patch' | 'adjustment'; petId: number } | { kind: 'reservation' };
+
+const RESERVATION_TARGET: Target = { kind: 'reservation' };
 
 /** How a bare server frames HTTP: with node:http (the default), or itself on node:net (bare-http1.ts). */
 export type BareHttp = 'node' | 'net';
@@ -78,11 +88,13 @@ export async function loadItems(databaseUrl: string): Promise<InventoryItem[]> {
 
 /**
  * How a framing sends an answer on its own handle for a request (node:http's ServerResponse, or the
- * net framing's respond): a 200 with the item's JSON (and BASELINE_ANSWER_HEADERS), or any JSON with
- * the two headers of its own. Module-level functions, so that a request allocates nothing for them.
+ * net framing's respond): a 200 with the item's JSON (and BASELINE_ANSWER_HEADERS), a 201 with a new
+ * reservation's JSON and its Location, as the service answers one, or any JSON with the two headers
+ * of its own. Module-level functions, so that a request allocates nothing for them.
  */
 interface Framing<H> {
   ok(handle: H, body: string): void;
+  created(handle: H, body: string, location: string): void;
   send(handle: H, status: number, body: string): void;
 }
 
@@ -91,7 +103,7 @@ interface Waiting<H> {
   handle: H;
 }
 
-/** Serves PATCH and adjustments on PORT with the group commit over `backend`, until SIGTERM. */
+/** Serves PATCH, adjustments and reservations on PORT with the group commit over `backend`, until SIGTERM. */
 export function serveBare(backend: BareBackend): void {
   const server = bareHttp() === 'net' ? netServer(backend) : nodeServer(backend);
   server.listen(Number(requiredEnv('PORT')), '127.0.0.1');
@@ -128,47 +140,65 @@ function changes<H>(backend: BareBackend, framing: Framing<H>) {
       results = batch.map(() => 503);
     }
     committing = false;
-    batch.forEach((w, i) => answer(framing, w.handle, results[i]!));
+    batch.forEach((w, i) => answer(framing, w.handle, w.change, results[i]!));
     schedule();
   };
 
-  /** The path's match when the request is a change (its pet, and [2] set for an adjustment); else undefined, once it was answered (health, 401, 404). */
-  const route = (method: string | undefined, url: string, authorization: string | undefined, handle: H): RegExpExecArray | undefined => {
+  /** What the request changes; else undefined, once it was answered (health, 401, 404). */
+  const route = (method: string | undefined, url: string, authorization: string | undefined, handle: H): Target | undefined => {
     if (url === '/healthz') return void framing.send(handle, 200, '{"status":"ok"}');
     if (authorization !== expectedAuthorization) return void framing.send(handle, 401, '{"code":"unauthorized"}');
+    if (url === RESERVATIONS_PATH && method === 'POST') return RESERVATION_TARGET;
     const match = ITEM_PATH.exec(url);
-    if (match && method === (match[2] === undefined ? 'PATCH' : 'POST')) return match;
+    if (match && method === (match[2] === undefined ? 'PATCH' : 'POST')) return { kind: match[2] === undefined ? 'patch' : 'adjustment', petId: Number(match[1]) };
     framing.send(handle, 404, '{"code":"not_found"}');
   };
   /** A change's body, once it has all arrived: parsed, checked and queued for the next batch, or refused. */
-  const receive = (text: string, match: RegExpExecArray, handle: H): void => {
-    const adjustment = match[2] !== undefined;
-    let body: { quantity?: unknown; delta?: unknown };
+  const receive = (text: string, target: Target, handle: H): void => {
+    let body: unknown;
     try {
-      body = JSON.parse(text) as typeof body;
+      body = JSON.parse(text);
     } catch {
       return framing.send(handle, 400, '{"code":"malformed_json"}');
     }
-    const value = adjustment ? body.delta : body.quantity;
-    if (!Number.isInteger(value) || (!adjustment && (value as number) < 0)) return framing.send(handle, 400, '{"code":"invalid_quantity"}');
-    const petId = Number(match[1]);
-    const change: BareChange = { petId, requestId: randomUUID(), ...(adjustment ? { delta: value as number } : { quantity: value as number }) };
+    const change = target.kind === 'reservation' ? reservationOf(body) : entryChangeOf(body, target.kind, target.petId);
+    if (typeof change === 'string') return framing.send(handle, 400, `{"code":"${change}"}`);
     queued.push({ change, handle });
     schedule();
   };
   return { route, receive };
 }
 
-const NODE_FRAMING: Framing<ServerResponse> = { ok: sendOk, send: sendJson };
+/** A PATCH's or an adjustment's body as the change it asks for, or the code of its refusal. */
+function entryChangeOf(body: unknown, kind: 'patch' | 'adjustment', petId: number): BareChange | string {
+  const fields = (body ?? {}) as { quantity?: unknown; delta?: unknown };
+  const value = kind === 'adjustment' ? fields.delta : fields.quantity;
+  if (!Number.isInteger(value) || (kind === 'patch' && (value as number) < 0)) return 'invalid_quantity';
+  return { petId, requestId: randomUUID(), ...(kind === 'adjustment' ? { delta: value as number } : { quantity: value as number }) };
+}
+
+/** A reservation's body as the creation it asks for, or the code of its refusal. */
+function reservationOf(body: unknown): BareChange | string {
+  const read = readBareHold(body);
+  return typeof read === 'string' ? read : { petId: read.petId, hold: read.hold, requestId: randomUUID() };
+}
+
+/** A new reservation's answer, as the service's: 201, its JSON and its Location. */
+function sendCreated(res: ServerResponse, body: string, location: string): void {
+  res.writeHead(201, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body), location });
+  res.end(body);
+}
+
+const NODE_FRAMING: Framing<ServerResponse> = { ok: sendOk, created: sendCreated, send: sendJson };
 
 function nodeServer(backend: BareBackend) {
   const { route, receive } = changes(backend, NODE_FRAMING);
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const match = route(req.method, req.url ?? '/', req.headers.authorization, res);
-    if (!match) return;
+    const target = route(req.method, req.url ?? '/', req.headers.authorization, res);
+    if (!target) return;
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => receive(Buffer.concat(chunks).toString(), match, res));
+    req.on('end', () => receive(Buffer.concat(chunks).toString(), target, res));
   });
   server.keepAliveTimeout = 65_000;
   return server;
@@ -179,16 +209,17 @@ function netServer(backend: BareBackend) {
   const okLines = answerHeaderLinesFromEnv() ?? (() => plainLines);
   const framing: Framing<Http1Respond> = {
     ok: (respond, body) => respond(200, okLines(JSON_TYPE), body),
+    created: (respond, body, location) => respond(201, `${plainLines}location: ${location}\r\n`, body),
     send: (respond, status, body) => respond(status, plainLines, body),
   };
   const { route, receive } = changes(backend, framing);
   return http1Server((request, respond) => {
-    const match = route(request.method, request.url, request.headers.authorization, respond);
-    if (match) receive(request.body.toString(), match, respond);
+    const target = route(request.method, request.url, request.headers.authorization, respond);
+    if (target) receive(request.body.toString(), target, respond);
   });
 }
 
-function answer<H>(framing: Framing<H>, handle: H, result: BareResult): void {
-  if (typeof result === 'string') return framing.ok(handle, result);
+function answer<H>(framing: Framing<H>, handle: H, change: BareChange, result: BareResult): void {
+  if (typeof result === 'string') return change.hold ? framing.created(handle, result, reservationLocation(change.hold)) : framing.ok(handle, result);
   framing.send(handle, result, `{"code":"${result === 404 ? 'not_found' : result === 409 ? 'insufficient_stock' : 'unavailable'}"}`);
 }

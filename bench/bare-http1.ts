@@ -33,7 +33,7 @@ export type Http1Handler = (request: Http1Request, respond: Http1Respond) => voi
 /** What node:http writes on a kept-alive answer with the bare servers' keepAliveTimeout of 65 s (this framing closes no idle connection: a load keeps each busy). */
 const KEEP_ALIVE = 'Connection: keep-alive\r\nKeep-Alive: timeout=65\r\n';
 
-const REASONS: Record<number, string> = { 200: 'OK', 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
+const REASONS: Record<number, string> = { 200: 'OK', 201: 'Created', 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' };
 
 /** A net server that frames requests for `handle`; listen on it as on any net.Server. */
 export function http1Server(handle: Http1Handler): Server {

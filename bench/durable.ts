@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { RESERVATION_TTL_MAX } from '../src/schemas/values.js';
 import { ANSWER_HEADERS_VARIABLE, answerHeadersOf } from './answer-headers.js';
 import { createDatabase, type Backend } from './databases.js';
 import { pacedRows } from './durable-paced.js';
@@ -31,13 +32,13 @@ import { StreamReader } from './stream-reader.js';
 import { DRAIN_MAX_MS, QUIET_MS, Receiver } from './webhooks.js';
 
 /** The issue's targets for the service as deployed against the bare servers and the in-memory baseline. */
-export const DURABLE_TARGETS = { patchVsBareEvents: 0.9, adjustmentVsBareEvents: 0.9 } as const;
+export const DURABLE_TARGETS = { patchVsBareEvents: 0.9, adjustmentVsBareEvents: 0.9, reservationVsBare: 0.9 } as const;
 
 /** Entries of the write comparisons, whatever the mode (a quick run only shortens the windows). */
 const ENTRIES = 10_000;
 /** wrk -t1 -c64: more connections than the main table's PATCH, so the group commits have something to gather. */
 const WRITE_CONNECTIONS = 64;
-/** Every pet's stock: no adjustment of ±1 in any run comes near 0 (no 409). */
+/** Every pet's stock: no adjustment of ±1 in any run comes near 0, nor do the holds of 1 of a run exhaust one (no 409). */
 const STOCK = 1_000_000;
 /** Idle event streams held open on one of the read servers. */
 const STREAMS = 100;
@@ -49,7 +50,8 @@ const DELIVERING = { WEBHOOKS_ALLOW_PRIVATE: 'true' };
  * Durable writes on one backend: the service as deployed (event log on, one webhook endpoint), and
  * with no endpoint, against the bare durable group-commit server writing the entry (with its version) alone, plus its
  * history row, plus its history row and event, all up at once on databases seeded alike, PATCH and
- * adjustment loads alternated, with each server's CPU per request; PATCHes at a paced rate, the
+ * adjustment loads alternated, with each server's CPU per request; reservations of 1 against the
+ * same bare server writing a creation's rows instead; PATCHes at a paced rate, the
  * service's CPU per change with its deliveries against the bare server's plus the bare sender's
  * (durable-paced.ts); then reads, the service against
  * the in-memory baseline, one service holding idle event streams.
@@ -138,7 +140,7 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           }
         : undefined;
 
-    // Adjustments first, while every stock is still far from 0; the PATCHes then set counts of 0 to 999.
+    // Adjustments first, while every stock is still far from 0, then reservations; the PATCHes then set counts of 0 to 999.
     const adjustment = `POST adjustment ±1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
     const adjusted = [...(bare ? [bare.events] : []), ...(inThread ? [inThread.events] : []), service, plain];
     // The service delivers its events after answering: a backlog left from one round would take the server core from the next round's server.
@@ -148,11 +150,19 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
     // Sides of their own on the same servers, so each comparison keeps its own rounds.
     const adjustmentSides: Side[] = adjusted.map((s) => ({ ...s, runs: [] }));
     await alternateRounds(adjustmentSides, adjustment, backend, options, load, notes, adjustmentShape);
+    // Before the PATCHes: a count set below what is held would leave nothing available to hold.
+    const reservation = `POST reservation of 1 random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
+    // The same bare servers: a reservation writes its own rows whatever BARE_WRITES says, and their rows are named so.
+    const reservationLabel = (side: Side) => (side === bare?.events ? RESERVATION_ROWS : side === inThread?.events ? `${RESERVATION_ROWS}, committed in a writer thread` : side.label);
+    const reservationSides: Side[] = adjusted.map((s) => ({ ...s, label: reservationLabel(s), runs: [] }));
+    await alternateRounds(reservationSides, reservation, backend, options, load, notes, { ...adjustmentShape, method: 'RESERVE' });
     const patchScenario = `PATCH random pet, ${ENTRIES.toLocaleString('en-US')} entries`;
     await alternateRounds(sides, patchScenario, backend, options, load, notes, { ...adjustmentShape, method: 'PATCH' });
     if (receiver.count === 0) throw new Error('the service delivered no event to its webhook endpoint during the loads');
 
-    const byLabel = (side: Side) => adjustmentSides.find((s) => s.label === side.label)!;
+    /** A server's side in one load's rounds. */
+    const inRounds = (rounds: Side[]) => (side: Side) => rounds.find((s) => s.server === side.server)!;
+    const [byAdjustment, byReservation] = [inRounds(adjustmentSides), inRounds(reservationSides)];
     const rps = (side: Side) => bestRun(side).requestsPerSecond;
     /** A bare server's row in `scenario`: its best round, its ratio to `base` (named `of`), its CPU. */
     const against = (scenario: string, side: Side, base: Side, of: string): Row => ({
@@ -184,6 +194,20 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           ],
         },
         { scenario, server: plain.label, result: bestRun(without), checks: [...toBare(without, fair?.target), cpu(without)] },
+      ];
+    };
+    /**
+     * The rows of one load's rounds (`of` finds a server's side there) but PATCH's: the bare server
+     * writing what the services write, the same in a writer thread against it, and the services
+     * against the faster of the two (named `what`), to `target`.
+     */
+    const againstBare = (scenario: string, of: (side: Side) => Side, target: number, what?: string): Row[] => {
+      if (!bare) return [];
+      const [loop, thread] = [of(bare.events), inThread && of(inThread.events)];
+      return [
+        { scenario, server: loop.label, result: bestRun(loop), checks: [cpu(loop)] },
+        ...(thread ? [against(scenario, thread, loop, 'the same on the event loop')] : []),
+        ...serviceRows(scenario, of, { ...fasterBare(loop, thread, rps, what), target, more: [] }),
       ];
     };
     // With the endpoint, the gate is CPU at a rate its deliveries keep up with, against the bare servers and the bare sender in the same run.
@@ -226,21 +250,16 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
           ],
         }),
         ...paced,
-        { scenario: adjustment, server: bare.events.label, result: bestRun(byLabel(bare.events)), checks: [cpu(byLabel(bare.events))] },
-        ...(inThread ? [against(adjustment, byLabel(inThread.events), byLabel(bare.events), 'the same on the event loop')] : []),
-        ...serviceRows(adjustment, byLabel, {
-          ...fasterBare(byLabel(bare.events), inThread && byLabel(inThread.events), rps),
-          target: DURABLE_TARGETS.adjustmentVsBareEvents,
-          more: [],
-        }),
+        ...againstBare(adjustment, byAdjustment, DURABLE_TARGETS.adjustmentVsBareEvents),
+        ...againstBare(reservation, byReservation, DURABLE_TARGETS.reservationVsBare, "bare reservation's rows"),
       );
     } else {
-      rows.push(...serviceRows(patchScenario, (side) => side), ...serviceRows(adjustment, byLabel));
+      rows.push(...serviceRows(patchScenario, (side) => side), ...serviceRows(adjustment, byAdjustment), ...serviceRows(reservation, byReservation));
     }
     notes.push(
-      `${patchScenario} and ${adjustment}: ${sides.length === 1 ? 'the service alone' : `${sides.length} servers up at once, each`} on a database of its own seeded alike (${ENTRIES.toLocaleString('en-US')} pets, ` +
+      `${patchScenario}, ${adjustment} and ${reservation}: ${sides.length === 1 ? 'the service alone' : `${sides.length} servers up at once, each`} on a database of its own seeded alike (${ENTRIES.toLocaleString('en-US')} pets, ` +
         `stock ${STOCK.toLocaleString('en-US')} each), wrk -t1 -c${WRITE_CONNECTIONS}, servers on the server core and wrk on the load core; ` +
-        `one uncounted warm-up round, then ${roundsText(roundsOf(options))}${sides.length === 1 ? '' : ' alternated (order swapped each round)'}, the best of each shown; the adjustments (+1 or -1 at random) ran first, then the PATCHes. ` +
+        `one uncounted warm-up round, then ${roundsText(roundsOf(options))}${sides.length === 1 ? '' : ' alternated (order swapped each round)'}, the best of each shown; the adjustments (+1 or -1 at random) ran first, then the reservations, then the PATCHes. ` +
         (bare
           ? 'Bare durable: node:http with a group commit (every change parsed while the last batch committed goes into the next transaction, each answered after its commit), ' +
             `${backend === 'sqlite' ? 'better-sqlite3 in WAL with synchronous=FULL' : 'pg, synchronous_commit=on'}, each change bumping its entry's version as the service's does, no keys table, idempotency nor change log; ` +
@@ -261,14 +280,34 @@ async function writeRows(backend: Backend, options: BenchOptions, load: LoadGene
         `received ${receiver.count.toLocaleString('en-US')} deliveries over the loads; before each load the bench waited until no delivery had come for ${QUIET_MS} ms ` +
         `(the backlog of the last round delivered, ${(drain.ms / 1000).toFixed(0)} s in all${drain.overdue > 0 ? `; ${drain.overdue} times not within ${DRAIN_MAX_MS / 1000} s, the round ran anyway` : ''}), ` +
         'so that no round shares the server core with the deliveries of another; the deliveries made during its own rounds are in the service\'s figures and its CPU',
+      reservationNote(reservation, backend, bare !== undefined),
       ...sides.map((s) => `${patchScenario}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}${deliveriesPerRound(s)}`),
       ...adjustmentSides.map((s) => `${adjustment}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}${deliveriesPerRound(s)}`),
+      ...reservationSides.map((s) => `${reservation}, ${s.label}: req/s per round ${eachRun(s)}; CPU µs/request per round ${eachCpu(s)}${deliveriesPerRound(s)}`),
     );
     return rows;
   } finally {
     await Promise.all(sides.map((s) => s.server.stop()));
     receiver.close();
   }
+}
+
+/** The bare server's label in the reservation rounds, where it writes a creation's rows, not a change's. */
+const RESERVATION_ROWS = "bare durable: a reservation's rows";
+
+/** What the reservation rounds send, and what the bare server writes for each (`withBare`: when it ran). */
+function reservationNote(scenario: string, backend: Backend, withBare: boolean): string {
+  const load = `${scenario}: POST /v1/reservations {"items":[{"petId":random,"quantity":1}],"ttlSeconds":${RESERVATION_TTL_MAX}} (the longest hold the API allows, so none lapses and the expiry sweep has nothing to mark)`;
+  if (!withBare) return load;
+  return (
+    `${load}; "${RESERVATION_ROWS}" is the bare server above (BARE_WRITES aside) answering it with what a creation writes in the service's store, in the ` +
+    `batch's one group-commit ${backend === 'sqlite' ? 'transaction' : 'statement'}: the pet's count and what is held of it read, 1 available (count less held) checked (else 409), ` +
+    "then the reservation's row (an id of the service's form, status active, created and expiry times, the key's id, the request id) and its item's row, " +
+    "in tables keyed and indexed as the service's (the id unique, the expiry index, the item's (place, position) key and pet index), the entry's reserved + 1 " +
+    "(its version unchanged, as the service's), and the event reservation.created carrying the reservation as the service's payload; answered 201 with the " +
+    "reservation's JSON and its Location. No keys table, idempotency, store version nor change log, as for the other bare writes; the service's look for lapsed holds " +
+    'at the start of each of its groups is not in it either'
+  );
 }
 
 /**
@@ -423,15 +462,13 @@ interface FairBare {
 }
 
 /**
- * Of the bare server writing a service change's rows on the event loop and the same committing in
+ * Of the bare server writing a service write's rows on the event loop and the same committing in
  * a writer thread (SQLite only), the faster in these rounds: the issue's baseline is the better
- * of the two ways to build it, and the ratio says which it was.
+ * of the two ways to build it, and the ratio says which it was (`what` names the rows).
  */
-function fasterBare(loop: Side, thread: Side | undefined, rps: (side: Side) => number): FairBare {
-  if (thread === undefined) return { bare: loop, of: 'bare + history + event' };
-  return rps(thread) > rps(loop)
-    ? { bare: thread, of: 'bare + history + event (the faster: in a writer thread)' }
-    : { bare: loop, of: 'bare + history + event (the faster: on the event loop)' };
+function fasterBare(loop: Side, thread: Side | undefined, rps: (side: Side) => number, what = 'bare + history + event'): FairBare {
+  if (thread === undefined) return { bare: loop, of: what };
+  return rps(thread) > rps(loop) ? { bare: thread, of: `${what} (the faster: in a writer thread)` } : { bare: loop, of: `${what} (the faster: on the event loop)` };
 }
 
 /** A side's CPU per request in its best round against a bare server's in its own, as a value. */

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { inspect } from 'node:util';
 import autocannon from 'autocannon';
-import { GET_PATH, loadRequest, percentile, type LoadResult, type LoadSpec } from './load-spec.js';
+import { GET_PATH, HTTP_METHOD, loadRequest, percentile, type LoadResult, type LoadSpec } from './load-spec.js';
 
 /**
  * One continuous run of warm-up plus window; only answers that arrive inside the window count.
@@ -44,7 +44,7 @@ function options(spec: LoadSpec): autocannon.Options {
   if (spec.method !== 'GET') headers['content-type'] = 'application/json';
   return {
     url: spec.baseUrl + GET_PATH,
-    method: spec.method,
+    method: HTTP_METHOD[spec.method],
     headers,
     connections: spec.connections,
     duration: spec.warmupSeconds + spec.durationSeconds,

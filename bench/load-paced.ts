@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { loadRequest, percentile, type LoadResult, type LoadSpec } from './load-spec.js';
+import { HTTP_METHOD, loadRequest, percentile, type LoadResult, type LoadSpec } from './load-spec.js';
 
 /** How often the pacer checks which requests are due; each check sends all that are. */
 const TICK_MS = 5;
@@ -35,7 +35,7 @@ export async function runPaced(spec: LoadSpec, stop?: AbortSignal): Promise<Load
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     const sentAt = performance.now();
     const done = new Promise<void>((settle) => {
-      const req = request({ host: url.hostname, port: url.port, path, method: spec.method, headers, agent }, (res) => {
+      const req = request({ host: url.hostname, port: url.port, path, method: HTTP_METHOD[spec.method], headers, agent }, (res) => {
         const status = res.statusCode ?? 0;
         const answered = status >= 200 && status < 300;
         // A failure's body is the service's Error object: its code says why (a 2xx body is not kept).

@@ -1,12 +1,23 @@
+import { RESERVATION_TTL_MAX } from '../src/schemas/values.js';
+
+/**
+ * What a load sends, named by its HTTP method but RESERVE. GET: the list; PATCH: a random pet's
+ * quantity; POST: an adjustment of a random pet (POST /v1/inventory/{id}/adjustments); RESERVE: a
+ * reservation of 1 of a random pet (POST /v1/reservations).
+ */
+export type LoadMethod = 'GET' | 'PATCH' | 'POST' | 'RESERVE';
+
+/** The HTTP method of each load's requests. */
+export const HTTP_METHOD = { GET: 'GET', PATCH: 'PATCH', POST: 'POST', RESERVE: 'POST' } as const satisfies Record<LoadMethod, string>;
+
 /** One load to drive against one server. */
 export interface LoadSpec {
   /** The server's base URL, e.g. http://127.0.0.1:41234 */
   baseUrl: string;
-  /** GET: the list; PATCH: a random pet's quantity; POST: an adjustment of a random pet (POST /v1/inventory/{id}/adjustments). */
-  method: 'GET' | 'PATCH' | 'POST';
+  method: LoadMethod;
   /** The whole Authorization header value. */
   authorization: string;
-  /** PATCH and POST: each request changes a random pet from 1 to petCount. */
+  /** PATCH, POST and RESERVE: each request changes (or holds) a random pet from 1 to petCount. */
   petCount: number;
   connections: number;
   /** Load before the measured window, not counted: warms the JIT and absorbs the previous load's abandoned requests. */
@@ -52,9 +63,22 @@ export function randomAdjustment(petCount: number): { path: string; body: string
   return { path: `/v1/inventory/${petId}/adjustments`, body: `{"delta":${Math.random() < 0.5 ? -1 : 1}}` };
 }
 
+export const RESERVATIONS_PATH = '/v1/reservations';
+
+/**
+ * A reservation of 1 of a random pet, the same for every load generator: held for as long as the
+ * API allows, so that no hold of a run lapses during it, and the store's sweep of lapsed holds has
+ * nothing to mark while the loads run.
+ */
+export function randomReservation(petCount: number): { path: string; body: string } {
+  const petId = 1 + Math.floor(Math.random() * petCount);
+  return { path: RESERVATIONS_PATH, body: `{"items":[{"petId":${petId},"quantity":1}],"ttlSeconds":${RESERVATION_TTL_MAX}}` };
+}
+
 /** The path and body of a request of this load (a fresh random one for a change), the same for every load generator. */
 export function loadRequest(spec: Pick<LoadSpec, 'method' | 'petCount'>): { path: string; body: string | undefined } {
   if (spec.method === 'PATCH') return randomPatch(spec.petCount);
   if (spec.method === 'POST') return randomAdjustment(spec.petCount);
+  if (spec.method === 'RESERVE') return randomReservation(spec.petCount);
   return { path: GET_PATH, body: undefined };
 }

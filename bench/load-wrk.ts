@@ -1,7 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GET_PATH, type LoadResult, type LoadSpec } from './load-spec.js';
+import { RESERVATION_TTL_MAX } from '../src/schemas/values.js';
+import { GET_PATH, RESERVATIONS_PATH, type LoadMethod, type LoadResult, type LoadSpec } from './load-spec.js';
 import { spawnChild, type Core } from './processes.js';
 
 /** Prints one machine-readable line at the end; latencies are in microseconds. */
@@ -41,7 +42,17 @@ end
 `;
 }
 
-const SCRIPTS: Record<LoadSpec['method'], (petCount: number) => string> = { GET: () => '', PATCH: patchScript, POST: adjustmentScript };
+/** 1 of a random pet per request, held as long as the API allows (load-spec.ts randomReservation). */
+function reservationScript(petCount: number): string {
+  return `${SEEDED}
+request = function()
+  local body = '{"items":[{"petId":' .. math.random(1, ${petCount}) .. ',"quantity":1}],"ttlSeconds":${RESERVATION_TTL_MAX}}'
+  return wrk.format("POST", "${RESERVATIONS_PATH}", nil, body)
+end
+`;
+}
+
+const SCRIPTS: Record<LoadMethod, (petCount: number) => string> = { GET: () => '', PATCH: patchScript, POST: adjustmentScript, RESERVE: reservationScript };
 
 /** Called around the measured run only (not the warm-up), e.g. to read the server's CPU time before and after it. */
 export interface WindowHooks {

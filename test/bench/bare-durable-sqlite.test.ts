@@ -77,6 +77,38 @@ for (const commit of ['loop', 'thread'] as const) {
     assert.deepEqual(held.eventVersions, [2], 'each event carries the version its change made');
   });
 
+  test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers a burst of reservations 201, and its file then holds the rows each creation wrote`, TEST, async (t) => {
+    const { send, bare } = await bareServer(t, commit, 10);
+    const reserve = (petId: number, quantity: number) => send('/v1/reservations', 'POST', { items: [{ petId, quantity }], ttlSeconds: 3600 });
+    const answers = await Promise.all([
+      ...Array.from({ length: PETS }, (_, i) => reserve(i + 1, 1)),
+      reserve(PETS + 1, 1),
+      // Pet 1 has 10, 1 of them held by the first creation, whichever commits first: 10 more cannot be held.
+      reserve(1, 10),
+    ]);
+    for (let i = 0; i < PETS; i++) {
+      const [status, text] = answers[i]!;
+      assert.equal(status, 201, text);
+      const { id, createdAt, expiresAt, ...rest } = JSON.parse(text) as { id: string; createdAt: string; expiresAt: string };
+      assert.match(id, /^res_[0-9a-f]{24}$/);
+      assert.deepEqual(rest, { status: 'active', items: [{ petId: i + 1, quantity: 1 }], reference: null });
+      assert.equal(Date.parse(expiresAt) - Date.parse(createdAt), 3_600_000, 'held for its ttlSeconds');
+    }
+    assert.deepEqual(answers[PETS], [404, '{"code":"not_found"}'], 'a pet with no entry');
+    assert.deepEqual(answers[PETS + 1], [409, '{"code":"insufficient_stock"}'], 'more than is available');
+    assert.deepEqual(await send('/v1/reservations', 'POST', { items: [] }), [400, '{"code":"invalid_body"}']);
+    const file = new Database(bare, { readonly: true });
+    t.after(() => file.close());
+    assert.deepEqual(file.prepare('SELECT DISTINCT quantity, reserved, version FROM inventory').raw(true).all(), [[10, 1, 1]], 'each entry holds 1, its count and version unchanged');
+    assert.equal(file.prepare("SELECT count(*) FROM reservations WHERE status = 'active'").pluck().get(), PETS);
+    assert.equal(file.prepare('SELECT count(*) FROM reservation_items JOIN reservations USING (place) WHERE quantity = 1').pluck().get(), PETS);
+    const events = file.prepare("SELECT payload FROM events WHERE type = 'reservation.created' ORDER BY seq").pluck().all() as string[];
+    assert.equal(events.length, PETS);
+    const first = JSON.parse(answers[0][1]) as { id: string; expiresAt: string };
+    const payload = events.map((e) => JSON.parse(e) as { reservationId: string }).find((p) => p.reservationId === first.id);
+    assert.deepEqual(payload, { reservationId: first.id, items: [['1', 1]], reference: null, expiresAt: Date.parse(first.expiresAt) }, "the service's payload");
+  });
+
   test(`bare-durable-sqlite: BARE_COMMIT=${commit} answers a batch whose transaction failed 503, and the next batch commits`, TEST, async (t) => {
     const { send, bare } = await bareServer(t, commit);
     // Another connection holds the write lock past the server's busy timeout (better-sqlite3's 5 s): its transaction fails.
