@@ -27,8 +27,9 @@ const SERVER_OLD_SPACE_MB = 128;
 for (const backend of BACKENDS) {
   describe(`soak on ${backend}`, { skip: await backendSkip(backend) }, () => {
     test(`${SECONDS} s of mixed GET/PATCH load: 0 errors, flat memory`, { timeout: (SECONDS + 90) * 1000 }, async (t) => {
-      // Limits meant for clients of a shared service would refuse a load test's one key.
-      const service = await startService(t, backend, { items: pets(PETS), quiet: true, env: { RATE_LIMIT_PER_MINUTE: '0', NODE_OPTIONS: `--max-old-space-size=${SERVER_OLD_SPACE_MB}` } });
+      // Limits meant for clients of a shared service would refuse a load test's one key; load shedding (503 once the
+      // process stalls for a second, as it may on a machine loaded with other tests) is another test's subject.
+      const service = await startService(t, backend, { items: pets(PETS), quiet: true, env: { RATE_LIMIT_PER_MINUTE: '0', MAX_EVENT_LOOP_DELAY_MS: '0', NODE_OPTIONS: `--max-old-space-size=${SERVER_OLD_SPACE_MB}` } });
       const { baseUrl, proc } = service.server;
       const headers = { authorization: `Bearer ${service.keys.write}` };
       const get = { method: 'GET' as const, path: '/v1/inventory', headers };
