@@ -1,4 +1,5 @@
 import type { InventoryEvent } from '../../src/domain/event.js';
+import { eventCountOf, type TypeCount } from '../../src/store/event-count.js';
 import type { EventCount, EventPage, Events } from '../../src/store/store.js';
 
 /**
@@ -53,13 +54,8 @@ export class MemoryEvents implements Events {
 
   async countEvents(after: number, limit: number): Promise<EventCount> {
     this.counts++;
-    const counted: EventCount = { byType: {}, counted: 0, last: after, head: this.#next - 1 };
-    for (const event of this.#log.filter((e) => e.seq > after).slice(0, limit)) {
-      counted.byType[event.type] = (counted.byType[event.type] ?? 0) + 1;
-      counted.counted++;
-      counted.last = event.seq;
-    }
-    return counted;
+    const counted = this.#log.filter((e) => e.seq > after).slice(0, limit);
+    return eventCountOf(after, this.#next - 1, counted.map((e): TypeCount => [e.type, 1, e.seq]));
   }
 
   async head(): Promise<number> {

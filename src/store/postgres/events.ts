@@ -3,7 +3,8 @@ import type { EventType, InventoryEvent } from '../../domain/event.js';
 import { eventOfRow } from '../../domain/reservation-events.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
-import type { EventCount, Events } from '../store.js';
+import { eventCountOf, type TypeCount } from '../event-count.js';
+import type { Events } from '../store.js';
 import { POOLER_REFUSAL, type Pooled, type Statement } from './connection.js';
 import { ENDPOINTS_CHANGED } from './endpoints-version.js';
 
@@ -102,15 +103,8 @@ export function events({ query }: Pooled, log: EventLog): Events {
     },
     async countEvents(after, limit) {
       const { rows } = await query<CountRow>(STATEMENTS.count, [after, limit]);
-      const counted: EventCount = { byType: {}, counted: 0, last: after, head: Number(rows[0]!.head) };
-      for (const row of rows) {
-        if (row.type === null) continue;
-        const n = Number(row.n);
-        counted.byType[row.type] = n;
-        counted.counted += n;
-        counted.last = Math.max(counted.last, Number(row.last));
-      }
-      return counted;
+      const shares = rows.flatMap((r): TypeCount[] => (r.type === null ? [] : [[r.type, Number(r.n), Number(r.last)]]));
+      return eventCountOf(after, Number(rows[0]!.head), shares);
     },
     head: async () => Number((await query<{ head: bigint }>(STATEMENTS.head)).rows[0]!.head),
     onAppended: (listener) => log.appended.on(listener),

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { EventType, InventoryEvent } from '../../domain/event.js';
+import type { InventoryEvent } from '../../domain/event.js';
+import { eventCountOf, type TypeCount } from '../event-count.js';
 import { eventOfRow } from '../../domain/reservation-events.js';
 import type { AppendedSignal } from '../appended.js';
 import { inBatches, oldPrefix, PRUNE_BATCH } from '../pruning.js';
@@ -55,13 +56,7 @@ export function events(db: Database.Database, run: Run, appended: AppendedSignal
   });
   const count = db.transaction((after: number, limit: number): EventCount => {
     const head = Number((stmt.state.get() as [number, number])[0]);
-    const counted: EventCount = { byType: {}, counted: 0, last: after, head };
-    for (const [type, n, last] of stmt.count.all(after, limit) as [EventType, number, number][]) {
-      counted.byType[type] = n;
-      counted.counted += n;
-      counted.last = Math.max(counted.last, last);
-    }
-    return counted;
+    return eventCountOf(after, head, stmt.count.all(after, limit) as TypeCount[]);
   });
   // Events are pruned as a prefix of seqs (the leading run that is old enough), and the mark moved with them.
   const pruneStep = db.transaction((after: number, cutoff: string) => {
