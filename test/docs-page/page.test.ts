@@ -197,7 +197,7 @@ test('the first render, before any script runs: both operations, the experimenta
 
 for (const backend of BACKENDS) {
   const skip = (await backendSkip(backend)) || browserSkipReason;
-  test(`${backend}: the docs page in headless Chromium: both operations, the experimental badge, int64, the error codes, try it`, { skip, timeout: 120_000 }, async (t) => {
+  test(`${backend}: the docs page in headless Chromium: both operations, the experimental badge, int64, the error codes, try it`, { skip, timeout: 300_000 }, async (t) => {
     // The browser first: after hooks run in order, so it closes before the app, whose close would wait for its connections.
     const context = await launchChromium(t);
     const api = await buildTestApp(t, {

@@ -16,6 +16,8 @@ export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
 /** Screenshots and other files a run leaves for people to look at (ignored by git). */
 export const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
+/** How long one browser action (a click, a wait, a screenshot) may take before it fails, where a test sets no timeout of its own. */
+const BROWSER_ACTION_TIMEOUT_MS = 90_000;
 
 const IN_CI = process.env.CI === 'true';
 
@@ -51,7 +53,12 @@ export async function launchChromium(t: TestContext): Promise<BrowserContext> {
     await (await launched.catch(() => undefined))?.close();
     await rm(profile, { recursive: true, force: true });
   });
-  return launched;
+  return launched.then((context) => {
+    // Playwright's default of 30 s per action is too short for a page's work on a machine whose cores a whole CI
+    // run shares (a full-page screenshot of the docs took longer): the tests' own deadlines still end a real hang.
+    context.setDefaultTimeout(BROWSER_ACTION_TIMEOUT_MS);
+    return context;
+  });
 }
 
 /**
