@@ -1,5 +1,6 @@
 import type { Statement } from './connection.js';
 import { appendReservationEvents, bumpStoreState, reservationPayloadSql } from './change-log.js';
+import { lapsedHold } from './reservation-rows.js';
 
 /**
  * The PostgreSQL store's sweep of lapsed reservations, one statement (one round trip, one commit);
@@ -24,7 +25,7 @@ const payload = (items: string) => reservationPayloadSql('r', items);
  */
 export const EXPIRE_DUE: Statement = {
   name: 'reservation-expire',
-  text: `WITH due AS (SELECT place FROM reservations WHERE status = 'active' AND expires_at <= now() ORDER BY expires_at, place LIMIT $1 FOR UPDATE SKIP LOCKED),
+  text: `WITH due AS (SELECT place FROM reservations WHERE ${lapsedHold('reservations')} ORDER BY expires_at, place LIMIT $1 FOR UPDATE SKIP LOCKED),
          r AS (UPDATE reservations SET status = 'expired', ended_at = ${NOW} FROM due WHERE reservations.place = due.place
                RETURNING reservations.place, reservations.id, reservations.reference, reservations.created_at, reservations.expires_at, reservations.ended_at),
          it AS (SELECT ri.place, ri.pet_id, ri.quantity, ri.position FROM reservation_items ri JOIN r ON ri.place = r.place),
