@@ -11,6 +11,7 @@ import { durabilityOf } from './connection.js';
 import { recordPosition, type PositionWrite } from './record-position.js';
 import { reservationWrites } from './reservation-writes.js';
 import { recordAttempts, recordProgress, type DeliveryRow, type ProgressWrite } from './record-progress.js';
+import { threadBundle } from './thread-bundle.js';
 import { decodeResults, encodeBatch, type WriterData, type WriterReply, type WriterRequest } from './writer-protocol.js';
 
 /** Where the SQLite store's frequent writes commit: the group commits (one batch at a time), change batches, webhook progress and relay positions. */
@@ -130,14 +131,11 @@ export function threadWriter(filename: string, options: BatchOptions = {}): Chan
 
 /**
  * A worker thread running `entry` in the same form of the code as its caller: compiled JavaScript as
- * deployed, or TypeScript sources under the tests' (and the bench's) loader, which Node 20 does not
- * pass on to a worker by itself.
+ * deployed, or, where the sources run (the tests, the bench), the entry's sources bundled as the
+ * build bundles them (thread-bundle.ts).
  */
 export function startThread(entry: URL, workerData: unknown): Worker {
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData });
-  const loader = import.meta.resolve('tsx/esm/api');
-  const code = `import(${JSON.stringify(loader)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(code, { eval: true, workerData });
+  return new Worker(entry.pathname.endsWith('.ts') ? threadBundle(entry) : entry, { workerData });
 }
 
 /** The member `key` of a reply, or the failed transaction thrown. */
