@@ -11,7 +11,7 @@ import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { openStore } from '../../src/store/open.js';
 import { PORT_NAMES, type PortName, type Store } from '../../src/store/store.js';
 import { openTestStore, type Backend } from './backends.js';
-import { ContractChecker, type OpenApiDoc } from './contract.js';
+import { ContractChecker } from './contract.js';
 
 export type Transport = 'inject' | 'http';
 export const TRANSPORTS: Transport[] = ['inject', 'http'];
@@ -111,7 +111,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   const send = options.transport === 'http' ? await httpTransport(app) : injectTransport(app);
   const address = app.server.address();
   const docResponse = await app.inject({ method: 'GET', url: '/v1/openapi.json' });
-  const contract = new ContractChecker(JSON.parse(docResponse.body) as OpenApiDoc);
+  const contract = ContractChecker.of(docResponse.body);
 
   return {
     app,
