@@ -148,11 +148,14 @@ describe('GroupCommit: the one write path of the stores', () => {
 
   it('timeoutMs: a change waiting behind a stuck batch is answered within the timeout from its submit, and never committed', async () => {
     const store = scriptedCommit();
-    const group = new GroupCommit(store.commit, { ...options, timeoutMs: 40 });
+    // Long enough that a is sent before its deadline even when a loaded machine stalls the event loop: a stall past
+    // it between the submit and the batch's start would answer a before it is sent, and send b in its place.
+    const group = new GroupCommit(store.commit, { ...options, timeoutMs: 500 });
     const stuck = group.submit({ key: 'a', value: '1' });
     // Awaited from its submit: a stall past the timeout before the next lines must not leave its answer unhandled.
     const stuckAnswered = assert.rejects(stuck, StoreTimeoutError, 'the change in flight is answered in time too');
     await turn();
+    assert.deepEqual(store.batches, [['a=1']], 'a is in flight, stuck');
     const waiting = group.submit({ key: 'b', value: '1' });
     await Promise.all([assert.rejects(waiting, StoreTimeoutError), stuckAnswered]);
     assert.equal(group.waiting, 0, 'the late change left the queue');
