@@ -26,13 +26,13 @@ export class ContractChecker {
       compiled = compile(JSON.parse(text) as OpenApiDoc);
       compiledDocuments.set(text, compiled);
     }
-    return new ContractChecker(compiled.doc, compiled);
+    return new ContractChecker(compiled);
   }
 
-  constructor(doc: OpenApiDoc, compiled: Compiled = compile(doc)) {
-    this.#doc = doc;
+  private constructor(compiled: Compiled) {
+    this.#doc = compiled.doc;
     // A relative server URL (the default) resolves against the host the document came from.
-    this.#prefix = new URL(doc.servers[0]!.url, 'http://service.invalid').pathname;
+    this.#prefix = new URL(compiled.doc.servers[0]!.url, 'http://service.invalid').pathname;
     this.#ajv = compiled.ajv;
     this.#cache = compiled.validators;
   }
