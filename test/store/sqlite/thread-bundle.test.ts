@@ -36,7 +36,9 @@ test('a TypeScript entry runs in a thread from one bundled file, named by its co
   assert.notEqual(thrice.href, bundle.href, 'other sources under the same name: another file');
 
   const worker = startThread(twice, 21);
+  // Both listeners before the first wait: the thread may exit in the same turn it answers.
+  const exited = once(worker, 'exit');
   const [answer] = (await once(worker, 'message')) as [number];
   assert.equal(answer, 42);
-  await once(worker, 'exit');
+  assert.deepEqual(await exited, [0]);
 });
