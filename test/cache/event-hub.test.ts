@@ -105,7 +105,9 @@ test('with no subscriber left the hub stops reading and listening; followAlways 
   const log = new MemoryEvents();
   const hub = new EventHub(log, { pollMs: 10 });
   t.after(() => hub.close());
-  const s = new Recorder(await hub.ready());
+  // A stream that read the log up to event 1 itself (its replay), ahead of the hub, which has not polled since.
+  assert.equal(await hub.ready(), 0);
+  const s = new Recorder(1);
   hub.join(s);
   assert.equal(log.listeners, 1);
   hub.leave(s);
@@ -161,7 +163,8 @@ test('following always with no stream open, the hub counts the events (more than
 test('a stream that joins while the hub counts is sent the events that count covered', async (t) => {
   const log = new MemoryEvents();
   const tally = new Tally();
-  const hub = new EventHub(log, { pollMs: 60_000, observer: tally });
+  // With no stream open, the hub counts at its poll (it takes no hint).
+  const hub = new EventHub(log, { pollMs: 20, observer: tally });
   t.after(() => hub.close());
   hub.followAlways();
   const position = await hub.ready();
@@ -175,9 +178,41 @@ test('a stream that joins while the hub counts is sent the events that count cov
     return answer;
   };
   log.append(1n, 1, { hint: false });
-  log.append(2n, 2);
+  log.append(2n, 2, { hint: false });
   await until(() => s !== undefined && s.seqs.length === 2, 'both events sent to the stream');
   assert.deepEqual(s!.seqs, [1, 2]);
   assert.deepEqual(tally.counted_, {}, 'the count was dropped, as the events were read');
   assert.deepEqual(tally.read_, { 'inventory.updated': 2 });
+});
+
+test('following for the metrics alone, the hub counts at its poll and takes no hint; a stream makes it take them until the last one leaves', async (t) => {
+  const log = new MemoryEvents();
+  const tally = new Tally();
+  const hub = new EventHub(log, { pollMs: 60_000, observer: tally });
+  t.after(() => hub.close());
+  hub.followAlways();
+  await hub.ready();
+  assert.equal(log.listeners, 0, 'no hint taken with no stream open');
+  log.append(1n, 1);
+  await new Promise((wake) => setTimeout(wake, 50));
+  assert.equal(log.counts, 0, 'a hint alone makes no count');
+
+  // A stream that read the log up to event 1 itself (its replay), ahead of the hub, which has not polled since.
+  assert.equal(await hub.ready(), 0);
+  const s = new Recorder(1);
+  hub.join(s);
+  assert.equal(log.listeners, 1);
+  log.append(2n, 2);
+  await until(() => s.seqs.length === 1, 'the hinted event sent to the stream');
+  assert.deepEqual(s.seqs, [2]);
+  hub.leave(s);
+  assert.equal(log.listeners, 0, 'the last stream gone, hints are no longer taken');
+  assert.equal(hub.position, 2, 'and the hub still follows');
+
+  const polled = new EventHub(log, { pollMs: 10, observer: tally });
+  t.after(() => polled.close());
+  polled.followAlways();
+  await polled.ready();
+  log.append(3n, 3, { hint: false });
+  await until(() => polled.head === 3, 'the poll counted the new event');
 });
