@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ImportOutcome } from '../../src/domain/import.js';
+import type { ImportOutcome, ImportRow } from '../../src/domain/import.js';
 import { INT64_MAX, INT64_MIN } from '../../src/domain/pet-id.js';
 import type { InventoryItem, PetStatus } from '../../src/schemas/inventory.js';
 import { BULK_WRITE } from '../../src/store/store.js';
@@ -74,6 +74,32 @@ for (const backend of BACKENDS) {
         const outcome = await store.changes.importItems(importSource([{ line: 3, index: 2, item: item(2n) }]), importPlan());
         assert.deepEqual(outcome, { applied: false, conflicts: [{ kind: 'exists', at: { line: 3, index: 2 }, petId: 2n }], conflictRows: 1 });
       });
+    });
+
+    it('finds every petId twice in a batch of hundreds, in it or against an earlier batch, by line or by position in a JSON array', async (t) => {
+      const store = await openTestStore(backend, t);
+      // [row, row of its first]: the last of a hundred rows, rows of one batch, of two batches, and of a batch's last few.
+      const twice = [
+        [10, 3],
+        [99, 0],
+        [150, 5],
+        [270, 120],
+        [320, 260],
+      ] as const;
+      const items = Array.from({ length: 330 }, (_, i) => item(BigInt(1000 + i)));
+      for (const [row, first] of twice) items[row] = item(items[first]!.petId, 2);
+      for (const json of [false, true]) {
+        const rows = items.map((it, i): ImportRow => (json ? { line: 1, index: i, item: it } : { line: i + 2, item: it }));
+        const at = (i: number) => (json ? { line: 1, index: i } : { line: i + 2 });
+        await unchangedBy(store, async () => {
+          const outcome = await store.changes.importItems(importSource(rows, { batch: 200 }), importPlan());
+          assert.deepEqual(outcome, {
+            applied: false,
+            conflicts: twice.map(([row, first]) => ({ kind: 'duplicate', at: at(row), petId: items[first]!.petId, first: at(first) })),
+            conflictRows: twice.length,
+          });
+        });
+      }
     });
 
     it('a petId twice is refused whatever else it is: a retired entry to revive, or an entry to upsert', async (t) => {

@@ -46,6 +46,9 @@ export const IMPORT_CHUNK = BULK_WRITE;
  */
 const HANDOFF_MS = 2 * LOCK_RETRY_MS;
 
+/** Rows staged by one statement (the rest of a batch one at a time): 5 parameters each, far below SQLite's limit. */
+const STAGE_ROWS = 100;
+
 /** The petIds from and up to which one chunk writes (both included). */
 interface Chunk {
   from: bigint;
@@ -70,15 +73,18 @@ function importerOn(db: Database.Database): Importer {
     clear: db.prepare('DELETE FROM temp.import_rows'),
     stage: db.prepare('INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
     stagedAt: safe('SELECT line, item FROM temp.import_rows WHERE pet_id = ?'),
+    // STAGE_ROWS rows a statement: one call and one bind a row cost more than the insert itself.
+    stageRows: db.prepare(
+      `INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES ${Array<string>(STAGE_ROWS).fill('(?, ?, ?, ?, ?)').join(', ')}
+       ON CONFLICT (pet_id) DO NOTHING`,
+    ),
     staged: db.prepare('SELECT count(*) FROM temp.import_rows WHERE pet_id BETWEEN :from AND :upto').pluck(),
-    // The first and last petId of each chunk, in petId order (a JS number is bound as a REAL: cast, or the division is not whole).
-    chunks: db
-      .prepare(
-        `SELECT min(pet_id), max(pet_id) FROM (SELECT pet_id, (row_number() OVER (ORDER BY pet_id) - 1) / CAST(:size AS INTEGER) AS chunk FROM temp.import_rows)
-         GROUP BY chunk ORDER BY chunk`,
-      )
-      .raw(true)
-      .safeIntegers(true),
+    // A chunk's bounds, found by seeks on the table's key (petId, its rowid) rather than by numbering every row: the
+    // first staged petId after one, and the petId :size rows on from one (none: the chunk ends with the table).
+    firstAfter: safe('SELECT pet_id FROM temp.import_rows WHERE pet_id > ? ORDER BY pet_id LIMIT 1').pluck(),
+    lastOfChunk: safe('SELECT pet_id FROM temp.import_rows WHERE pet_id >= ? ORDER BY pet_id LIMIT 1 OFFSET (? - 1)').pluck(),
+    firstStaged: safe('SELECT min(pet_id) FROM temp.import_rows').pluck(),
+    lastStaged: safe('SELECT max(pet_id) FROM temp.import_rows').pluck(),
     // Rows whose entry exists; with upsert only those whose status differs. The first ones in file order, and how many.
     // (:limit + 0), not a bare :limit, as LIMIT in connection.ts says why.
     conflicts: safe(
@@ -132,17 +138,55 @@ function importerOn(db: Database.Database): Importer {
       .safeIntegers(true),
   };
 
+  /** Stages one row; a petId staged before (by an earlier row) is a duplicate. */
+  const stageRow = (row: ImportRow, duplicates: Duplicates): void => {
+    const { petId, quantity, status } = row.item;
+    if (stmt.stage.run(petId, row.line, row.index ?? null, quantity, status).changes === 0) duplicate(row, duplicates);
+  };
+  /** A row whose petId an earlier row staged: counted, and kept with where that one is while the list has room. */
+  const duplicate = (row: ImportRow, duplicates: Duplicates): void => {
+    duplicates.count++;
+    if (duplicates.kept.length < duplicates.max) {
+      const [line, index] = stmt.stagedAt.get(row.item.petId) as [bigint, bigint | null];
+      duplicates.kept.push({ kind: 'duplicate', at: locationOf(row.line, row.index), petId: row.item.petId, first: locationOf(line, index) });
+    }
+  };
+  const group: unknown[] = new Array<unknown>(STAGE_ROWS * 5);
   const stageBatch = db.transaction((rows: readonly ImportRow[], duplicates: Duplicates) => {
-    for (const row of rows) {
-      const { petId, quantity, status } = row.item;
-      if (stmt.stage.run(petId, row.line, row.index ?? null, quantity, status).changes === 1) continue;
-      duplicates.count++;
-      if (duplicates.kept.length < duplicates.max) {
-        const [line, index] = stmt.stagedAt.get(petId) as [bigint, bigint | null];
-        duplicates.kept.push({ kind: 'duplicate', at: locationOf(row.line, row.index), petId, first: locationOf(line, index) });
+    let at = 0;
+    for (; at + STAGE_ROWS <= rows.length; at += STAGE_ROWS) {
+      for (let k = 0; k < STAGE_ROWS; k++) {
+        const row = rows[at + k]!;
+        const o = k * 5;
+        group[o] = row.item.petId;
+        group[o + 1] = row.line;
+        group[o + 2] = row.index ?? null;
+        group[o + 3] = row.item.quantity;
+        group[o + 4] = row.item.status;
+      }
+      if (stmt.stageRows.run(group).changes === STAGE_ROWS) continue;
+      // Some petId of the group was staged before, or twice in it: in file order, a row whose petId is staged at another
+      // place is the duplicate (the first row of a petId is the one the insert kept).
+      for (let k = 0; k < STAGE_ROWS; k++) {
+        const row = rows[at + k]!;
+        const [line, index] = stmt.stagedAt.get(row.item.petId) as [bigint, bigint | null];
+        if (Number(line) !== row.line || (index === null ? undefined : Number(index)) !== row.index) duplicate(row, duplicates);
       }
     }
+    for (; at < rows.length; at++) stageRow(rows[at]!, duplicates);
   });
+
+  /** The chunks of the staged rows, IMPORT_CHUNK rows each, in petId order: their first and last petIds. */
+  const chunksOf = (): Chunk[] => {
+    const chunks: Chunk[] = [];
+    let from = (stmt.firstStaged.get() as bigint | null) ?? undefined;
+    while (from !== undefined) {
+      const upto = (stmt.lastOfChunk.get(from, IMPORT_CHUNK) as bigint | undefined) ?? (stmt.lastStaged.get() as bigint);
+      chunks.push({ from, upto });
+      from = stmt.firstAfter.get(upto) as bigint | undefined;
+    }
+    return chunks;
+  };
 
   /** The entries of `chunk` that stand in the way. */
   const conflicts = (plan: ImportPlan, chunk: Chunk = EVERY_ROW): { kept: ImportConflict[]; count: number } => {
@@ -186,7 +230,7 @@ function importerOn(db: Database.Database): Importer {
     const found = db.transaction(() => conflicts(plan))();
     if (found.count > 0) return refusal(duplicates, found, plan.conflictsMax);
     plan.onPhase?.('applying');
-    const chunks = (stmt.chunks.all({ size: IMPORT_CHUNK }) as [bigint, bigint][]).map(([from, upto]) => ({ from, upto }));
+    const chunks = chunksOf();
     const done: Written = { created: 0, updated: 0, unchanged: 0 };
     for (const [n, chunk] of chunks.entries()) {
       if (n > 0) await new Promise((handedOver) => setTimeout(handedOver, HANDOFF_MS));
