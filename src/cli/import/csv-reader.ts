@@ -1,21 +1,15 @@
-import { parse } from 'csv-parse';
 import { tryParsePetId } from '../../domain/pet-id.js';
 import { checkEntry, FIELD_NAMES, parseQuantityText, parseStatusText, quoteForMessage, type RawField } from './fields.js';
+import { csvRecords } from './csv-records.js';
 import { CSV_HEADER } from './format.js';
 import type { FormatReader, ReadSink } from './reader.js';
 
 /**
- * CSV: the header `petId,quantity,status`, then one entry per line. Cells may be quoted and have
- * spaces around them; blank lines are skipped; lines end in LF or CRLF, mixed. Parsed by
- * csv-parse, fed and drained synchronously, so a piece of text is parsed as it comes. A line's
- * number counts the line breaks inside quoted cells before it, as csv-parse counts records.
+ * CSV: the header `petId,quantity,status`, then one entry per line, as csvRecords reads the text:
+ * cells may be quoted and have spaces around them; blank lines are skipped; lines end in LF or
+ * CRLF, mixed.
  */
 export function csvReader(sink: ReadSink): FormatReader {
-  const parser = parse({ trim: true, relax_column_count: true, record_delimiter: ['\r\n', '\n'] });
-  // Its errors are read from parser.errored right after each piece; unhandled, the event would throw.
-  parser.on('error', () => {});
-  /** Where the next record starts. */
-  let line = 1;
   let headerSeen = false;
   let stopped = false;
 
@@ -53,34 +47,11 @@ export function csvReader(sink: ReadSink): FormatReader {
     sink.unreadable(error);
   };
 
-  const drain = (): void => {
-    let cells: string[] | null;
-    while (!stopped && (cells = parser.read() as string[] | null) !== null) {
-      const at = line;
-      line += 1 + lineBreaksIn(cells);
-      take(cells, at);
-    }
-    if (!stopped && parser.errored) stop({ line, message: `not valid CSV: ${parser.errored.message}` });
-  };
-
-  return {
-    push(text) {
-      if (stopped) return;
-      parser.write(text);
-      drain();
+  return csvRecords({
+    record: take,
+    invalid: stop,
+    get stopped() {
+      return stopped;
     },
-    end() {
-      if (stopped) return;
-      parser.end();
-      drain();
-    },
-  };
-}
-
-function lineBreaksIn(cells: readonly string[]): number {
-  let breaks = 0;
-  for (const cell of cells) {
-    for (let at = cell.indexOf('\n'); at >= 0; at = cell.indexOf('\n', at + 1)) breaks++;
-  }
-  return breaks;
+  });
 }
