@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { firstConflicts, ImportStoppedError, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
+import { firstConflicts, ImportStoppedError, locationOf, type ImportConflict, type Location, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { INT64_MAX, INT64_MIN } from '../../domain/pet-id.js';
 import { BULK_WRITE } from '../store.js';
@@ -49,6 +49,12 @@ const HANDOFF_MS = 2 * LOCK_RETRY_MS;
 /** Rows staged by one statement (the rest of a batch one at a time): 5 parameters each, far below SQLite's limit. */
 const STAGE_ROWS = 100;
 
+/** The insert of `rows` staged rows; a petId staged already is passed over (its row counts as a duplicate). */
+function stageSql(rows: number): string {
+  return `INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES ${Array<string>(rows).fill('(?, ?, ?, ?, ?)').join(', ')}
+    ON CONFLICT (pet_id) DO NOTHING`;
+}
+
 /** The petIds from and up to which one chunk writes (both included). */
 interface Chunk {
   from: bigint;
@@ -71,20 +77,16 @@ function importerOn(db: Database.Database): Importer {
   const safe = (sql: string) => db.prepare(sql).raw(true).safeIntegers(true);
   const stmt = {
     clear: db.prepare('DELETE FROM temp.import_rows'),
-    stage: db.prepare('INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES (?, ?, ?, ?, ?) ON CONFLICT (pet_id) DO NOTHING'),
-    stagedAt: safe('SELECT line, item FROM temp.import_rows WHERE pet_id = ?'),
+    stage: db.prepare(stageSql(1)),
     // STAGE_ROWS rows a statement: one call and one bind a row cost more than the insert itself.
-    stageRows: db.prepare(
-      `INSERT INTO temp.import_rows (pet_id, line, item, quantity, status) VALUES ${Array<string>(STAGE_ROWS).fill('(?, ?, ?, ?, ?)').join(', ')}
-       ON CONFLICT (pet_id) DO NOTHING`,
-    ),
+    stageRows: db.prepare(stageSql(STAGE_ROWS)),
+    stagedAt: safe('SELECT line, item FROM temp.import_rows WHERE pet_id = ?'),
     staged: db.prepare('SELECT count(*) FROM temp.import_rows WHERE pet_id BETWEEN :from AND :upto').pluck(),
     // A chunk's bounds, found by seeks on the table's key (petId, its rowid) rather than by numbering every row: the
-    // first staged petId after one, and the petId :size rows on from one (none: the chunk ends with the table).
-    firstAfter: safe('SELECT pet_id FROM temp.import_rows WHERE pet_id > ? ORDER BY pet_id LIMIT 1').pluck(),
-    lastOfChunk: safe('SELECT pet_id FROM temp.import_rows WHERE pet_id >= ? ORDER BY pet_id LIMIT 1 OFFSET (? - 1)').pluck(),
+    // first staged petId, the first after one, and the last of the IMPORT_CHUNK rows from one.
     firstStaged: safe('SELECT min(pet_id) FROM temp.import_rows').pluck(),
-    lastStaged: safe('SELECT max(pet_id) FROM temp.import_rows').pluck(),
+    firstAfter: safe('SELECT pet_id FROM temp.import_rows WHERE pet_id > ? ORDER BY pet_id LIMIT 1').pluck(),
+    lastOfChunk: safe(`SELECT max(pet_id) FROM (SELECT pet_id FROM temp.import_rows WHERE pet_id >= ? ORDER BY pet_id LIMIT ${IMPORT_CHUNK})`).pluck(),
     // Rows whose entry exists; with upsert only those whose status differs. The first ones in file order, and how many.
     // (:limit + 0), not a bare :limit, as LIMIT in connection.ts says why.
     conflicts: safe(
@@ -138,17 +140,18 @@ function importerOn(db: Database.Database): Importer {
       .safeIntegers(true),
   };
 
+  /** Where the row that staged `petId` is in the file. */
+  const stagedAt = (petId: bigint): Location => locationOf(...(stmt.stagedAt.get(petId) as [bigint, bigint | null]));
   /** Stages one row; a petId staged before (by an earlier row) is a duplicate. */
   const stageRow = (row: ImportRow, duplicates: Duplicates): void => {
     const { petId, quantity, status } = row.item;
     if (stmt.stage.run(petId, row.line, row.index ?? null, quantity, status).changes === 0) duplicate(row, duplicates);
   };
-  /** A row whose petId an earlier row staged: counted, and kept with where that one is while the list has room. */
-  const duplicate = (row: ImportRow, duplicates: Duplicates): void => {
+  /** A row whose petId an earlier row staged (at `first`, read when not given): counted, and kept while the list has room. */
+  const duplicate = (row: ImportRow, duplicates: Duplicates, first?: Location): void => {
     duplicates.count++;
     if (duplicates.kept.length < duplicates.max) {
-      const [line, index] = stmt.stagedAt.get(row.item.petId) as [bigint, bigint | null];
-      duplicates.kept.push({ kind: 'duplicate', at: locationOf(row.line, row.index), petId: row.item.petId, first: locationOf(line, index) });
+      duplicates.kept.push({ kind: 'duplicate', at: locationOf(row.line, row.index), petId: row.item.petId, first: first ?? stagedAt(row.item.petId) });
     }
   };
   const group: unknown[] = new Array<unknown>(STAGE_ROWS * 5);
@@ -169,8 +172,8 @@ function importerOn(db: Database.Database): Importer {
       // place is the duplicate (the first row of a petId is the one the insert kept).
       for (let k = 0; k < STAGE_ROWS; k++) {
         const row = rows[at + k]!;
-        const [line, index] = stmt.stagedAt.get(row.item.petId) as [bigint, bigint | null];
-        if (Number(line) !== row.line || (index === null ? undefined : Number(index)) !== row.index) duplicate(row, duplicates);
+        const first = stagedAt(row.item.petId);
+        if (first.line !== row.line || first.index !== row.index) duplicate(row, duplicates, first);
       }
     }
     for (; at < rows.length; at++) stageRow(rows[at]!, duplicates);
@@ -181,7 +184,7 @@ function importerOn(db: Database.Database): Importer {
     const chunks: Chunk[] = [];
     let from = (stmt.firstStaged.get() as bigint | null) ?? undefined;
     while (from !== undefined) {
-      const upto = (stmt.lastOfChunk.get(from, IMPORT_CHUNK) as bigint | undefined) ?? (stmt.lastStaged.get() as bigint);
+      const upto = stmt.lastOfChunk.get(from) as bigint;
       chunks.push({ from, upto });
       from = stmt.firstAfter.get(upto) as bigint | undefined;
     }
