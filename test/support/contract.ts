@@ -9,10 +9,8 @@ import type { ValidateFunction } from 'ajv';
  * Responses outside any operation (unknown path, 405) must be the Error object.
  */
 export class ContractChecker {
-  readonly #ajv: Ajv2020;
-  readonly #doc: OpenApiDoc;
+  readonly #compiled: Compiled;
   readonly #prefix: string;
-  readonly #cache: Map<string, ValidateFunction>;
   /** "operationId status" pairs seen, for coverage checks. */
   readonly seen = new Set<string>();
 
@@ -30,11 +28,9 @@ export class ContractChecker {
   }
 
   private constructor(compiled: Compiled) {
-    this.#doc = compiled.doc;
+    this.#compiled = compiled;
     // A relative server URL (the default) resolves against the host the document came from.
     this.#prefix = new URL(compiled.doc.servers[0]!.url, 'http://service.invalid').pathname;
-    this.#ajv = compiled.ajv;
-    this.#cache = compiled.validators;
   }
 
   check(method: string, path: string, status: number, headers: Record<string, string | string[] | undefined>, text: string): void {
@@ -88,7 +84,7 @@ export class ContractChecker {
     if (!path.startsWith(`${this.#prefix}/`)) return undefined;
     const rest = path.slice(this.#prefix.length);
     const m = method === 'HEAD' ? 'get' : method.toLowerCase();
-    for (const [docPath, item] of Object.entries(this.#doc.paths)) {
+    for (const [docPath, item] of Object.entries(this.#compiled.doc.paths)) {
       const pattern = new RegExp(`^${docPath.replace(/\{\w+\}/g, '[^/]+')}$`);
       if (pattern.test(rest) && item[m]) return [docPath, item[m]];
     }
@@ -96,13 +92,13 @@ export class ContractChecker {
   }
 
   #validate(ref: string, body: unknown, where: string): void {
-    let validate = this.#cache.get(ref);
+    let validate = this.#compiled.validators.get(ref);
     if (!validate) {
-      validate = this.#ajv.getSchema(ref);
+      validate = this.#compiled.ajv.getSchema(ref);
       assert.ok(validate, `${where}: no schema at ${ref}`);
-      this.#cache.set(ref, validate);
+      this.#compiled.validators.set(ref, validate);
     }
-    assert.ok(validate(body), `${where}: body does not match the document: ${this.#ajv.errorsText(validate.errors)}`);
+    assert.ok(validate(body), `${where}: body does not match the document: ${this.#compiled.ajv.errorsText(validate.errors)}`);
   }
 }
 
