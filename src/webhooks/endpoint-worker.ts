@@ -15,9 +15,10 @@ const PAGE = 100;
  */
 export const WINDOW_MAX = 5000;
 /**
- * Progress is recorded (one transaction: the attempts and the endpoint's place) this often while
- * deliveries succeed, at most, and at once after a failure: a crash between two flushes sends
- * again, with the same webhook-id, what was delivered since the last one and what was in flight (at least once).
+ * Progress is recorded (one transaction: the attempts and the endpoint's place) at most this long
+ * after a delivery (at once when the last record is older), and at once after a failure: a crash
+ * between two flushes sends again, with the same webhook-id, what was delivered since the last one
+ * and what was in flight (at least once).
  */
 export const FLUSH_EVERY_MS = 100;
 /** ... or after this many attempts, whichever comes first. */
@@ -158,8 +159,8 @@ export class EndpointWorker {
         if (!(await this.#read())) await this.#sleep(STORE_RETRY_MS, false);
         continue;
       }
-      // Nothing in flight and nothing to read: what was done is recorded now, not a flush period later.
-      if (this.#sends.size === 0 && this.#pending.length > 0) this.#flushAside();
+      // Idle with attempts unrecorded: they wait for the period's end, when the loop wakes to flush
+      // them (below); recording each at once made a trickle of changes cost a commit per delivery.
       let until = dueAt;
       // A flush under way wakes the loop when it ends; the next one is due a period after it.
       if (this.#pending.length > 0 && this.#flushing === undefined) until = Math.min(until, this.#lastFlush + FLUSH_EVERY_MS);
