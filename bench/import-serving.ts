@@ -26,9 +26,20 @@ export interface ServedImport {
  * entries alone.
  */
 export async function importWhileServing(databaseUrl: string, file: string): Promise<ServedImport> {
+  const { result: imported, patches } = await whileServing(databaseUrl, () => runCli(databaseUrl, ['pets', 'import', file]));
+  await retirePetsOnSale(databaseUrl);
+  return { imported, patches };
+}
+
+/**
+ * `work` while the service serves `databaseUrl` (seeded with ON_SALE pets on sale; pinned to the
+ * server core) and PATCHes of those pets go to it at IMPORT_PATCHES' pace, from `work`'s start to
+ * its end: an import beside a shop's sales, or a bare load beside the same sales to a database of
+ * their own (on PostgreSQL every database of the server shares one WAL, and its commits).
+ */
+export async function whileServing<T>(databaseUrl: string, work: () => Promise<T>): Promise<{ result: T; patches: LoadResult }> {
   const key = await seedDatabaseWith(databaseUrl, benchItems(ON_SALE));
   const server = await startServer('service', { databaseUrl, key });
-  let served: ServedImport;
   try {
     const stop = new AbortController();
     const patches = runPaced(
@@ -44,13 +55,11 @@ export async function importWhileServing(databaseUrl: string, file: string): Pro
       },
       stop.signal,
     );
-    const imported = await runCli(databaseUrl, ['pets', 'import', file]).finally(() => stop.abort());
-    served = { imported, patches: await patches };
+    const result = await work().finally(() => stop.abort());
+    return { result, patches: await patches };
   } finally {
     await server.stop();
   }
-  await retirePetsOnSale(databaseUrl);
-  return served;
 }
 
 async function retirePetsOnSale(databaseUrl: string): Promise<void> {
