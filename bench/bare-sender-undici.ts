@@ -11,6 +11,10 @@
  * BARE_IN_FLIGHT (optional, 1 by default): the timed deliveries go that many at a time, each
  * sender's next sent once its last was answered, as an endpoint's worker sends up to its
  * maxInFlight at once: the same work as the service delivering to such an endpoint.
+ * BARE_RATE (optional): the timed deliveries come due evenly at that many a second instead, each
+ * sent once due and one of the BARE_IN_FLIGHT is free, as a service's endpoint gets the events of
+ * changes paced at that rate: the same work at the same pace (a delivery that comes alone costs
+ * more than one of many back to back).
  * Exits 1 on an answer not 2xx.
  */
 import { performance } from 'node:perf_hooks';
@@ -35,16 +39,38 @@ async function deliver(i: number): Promise<void> {
   process.exit(1);
 }
 
+const rate = process.env.BARE_RATE === undefined ? undefined : Number(process.env.BARE_RATE);
+if (rate !== undefined && !(rate > 0)) throw new Error('BARE_RATE must be a positive number');
+
 /** Delivers the events from `next` on until COUNT, one at a time: `inFlight` of these run at once. */
 let next = untimed;
 async function sendInTurn(): Promise<void> {
   while (next < count) await deliver(next++);
 }
 
+/**
+ * Delivers the events from `next` on until COUNT, event k due k / `perSecond` seconds after the
+ * start, at most `inFlight` open: those due are sent at each wake-up (a timer's, about a
+ * millisecond apart, as a service's commits come a batch at a time), or when an answer frees a slot.
+ */
+async function sendPaced(perSecond: number): Promise<void> {
+  const start = performance.now();
+  const first = next;
+  const open = new Set<Promise<void>>();
+  while (next < count) {
+    const wait = start + ((next - first) * 1000) / perSecond - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (open.size >= inFlight) await Promise.race(open);
+    const sending: Promise<void> = deliver(next++).finally(() => open.delete(sending));
+    open.add(sending);
+  }
+  await Promise.all(open);
+}
+
 for (let i = 0; i < untimed; i++) await deliver(i);
 const started = performance.now();
 const cpu = process.cpuUsage();
-await Promise.all(Array.from({ length: inFlight }, sendInTurn));
+await (rate === undefined ? Promise.all(Array.from({ length: inFlight }, sendInTurn)) : sendPaced(rate));
 const used = process.cpuUsage(cpu);
 const report: BareSenderReport = { deliveries: count - untimed, seconds: (performance.now() - started) / 1000, cpuUs: used.user + used.system };
 process.stdout.write(`${JSON.stringify(report)}\n`);

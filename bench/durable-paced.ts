@@ -39,11 +39,13 @@ export interface PacedInput {
   settle: () => Promise<void>;
 }
 
-/** The bare sender's CPU per delivery, over how many timed deliveries, sent how many at a time. */
+/** The bare sender's CPU per delivery, over how many timed deliveries, sent how many at a time; paced: as they came due at the paced rate. */
 interface Sender {
   us: number;
   deliveries: number;
   inFlight: number;
+  /** Its CPU per delivery back to back, as many open at once (no pace): a cheaper delivery, shown beside. */
+  backToBackUs: number;
 }
 
 /** One paced round of one server: its load, its CPU per 2xx answer (all threads, and its main thread), and for the service its deliveries and backlog. */
@@ -83,7 +85,7 @@ export async function pacedRows(input: PacedInput): Promise<Row[]> {
     }
   }
   if (event === '') throw new Error(`the service delivered no event during "${scenario}"`);
-  const sender = await senderCpu(input.options, event, (await endpointOf(input.service)).maxInFlight);
+  const sender = await senderCpu(input.options, event, (await endpointOf(input.service)).maxInFlight, rate);
   input.notes.push(pacedNote(input, scenario, rate, runs, sender));
   return rowsOf(scenario, input, runs, sender);
 }
@@ -128,15 +130,19 @@ function perAnswerUs(before: number | undefined, after: number | undefined, answ
 
 /**
  * The bare sender over the service's own HTTP client: its CPU per delivery of `event`, to a receiver
- * of its own, on the server core, `inFlight` at a time as the endpoint takes them (one at a time
- * would cost each delivery a wake-up of its own, which the service's concurrent ones share).
+ * of its own, on the server core, at most `inFlight` at a time as the endpoint takes them, each
+ * sent as it comes due at `rate` a second, the pace of the changes: the same work at the same pace,
+ * as the bare PATCH is measured at it. Then back to back, `inFlight` open at once, shown beside:
+ * many deliveries share each wake-up there, which a paced one has to itself.
  */
-async function senderCpu(options: BenchOptions, event: string, inFlight: number): Promise<Sender> {
+async function senderCpu(options: BenchOptions, event: string, inFlight: number, rate: number): Promise<Sender> {
   const { count, warmup } = SENDER[options.smoke ? 'smoke' : options.quick ? 'quick' : 'full'];
   const receiver = new Receiver();
   try {
-    const report = await bareDeliveries('bench/bare-sender-undici.ts', await receiver.listen(), event, count, warmup, { BARE_IN_FLIGHT: String(inFlight) });
-    return { us: bareCpu(report), deliveries: report.deliveries, inFlight };
+    const url = await receiver.listen();
+    const paced = await bareDeliveries('bench/bare-sender-undici.ts', url, event, count, warmup, { BARE_IN_FLIGHT: String(inFlight), BARE_RATE: String(rate) });
+    const backToBack = await bareDeliveries('bench/bare-sender-undici.ts', url, event, count, warmup, { BARE_IN_FLIGHT: String(inFlight) });
+    return { us: bareCpu(paced), deliveries: paced.deliveries, inFlight, backToBackUs: bareCpu(backToBack) };
   } finally {
     receiver.close();
   }
@@ -163,13 +169,18 @@ function rowsOf(scenario: string, input: PacedInput, runs: Map<Side, PacedRun[]>
   const keptUp = grown <= slack;
   return [
     ...bareRows,
-    { scenario, server: `bare sender (undici, ${sender.inFlight} at a time, ${sender.deliveries.toLocaleString('en-US')} deliveries)`, checks: [{ text: `${sender.us.toFixed(0)} µs CPU/delivery` }] },
+    {
+      scenario,
+      server: `bare sender (undici, paced at ${Math.round(input.bareRate * PACED_SHARE).toLocaleString('en-US')}/s, at most ${sender.inFlight} at a time, ${sender.deliveries.toLocaleString('en-US')} deliveries)`,
+      checks: [{ text: `${sender.us.toFixed(0)} µs CPU/delivery` }, { text: `back to back, ${sender.inFlight} at a time: ${sender.backToBackUs.toFixed(0)} µs CPU/delivery` }],
+    },
     {
       scenario,
       server: input.service.label,
       result: service.result,
       checks: [
         combinedCheck(service, bare, sender.us, keptUp),
+        backToBackCheck(service, bare, sender.backToBackUs),
         backlogCheck(service, grown, slack, keptUp),
         cpuCheck(service),
       ],
@@ -192,6 +203,13 @@ function combinedCheck(service: PacedRun, bare: { side: Side; run: PacedRun }, s
     `${value.toFixed(2)}× bare PATCH + bare sender: ${service.cpuUs.toFixed(0)} µs CPU/change with its deliveries against ` +
     `${bare.run.cpuUs.toFixed(0)} + ${senderUs.toFixed(0)} × ${perChange.toFixed(2)} deliveries/change${keptUp ? '' : ' (the backlog grew: not met)'}`;
   return { text, target, met: keptUp && value <= PACED_TARGETS.cpuOfBare };
+}
+
+/** The same, against the bare sender's deliveries back to back (no target): a yardstick that paces none of its work. */
+function backToBackCheck(service: PacedRun, bare: { side: Side; run: PacedRun }, backToBackUs: number): Check {
+  if (service.cpuUs === undefined || bare.run.cpuUs === undefined) return { text: 'CPU per change against the bare sender back to back unknown (no /proc)' };
+  const budget = bare.run.cpuUs + backToBackUs * (service.deliveries! / service.result.ok);
+  return { text: `${(service.cpuUs / budget).toFixed(2)}× bare PATCH + bare sender back to back` };
 }
 
 /** The endpoint's backlog at the ends of the chosen round's window, and the most any counted round's grew. */
@@ -222,8 +240,9 @@ function pacedNote(input: PacedInput, scenario: string, rate: number, runs: Map<
     `one uncounted round then ${roundsText(roundsOf(input.options))} alternated between ${[...runs.keys()].map((s) => s.label).join(', ')}, after the deliveries of the last round were delivered; ` +
     "each server's CPU (all threads, /proc/PID/stat) read right before and after its load, over its 2xx answers; the round with the least CPU per change is shown. " +
     "The service's figure is its CPU per change with the deliveries its endpoint received in the same window; the ceiling is the bare server's (the one of least CPU at this rate) " +
-    `plus the bare sender's CPU per delivery (bench/bare-sender-undici.ts: the service's own HTTP client and signing, ${sender.deliveries.toLocaleString('en-US')} deliveries of the service's last event ` +
-    `${sender.inFlight} at a time, the endpoint's maxInFlight, to a receiver of its own, after a warm-up) times the deliveries per change; ` +
+    `plus the bare sender's CPU per delivery (bench/bare-sender-undici.ts: the service's own HTTP client and signing, ${sender.deliveries.toLocaleString('en-US')} deliveries of the service's last event, ` +
+    `each sent as it came due at ${rate.toLocaleString('en-US')} a second, at most ${sender.inFlight} at a time, the endpoint's maxInFlight, to a receiver of its own, after a warm-up: the same work at the pace of the changes, ` +
+    `as the bare PATCH is measured at it) times the deliveries per change; the same sender back to back, ${sender.inFlight} open at once, is shown beside, without a target; ` +
     `the endpoint's backlog (GET /v1/webhooks) is read before and after each window, and one that grew by more than ${BACKLOG_SLACK_S} s of changes in any counted round makes the row not met. ` +
     (input.backend === 'postgres'
       ? "The database's own processes are on neither side: the service's figure leaves out what PostgreSQL does for its writes and its delivery log, the bare server's for its batches. "
