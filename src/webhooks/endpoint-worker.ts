@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { failureText, isDelivered, nextStep, type DeliveryAttempt, type WebhookEndpoint } from '../domain/webhook.js';
 import type { Events, LeasedEndpoint, WebhookDeliveries } from '../store/store.js';
 import { attemptResult, type SendMessage, type WebhookLog, type WebhookObserver } from './context.js';
@@ -15,10 +16,10 @@ const PAGE = 100;
  */
 export const WINDOW_MAX = 5000;
 /**
- * Progress is recorded (one transaction: the attempts and the endpoint's place) at most this long
- * after a delivery (at once when the last record is older), and at once after a failure: a crash
- * between two flushes sends again, with the same webhook-id, what was delivered since the last one
- * and what was in flight (at least once).
+ * Progress is recorded (one transaction: the attempts and the endpoint's place) once this long has
+ * passed since the last record ended (at once when it has already), and at once after a failure: a
+ * crash between two flushes sends again, with the same webhook-id, what was delivered since the
+ * last one and what was in flight (at least once).
  */
 export const FLUSH_EVERY_MS = 100;
 /** ... or after this many attempts, whichever comes first. */
@@ -69,7 +70,8 @@ export class EndpointWorker {
   #lastFailureAt: Date | null;
   #lastFailure: string | null;
   #pending: DeliveryAttempt[] = [];
-  #lastFlush = Date.now();
+  /** When the last record ended, on the monotonic clock: a wall clock stepped back must not hold the next one back. */
+  #lastFlush = performance.now();
   /** A failure since the last flush: it is recorded at once. */
   #failedSinceFlush = false;
   /** Set when an attempt disabled the endpoint: why, recorded by the last flush. */
@@ -163,7 +165,7 @@ export class EndpointWorker {
       // them (below); recording each at once made a trickle of changes cost a commit per delivery.
       let until = dueAt;
       // A flush under way wakes the loop when it ends; the next one is due a period after it.
-      if (this.#pending.length > 0 && this.#flushing === undefined) until = Math.min(until, this.#lastFlush + FLUSH_EVERY_MS);
+      if (this.#pending.length > 0 && this.#flushing === undefined) until = Math.min(until, Date.now() + Math.max(0, this.#lastFlush + FLUSH_EVERY_MS - performance.now()));
       await this.#sleep(until === Infinity ? undefined : Math.max(0, until - Date.now()), true);
     }
     // The sends in flight end (a close aborts them) before the worker is over: the one that replaces it never sends beside them.
@@ -203,7 +205,7 @@ export class EndpointWorker {
 
   #flushDue(): boolean {
     if (this.#failedSinceFlush || this.#disable !== undefined) return true;
-    return this.#pending.length >= FLUSH_AT || (this.#pending.length > 0 && Date.now() - this.#lastFlush >= FLUSH_EVERY_MS);
+    return this.#pending.length >= FLUSH_AT || (this.#pending.length > 0 && performance.now() - this.#lastFlush >= FLUSH_EVERY_MS);
   }
 
   /** Reads the events after the window into it; false when the store could not be read. */
@@ -314,7 +316,7 @@ export class EndpointWorker {
     for (;;) {
       try {
         const held = await this.#context.deliveries.recordProgress(this.id, this.#context.holder, progress, this.claimedAt);
-        this.#lastFlush = Date.now();
+        this.#lastFlush = performance.now();
         if (!held) {
           this.#refused = true;
           this.#context.log.info({ endpointId: this.id }, 'webhook endpoint: no longer delivered from this instance (disabled, removed, or taken over)');

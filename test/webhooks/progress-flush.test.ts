@@ -30,22 +30,22 @@ for (const backend of BACKENDS) {
       };
       const endpoint = await api.store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date(), maxInFlight: 4 });
       await api.app.webhookDispatcher.leaseNow();
-      // Ten changes 30 ms apart: each is delivered before the next is made, so the worker is idle between them.
+      // Ten changes 10 ms apart: each is delivered before the next is made, so the worker is idle between them.
       const count = 10;
       for (let i = 1; i <= count; i++) {
         const res = await api.request({ method: 'PATCH', url: `/v1/inventory/${(i % 8) + 1}`, key: api.keys.write, body: { quantity: i } });
         assert.equal(res.status, 200);
         await receiver.waitFor(i);
-        await sleep(30);
+        await sleep(10);
       }
       const head = (await api.store.events.readEvents(endpoint.deliveredSeq, 1000)).head;
       await until(async () => (await api.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredSeq === head);
 
       const flushes = records.filter((r) => r.attempts > 0);
       assert.equal(flushes.reduce((sum, r) => sum + r.attempts, 0), count, 'every attempt recorded once');
-      assert.ok(flushes.length < count, `fewer records than deliveries: ${flushes.length} for ${count}`);
       for (let i = 1; i < flushes.length; i++) {
-        // The worker starts a record only a period after the last one ended; a millisecond of slack for the clock's rounding.
+        // The worker starts a record only a period after the last one ended (recording each delivery at once, they came
+        // as often as the changes): a millisecond of slack for the clock's rounding.
         assert.ok(flushes[i]!.at - flushes[i - 1]!.at >= FLUSH_EVERY_MS - 1, `records ${i - 1} and ${i} ${flushes[i]!.at - flushes[i - 1]!.at} ms apart`);
       }
       assert.equal((await api.store.webhookEndpoints.listDeliveries(endpoint.id, 100)).length, count, 'the delivery log holds each attempt');
