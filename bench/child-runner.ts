@@ -2,6 +2,10 @@ import { spawnChild, stopChild, TSX_NODE, type Spawned } from './processes.js';
 
 /** What a runner child answers to the job with this id: its result, or why it failed. */
 export type RunnerReply<R> = { id: number; result: R } | { id: number; error: string };
+/** Sent to a runner child to end the job with this id early (a child whose jobs can be stopped acts on it). */
+export interface StopJob {
+  stop: number;
+}
 
 /**
  * A long-lived bench/*.ts child process (on the load core when pinned) that takes jobs over IPC,
@@ -33,11 +37,15 @@ export class ChildRunner<J, R> {
     });
   }
 
-  run(job: J): Promise<R> {
+  /** Runs `job`; `stop` aborted asks the child to end it early (StopJob), and the answer is what it did until then. */
+  run(job: J, stop?: AbortSignal): Promise<R> {
     return new Promise((done, fail) => {
       const id = this.#nextId++;
       this.#pending.set(id, { done, fail });
       this.#process.child.send({ ...job, id });
+      stop?.addEventListener('abort', () => {
+        if (this.#pending.has(id) && this.#process.child.connected) this.#process.child.send({ stop: id } satisfies StopJob);
+      }, { once: true });
     });
   }
 

@@ -1,7 +1,8 @@
 import { openStore } from '../src/store/open.js';
 import { runCli, type CliRun } from './cli-run.js';
-import { runPaced } from './load-paced.js';
-import type { LoadResult } from './load-spec.js';
+import { ChildRunner } from './child-runner.js';
+import type { LoadJob } from './load-runner.js';
+import type { LoadResult, LoadSpec } from './load-spec.js';
 import { benchItems, seedDatabaseWith } from './seed.js';
 import { startServer } from './servers.js';
 
@@ -35,29 +36,33 @@ export async function importWhileServing(databaseUrl: string, file: string): Pro
  * `work` while the service serves `databaseUrl` (seeded with ON_SALE pets on sale; pinned to the
  * server core) and PATCHes of those pets go to it at IMPORT_PATCHES' pace, from `work`'s start to
  * its end: an import beside a shop's sales, or a bare load beside the same sales to a database of
- * their own (on PostgreSQL every database of the server shares one WAL, and its commits).
+ * their own (on PostgreSQL every database of the server shares one WAL, and its commits). The
+ * PATCHes come from a process of their own on the load core, so a `work` that holds the bench's
+ * event loop (a bare load on SQLite is synchronous) does not hold them; a fifth of a second of them
+ * goes first, so the pacer is up when `work` starts.
  */
 export async function whileServing<T>(databaseUrl: string, work: () => Promise<T>): Promise<{ result: T; patches: LoadResult }> {
   const key = await seedDatabaseWith(databaseUrl, benchItems(ON_SALE));
   const server = await startServer('service', { databaseUrl, key });
+  const pacer = new ChildRunner<Omit<LoadJob, 'id'>, LoadResult>('bench/load-runner.ts', 'paced PATCHes', true);
   try {
+    const spec: LoadSpec = {
+      baseUrl: server.baseUrl,
+      method: 'PATCH',
+      authorization: `Bearer ${key}`,
+      petCount: ON_SALE,
+      connections: IMPORT_PATCHES.connections,
+      warmupSeconds: 0,
+      durationSeconds: UNTIL_STOPPED_SECONDS,
+      rate: IMPORT_PATCHES.rate,
+    };
+    await pacer.run({ spec: { ...spec, durationSeconds: 0.2 } });
     const stop = new AbortController();
-    const patches = runPaced(
-      {
-        baseUrl: server.baseUrl,
-        method: 'PATCH',
-        authorization: `Bearer ${key}`,
-        petCount: ON_SALE,
-        connections: IMPORT_PATCHES.connections,
-        warmupSeconds: 0,
-        durationSeconds: UNTIL_STOPPED_SECONDS,
-        rate: IMPORT_PATCHES.rate,
-      },
-      stop.signal,
-    );
+    const patches = pacer.run({ spec }, stop.signal);
     const result = await work().finally(() => stop.abort());
     return { result, patches: await patches };
   } finally {
+    await pacer.close();
     await server.stop();
   }
 }

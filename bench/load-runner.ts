@@ -4,7 +4,7 @@
  * answers each with a LoadResult.
  */
 import { performance } from 'node:perf_hooks';
-import type { RunnerReply } from './child-runner.js';
+import type { RunnerReply, StopJob } from './child-runner.js';
 import { runAutocannon } from './load-autocannon.js';
 import { runPaced } from './load-paced.js';
 import type { LoadResult, LoadSpec } from './load-spec.js';
@@ -16,12 +16,19 @@ export interface LoadJob {
 
 export type LoadReply = RunnerReply<LoadResult>;
 
-process.on('message', (job: LoadJob) => {
+/** The paced jobs under way, each stopped early by a StopJob naming it (a load that lasts as long as something else does). */
+const stops = new Map<number, AbortController>();
+
+process.on('message', (message: LoadJob | StopJob) => {
+  if ('stop' in message) return void stops.get(message.stop)?.abort();
+  const job = message;
+  const stop = new AbortController();
+  stops.set(job.id, stop);
   // A fixed rate needs requests spaced evenly; autocannon's rate sends each second's quota in one burst.
-  const run = job.spec.rate === undefined ? runAutocannon : runPaced;
+  const ran = job.spec.rate === undefined ? runAutocannon(job.spec) : runPaced(job.spec, stop.signal);
   const cpuBefore = process.cpuUsage();
   const wallBefore = performance.now();
-  run(job.spec).then(
+  ran.finally(() => stops.delete(job.id)).then(
     (result) => {
       const { user, system } = process.cpuUsage(cpuBefore);
       const generatorCpu = (user + system) / 1000 / (performance.now() - wallBefore);
