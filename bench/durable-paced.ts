@@ -87,7 +87,7 @@ export async function pacedRows(input: PacedInput): Promise<Row[]> {
   if (event === '') throw new Error(`the service delivered no event during "${scenario}"`);
   const sender = await senderCpu(input.options, event, (await endpointOf(input.service)).maxInFlight, rate);
   input.notes.push(pacedNote(input, scenario, rate, runs, sender));
-  return rowsOf(scenario, input, runs, sender);
+  return rowsOf(scenario, input, rate, runs, sender);
 }
 
 /** One paced load against `side`: the backlog read outside the CPU window, so that reading it costs the window nothing. */
@@ -153,7 +153,7 @@ function leastCpu(runs: PacedRun[]): PacedRun {
   return runs.reduce((best, r) => ((r.cpuUs ?? Infinity) < (best.cpuUs ?? Infinity) ? r : best));
 }
 
-function rowsOf(scenario: string, input: PacedInput, runs: Map<Side, PacedRun[]>, sender: Sender): Row[] {
+function rowsOf(scenario: string, input: PacedInput, rate: number, runs: Map<Side, PacedRun[]>, sender: Sender): Row[] {
   const bareRows = input.bares.map((side): Row => {
     const run = leastCpu(runs.get(side)!);
     return { scenario, server: side.label, result: run.result, checks: [cpuCheck(run)] };
@@ -171,7 +171,7 @@ function rowsOf(scenario: string, input: PacedInput, runs: Map<Side, PacedRun[]>
     ...bareRows,
     {
       scenario,
-      server: `bare sender (undici, paced at ${Math.round(input.bareRate * PACED_SHARE).toLocaleString('en-US')}/s, at most ${sender.inFlight} at a time, ${sender.deliveries.toLocaleString('en-US')} deliveries)`,
+      server: `bare sender (undici, paced at ${rate.toLocaleString('en-US')}/s, at most ${sender.inFlight} at a time, ${sender.deliveries.toLocaleString('en-US')} deliveries)`,
       checks: [{ text: `${sender.us.toFixed(0)} µs CPU/delivery` }, { text: `back to back, ${sender.inFlight} at a time: ${sender.backToBackUs.toFixed(0)} µs CPU/delivery` }],
     },
     {
