@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { KEY_CACHE_TTL_MS } from '../../src/auth/authenticator.js';
 import { IDEMPOTENCY_TTL_MS } from '../../src/operations/idempotency.js';
 import type { InventoryItem } from '../../src/schemas/inventory.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
@@ -28,10 +29,13 @@ async function patch(api: TestApp, lane: Lane, petId: number, quantity: number, 
     return { status: res.statusCode, headers: res.headers as TestResponse['headers'], text: res.body, json: <T>() => JSON.parse(res.body) as T };
   }
   // The lane takes only keys in the authenticator's cache: a GET through Fastify fills it.
+  const filling = Date.now();
   await api.app.inject({ method: 'GET', url: '/v1/inventory/1', headers: { authorization: `Bearer ${api.keys.write}` } });
   const before = api.app.fastLane.answered;
   const res = await api.request({ method: 'PATCH', url: `/v1/inventory/${petId}`, key: api.keys.write, headers, body: { quantity } });
-  assert.equal(api.app.fastLane.answered - before, 1, 'answered by the fast lane');
+  // Fastify answers instead (by the same rules) only when the lookup aged out first, which a loaded machine can take between the two.
+  const aged = Date.now() - filling >= KEY_CACHE_TTL_MS;
+  assert.ok(api.app.fastLane.answered - before === 1 || aged, 'answered by the fast lane');
   return res;
 }
 
