@@ -89,7 +89,7 @@ export async function catalogueSection(backend: Backend, title: string, size: nu
   notes.push(
     `import: the wall time of the whole command, start-up included (${imported.seconds.toFixed(2)} s); its own summary: ${imported.stdout.trim()}`,
     `import into a live store: the service serves the same database meanwhile (on the server core), with pets 1 to ${ON_SALE} on sale (the file's come after them), ` +
-      `and ${IMPORT_PATCHES.rate} PATCH/s of those pets, evenly paced from the bench process (up to ${IMPORT_PATCHES.connections} in flight), ` +
+      `and ${IMPORT_PATCHES.rate} PATCH/s of those pets, evenly paced from the load generator's process on the load core (up to ${IMPORT_PATCHES.connections} in flight), ` +
       'go to it from the import\'s start to its exit; the PATCH row counts them and their answers (req/s over the import\'s time). ' +
       'The import\'s rate is measured in that same run; the bare loads run alone, but one: "+ events, served beside it" runs while the service answers the same PATCHes, ' +
       'as paced, on a database of its own (the pacer in a process of its own on the load core, the bare load in the bench process), for what that load costs a bare program ' +
