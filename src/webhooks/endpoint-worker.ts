@@ -163,10 +163,10 @@ export class EndpointWorker {
       }
       // Idle with attempts unrecorded: they wait for the period's end, when the loop wakes to flush
       // them (below); recording each at once made a trickle of changes cost a commit per delivery.
-      let until = dueAt;
+      let waitMs = dueAt - Date.now();
       // A flush under way wakes the loop when it ends; the next one is due a period after it.
-      if (this.#pending.length > 0 && this.#flushing === undefined) until = Math.min(until, Date.now() + Math.max(0, this.#lastFlush + FLUSH_EVERY_MS - performance.now()));
-      await this.#sleep(until === Infinity ? undefined : Math.max(0, until - Date.now()), true);
+      if (this.#pending.length > 0 && this.#flushing === undefined) waitMs = Math.min(waitMs, this.#lastFlush + FLUSH_EVERY_MS - performance.now());
+      await this.#sleep(waitMs === Infinity ? undefined : Math.max(0, waitMs), true);
     }
     // The sends in flight end (a close aborts them) before the worker is over: the one that replaces it never sends beside them.
     await Promise.all(this.#sends);
