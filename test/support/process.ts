@@ -77,6 +77,11 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));
 }
 
+/** Resolves once `condition` holds, checking every 20 ms (the test's timeout bounds the wait). */
+export async function until(condition: () => Promise<boolean> | boolean): Promise<void> {
+  while (!(await condition())) await sleep(20);
+}
+
 /** `promise`, or a failure naming `what` once `timeoutMs` passed without it settling: a deadline on waiting, never a measure of speed. */
 export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -5,6 +5,7 @@ import { webhookList } from '../../src/operations/list-webhooks.js';
 import { newEndpointId, newWebhookSecret } from '../../src/webhooks/secret.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
+import { until } from '../support/process.js';
 import { pets } from '../support/service.js';
 import { stockEvents } from '../support/store.js';
 import { startReceiver, type Received, type Receiver } from '../support/webhook-receiver.js';
@@ -64,10 +65,6 @@ function assertPerPetOrder(received: readonly Received[]): void {
   }
 }
 
-/** Resolves once `condition` holds, checking every 20 ms (the test's timeout bounds the wait). */
-async function until(condition: () => Promise<boolean> | boolean): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
-}
 
 for (const backend of BACKENDS) {
   describe(`webhook deliveries by pet on ${backend}`, { skip: await backendSkip(backend) }, () => {

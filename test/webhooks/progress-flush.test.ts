@@ -5,15 +5,11 @@ import { FLUSH_EVERY_MS } from '../../src/webhooks/endpoint-worker.js';
 import { newEndpointId, newWebhookSecret } from '../../src/webhooks/secret.js';
 import { buildTestApp } from '../support/app.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
+import { sleep, until } from '../support/process.js';
 import { pets } from '../support/service.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Resolves once `condition` holds, checking every 20 ms (the test's timeout bounds the wait). */
-async function until(condition: () => Promise<boolean> | boolean): Promise<void> {
-  while (!(await condition())) await sleep(20);
-}
 
 for (const backend of BACKENDS) {
   describe(`webhook progress records on ${backend}`, { skip: await backendSkip(backend) }, () => {
