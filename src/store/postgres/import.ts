@@ -1,12 +1,13 @@
 import { finished } from 'node:stream/promises';
-import type { PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { PoolClient, QueryResultRow } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { firstConflicts, locationOf, type ImportConflict, type ImportOutcome, type ImportPlan, type ImportRow, type ImportSource } from '../../domain/import.js';
 import type { PetStatus } from '../../schemas/inventory.js';
 import { BULK_WRITE } from '../store.js';
 import { reasonSql, writesChangeSql } from '../write-kinds-sql.js';
 import { appendEvents, bumpStoreState, insertHistory } from './change-log.js';
-import { beginStatement, BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS, type StorePool } from './connection.js';
+import { BULK_READ_TIMEOUT_MS, inBulkTransaction } from './bulk.js';
+import type { StorePool } from './connection.js';
 
 /**
  * The staging table: a temporary one, which writes no WAL, dropped with the import's transaction
@@ -156,37 +157,27 @@ interface Staging {
  * are set apart, the conflicts looked for, and the rows written. A petId the file repeats is
  * looked for before an upsert (an update would take one of the rows at random); a creation
  * finds it by the primary key refusing the insert, and only then, back at the savepoint, looks
- * for every problem. No request waits on these statements and a million rows take seconds, so
- * they run under BULK_STATEMENT_TIMEOUT_MS, not the store timeout; the transaction may wait as
- * long on the source between batches.
+ * for every problem. No request waits on these statements and a million rows take seconds: a
+ * bulk transaction (bulk.ts), which may also wait that long on the source between batches.
  */
-export async function importItems(pool: StorePool, source: ImportSource, plan: ImportPlan, channel: string): Promise<ImportOutcome> {
-  const client = await pool.connect();
-  // A connection dropping between statements fails the next one; unhandled, the event would kill the process.
-  client.on('error', ignore);
-  const send = <R extends QueryResultRow>(text: string, values: unknown[] = []) =>
-    client.query<R>({ text, values, query_timeout: BULK_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_GRACE_MS } as QueryConfig);
-  const sql: Sql = {
-    query: async <R extends QueryResultRow>(text: string, values?: unknown[]) => (await send<R>(text, values)).rows,
-    run: async (text, values) => (await send(text, values)).rowCount ?? 0,
-  };
-  try {
-    await sql.query(beginStatement({ ...pool.settings, statementTimeoutMs: BULK_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: BULK_STATEMENT_TIMEOUT_MS }));
-    await sql.query(CREATE_STAGING);
-    await sql.query(CREATE_EVENTS);
-    const staged = await stage(client, source);
-    plan.onPhase?.('checking');
-    // Temporary tables get no statistics of their own: without these the planner guesses a size.
-    await sql.query('ANALYZE import_rows');
-    const outcome = await checkAndWrite(sql, source, plan, staged, channel);
+export function importItems(pool: StorePool, source: ImportSource, plan: ImportPlan, channel: string): Promise<ImportOutcome> {
+  return inBulkTransaction(pool, {
+    async run(query, client) {
+      const sql: Sql = {
+        query: async <R extends QueryResultRow>(text: string, values?: unknown[]) => (await query<R>(text, values)).rows,
+        run: async (text, values) => (await query(text, values)).rowCount ?? 0,
+      };
+      await sql.query(CREATE_STAGING);
+      await sql.query(CREATE_EVENTS);
+      const staged = await stage(client, source);
+      plan.onPhase?.('checking');
+      // Temporary tables get no statistics of their own: without these the planner guesses a size.
+      await sql.query('ANALYZE import_rows');
+      return checkAndWrite(sql, source, plan, staged, channel);
+    },
     // Nothing written when refused: the staging tables go either way.
-    await sql.query(outcome.applied ? 'COMMIT' : 'ROLLBACK');
-    return outcome;
-  } finally {
-    // Dropped, not reused: after a failure the transaction is still open, and dropping the connection rolls it back.
-    client.off('error', ignore);
-    client.release(true);
-  }
+    keep: (outcome) => outcome.applied,
+  });
 }
 
 /** The import's statements: their rows, or how many rows they wrote. */
@@ -260,7 +251,7 @@ async function stage(client: PoolClient, source: ImportSource): Promise<Staging>
 async function copyBatch(client: PoolClient, rows: readonly ImportRow[], first: number): Promise<void> {
   const copy = client.query(copyFrom(COPY_STAGING));
   // The client's read timeout applies to a COPY too; a batch is milliseconds, but give it the bulk bound.
-  Object.assign(copy, { query_timeout: BULK_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_GRACE_MS });
+  Object.assign(copy, { query_timeout: BULK_READ_TIMEOUT_MS });
   // COPY text format: tab-separated, \N for null; no value here needs escaping (numbers, and statuses from a closed set).
   copy.end(rows.map((r, i) => `${first + i}\t${r.line}\t${r.index ?? '\\N'}\t${r.item.petId}\t${r.item.quantity}\t${r.item.status}\n`).join(''));
   await finished(copy);

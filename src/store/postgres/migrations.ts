@@ -1,5 +1,6 @@
 import { escapeIdentifier } from 'pg';
-import { inTransaction, MIGRATION_LOCK_KEY, type StorePool } from './connection.js';
+import { inBulkTransaction } from './bulk.js';
+import { MIGRATION_LOCK_KEY, type StorePool } from './connection.js';
 
 /** A schema version. */
 export interface Migration {
@@ -318,22 +319,20 @@ export async function migrate(pool: StorePool, schema: string | undefined): Prom
 const UNIQUE_VIOLATION = '23505';
 
 async function migrateOnce(pool: StorePool, schema: string | undefined): Promise<void> {
-  await inTransaction(pool, async (client) => {
-    // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
-    await client.query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [
-      MIGRATION_LOCK_KEY,
-      schema ?? null,
-    ]);
-    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(schema)}`);
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)',
-    );
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
-    const applied = new Set(rows.map((r) => r.version));
-    for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
-      await client.query(m.sql);
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name]);
-    }
+  // A bulk transaction: an index over a large table, or the wait for another instance's migrations, may take longer than a request may.
+  await inBulkTransaction(pool, {
+    async run(query) {
+      // Held until COMMIT, so processes opening together migrate one at a time; keyed by schema so separate schemas never wait for each other.
+      await query("SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema(), '')))", [MIGRATION_LOCK_KEY, schema ?? null]);
+      if (schema !== undefined) await query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(schema)}`);
+      await query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)');
+      const { rows } = await query<{ version: number }>('SELECT version FROM schema_migrations');
+      const applied = new Set(rows.map((r) => r.version));
+      for (const m of MIGRATIONS) {
+        if (applied.has(m.version)) continue;
+        await query(m.sql);
+        await query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [m.version, m.name]);
+      }
+    },
   });
 }

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import pg from 'pg';
+import { MIGRATION_LOCK_KEY } from '../../../src/store/postgres/connection.js';
 import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../../src/store/postgres/migrations.js';
-import { adminQuery, backendSkip, createTestDatabase } from '../../support/backends.js';
+import { adminQuery, backendSkip, createTestDatabase, TEST_DATABASE_URL } from '../../support/backends.js';
 import { adjustment, change, stockEvents } from '../../support/store.js';
 
 /** The schema as release `version` left it (its migrations applied and recorded), then `sql` run in it (its rows). */
@@ -130,6 +131,31 @@ describe('PostgreSQL migrations', { skip: await backendSkip('postgres') }, () =>
     assert.deepEqual([old.maxInFlight, old.deliveredAbove, old.retrying], [1, [], []]);
     const added = await store.webhookEndpoints.addEndpoint({ id: 'whk_new', url: 'https://new.example.com/hook', description: null, secret: 'whsec_new', createdAt: new Date() });
     assert.equal(added.maxInFlight, 16);
+    assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
+  });
+
+  it('an instance opened with a statement timeout far shorter waits for another instance migrating, then opens and serves', async (t) => {
+    const db = await createTestDatabase('postgres', t);
+    // Another instance mid-migration: it holds the schema's migration lock until its transaction ends.
+    const other = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await other.connect();
+    t.after(() => other.end());
+    await other.query('BEGIN');
+    await other.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK_KEY, db.location]);
+    const statementTimeoutMs = 200;
+    const heldMs = 5 * statementTimeoutMs;
+    const started = performance.now();
+    const opening = db.open({ statementTimeoutMs });
+    let released: number | undefined;
+    setTimeout(() => {
+      released = performance.now() - started;
+      void other.query('COMMIT');
+    }, heldMs);
+    // Before, the wait for the lock was a statement under the store's timeout, cancelled after 200 ms.
+    const store = await opening;
+    assert.ok(released !== undefined, `opened after ${Math.round(performance.now() - started)} ms, while the other instance still held the lock`);
+    await store.changes.addItems([{ petId: 1n, quantity: 2, status: 'available' }]);
+    assert.deepEqual(await store.entries.listInventory(), [{ petId: 1n, quantity: 2, status: 'available' }]);
     assert.deepEqual(await db.migrationVersions(), POSTGRES_MIGRATIONS.map((m) => m.version));
   });
 });
