@@ -7,19 +7,11 @@ import type { Store } from '../src/store/store.js';
 import { BACKENDS, backendSkip, createTestDatabase } from './support/backends.js';
 import { created, newReservation } from './support/reservations.js';
 import { itemOf } from './support/store.js';
+import { until } from './support/process.js';
 
 /** The expiry timer (decisions 12.4): every instance runs it, the store marks each reservation once. */
 
 const quiet: ExpiryLog = { warn: () => {}, info: () => {} };
-
-/** Waits for `check` to hold; the deadline only ends a wait that would never succeed. */
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await sleep(50);
-  }
-}
 
 async function expiredEvents(store: Store): Promise<string[]> {
   const { items } = await store.events.readEvents(0, 1000);

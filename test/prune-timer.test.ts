@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { schedulePruning, type PruneLog } from '../src/prune-timer.js';
 import { openTestStore } from './support/backends.js';
 import { change, importPlan, importSource } from './support/store.js';
+import { until } from './support/process.js';
 
 const DAY_MS = 86_400_000;
 /** How long a test waits for a timer's run before it gives up: a deadline on waiting, far below the hour an interval would take, never a measure of speed. */
 const LIVENESS_MS = 60_000;
-
-/** Polls `done` every 20 ms until it holds; fails naming `what` after LIVENESS_MS. */
-async function until(done: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (const giveUpAt = Date.now() + LIVENESS_MS; !(await done()); await sleep(20)) {
-    if (Date.now() > giveUpAt) assert.fail(`${what}: nothing after ${LIVENESS_MS} ms`);
-  }
-}
 
 /** Log lines the housekeeping wrote, by level. */
 function recordingLog(): PruneLog & { lines: { level: 'warn' | 'info'; fields: object; message: string }[] } {
@@ -44,7 +37,7 @@ test('housekeeping deletes expired idempotency records, and history past HISTORY
   // On its timer, as a server runs it.
   const thirtyDays = schedulePruning(store, { historyRetentionDays: 30, eventsRetentionDays: 0 }, log, 20);
   t.after(() => thirtyDays.stop());
-  await until(async () => (await history()).length <= 3, 'pruned on a 20 ms timer');
+  await until(async () => (await history()).length <= 3, 'pruned on a 20 ms timer', { timeoutMs: LIVENESS_MS });
   assert.deepEqual(await history(), [0, 1, 29]);
   assert.equal(log.lines.filter((l) => l.level === 'warn').length, 0);
 });
@@ -56,7 +49,7 @@ test('the first run comes soon after start, not an interval later: an instance r
   const log = recordingLog();
   const hourly = schedulePruning(store, { historyRetentionDays: 0, eventsRetentionDays: 0 }, log, 3_600_000, 50);
   t.after(() => hourly.stop());
-  await until(() => log.lines.length > 0, 'a first run due 50 ms after start, on an hourly timer');
+  await until(() => log.lines.length > 0, 'a first run due 50 ms after start, on an hourly timer', { timeoutMs: LIVENESS_MS });
   assert.deepEqual(log.lines, [{ level: 'info', fields: { idempotencyRecords: 1, historyRows: 0, events: 0, webhookDeliveries: 0 }, message: 'housekeeping deleted old rows' }]);
 });
 

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { EVENT_COUNT_PAGE, EVENT_PAGE, EventHub, type EventHubObserver, type EventSubscriber } from '../../src/cache/event-hub.js';
 import type { EventType, InventoryEvent } from '../../src/domain/event.js';
 import { MemoryEvents } from '../support/memory-events.js';
+import { until } from '../support/process.js';
 
 /** A subscriber that keeps what it is given, as a stream does: only events above its position. */
 class Recorder implements EventSubscriber {
@@ -19,16 +20,6 @@ class Recorder implements EventSubscriber {
   reset(head: number): void {
     this.resets.push(head);
     this.position = head;
-  }
-}
-
-const WAIT_MS = 10_000;
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  while (!done()) {
-    if (Date.now() > deadline) assert.fail(`no ${what} within ${WAIT_MS} ms`);
-    await new Promise((wake) => setTimeout(wake, 10));
   }
 }
 

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { EVENT_PAGE, EventHub } from '../../src/cache/event-hub.js';
 import { EventStream } from '../../src/http/event-stream.js';
 import { MemoryEvents } from '../support/memory-events.js';
+import { until } from '../support/process.js';
 
 /**
  * A response whose client reads nothing: every byte written stays buffered (writableLength), as
@@ -50,14 +51,6 @@ class StalledResponse extends EventEmitter {
     this.destroyed = true;
     this.emit('close');
     return this;
-  }
-}
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!done()) {
-    if (Date.now() > deadline) assert.fail(`no ${what} within 10 s`);
-    await new Promise((wake) => setTimeout(wake, 5));
   }
 }
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { eventJson } from '../../src/domain/event.js';
 import { openNatsStream } from '../../src/relay/nats-stream.js';
 import { EventRelay, type RelayLog } from '../../src/relay/relay.js';
@@ -8,6 +7,7 @@ import type { Relays, Store } from '../../src/store/store.js';
 import { buildTestApp } from '../support/app.js';
 import { BACKENDS, backendSkip, createTestDatabase } from '../support/backends.js';
 import { natsSkip, startTestNats, type TestNats } from '../support/nats.js';
+import { until } from '../support/process.js';
 import { patch } from '../support/requests.js';
 import { change, eventsAfter } from '../support/store.js';
 
@@ -20,19 +20,14 @@ import { change, eventsAfter } from '../support/store.js';
 const skipNats = natsSkip();
 const PETS = [1n, 2n, 3n, 4n, 5n].map((petId) => ({ petId, quantity: 0, status: 'available' as const }));
 
-/** Waits (a deadline on waiting, not a timing assertion) until `check` holds. */
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  for (const until = Date.now() + ms; !(await check()); ) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** A deadline on waiting for the relay, not a timing assertion. */
+const RELAY_WAIT = { timeoutMs: 30_000, everyMs: 50 };
 
 /** The stream holds every event of the store's log (after `after`), once each, in seq order, as the feed encodes them. */
 async function assertStreamHoldsLog(nats: TestNats, stream: string, store: Store, after = 0): Promise<void> {
   const events = await eventsAfter(store, after);
   assert.ok(events.length > 0);
-  await waitFor(`${events.length} messages on the stream`, async () => (await nats.messages(stream).catch(() => [])).length >= events.length);
+  await until(async () => (await nats.messages(stream).catch(() => [])).length >= events.length, `${events.length} messages on the stream`, RELAY_WAIT);
   const messages = await nats.messages(stream);
   assert.deepEqual(
     messages.map((m) => ({ subject: m.subject, msgId: m.msgId, body: m.body })),
@@ -107,14 +102,14 @@ describe('event relay to NATS JetStream, NATS or the publisher failing', { skip:
     const { relay, lines } = relayOf(store, nats, 'OUTAGE');
     await withRelay(t, relay);
     await burst(store, 1, 30);
-    await waitFor('some events published', async () => (await nats.messages('OUTAGE').catch(() => [])).length > 0);
+    await until(async () => (await nats.messages('OUTAGE').catch(() => [])).length > 0, 'some events published', RELAY_WAIT);
     await nats.stop();
     await burst(store, 100, 30);
-    await waitFor('the outage noticed', () => lines.some((l) => l.includes('out of reach')));
+    await until(() => lines.some((l) => l.includes('out of reach')), 'the outage noticed', RELAY_WAIT);
     await burst(store, 200, 30);
     await nats.start();
     await assertStreamHoldsLog(nats, 'OUTAGE', store);
-    await waitFor('the resume said', () => lines.some((l) => l.includes('publishing resumed')));
+    await until(() => lines.some((l) => l.includes('publishing resumed')), 'the resume said', RELAY_WAIT);
   });
 
   it('events pruned before they were published: the relay says so and goes on from the oldest event left', async (t) => {
@@ -144,11 +139,11 @@ describe('event relay to NATS JetStream, NATS or the publisher failing', { skip:
     const crashed = relayOf({ events: store.events, relays: lost }, nats, 'CRASH', 1000);
     await withRelay(t, crashed.relay);
     const head = await store.events.head();
-    await waitFor('every event published once', () => crashed.published() === head);
+    await until(() => crashed.published() === head, 'every event published once', RELAY_WAIT);
     await crashed.relay.close();
     const successor = relayOf(await database.open(), nats, 'CRASH', 1000);
     await withRelay(t, successor.relay);
-    await waitFor('the successor published from the recorded position', () => successor.published() === head);
+    await until(() => successor.published() === head, 'the successor published from the recorded position', RELAY_WAIT);
     await assertStreamHoldsLog(nats, 'CRASH', store);
   });
 });

@@ -77,9 +77,21 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));
 }
 
-/** Resolves once `condition` holds, checking every 20 ms (the test's timeout bounds the wait). */
-export async function until(condition: () => Promise<boolean> | boolean): Promise<void> {
-  while (!(await condition())) await sleep(20);
+/** How long `until` waits by default: a deadline on waiting, so a wait that never ends names itself, never a measure of speed. */
+export const UNTIL_TIMEOUT_MS = 20_000;
+
+/**
+ * Resolves once `condition` holds, checking every `everyMs` (20); fails naming `what` once
+ * `timeoutMs` (UNTIL_TIMEOUT_MS) passed without it.
+ */
+export async function until(
+  condition: () => Promise<boolean> | boolean,
+  what = 'a condition',
+  { timeoutMs = UNTIL_TIMEOUT_MS, everyMs = 20 }: { timeoutMs?: number; everyMs?: number } = {},
+): Promise<void> {
+  for (const giveUpAt = Date.now() + timeoutMs; !(await condition()); await sleep(everyMs)) {
+    if (Date.now() > giveUpAt) throw new Error(`${what}: still not so after ${timeoutMs} ms`);
+  }
 }
 
 /** `promise`, or a failure naming `what` once `timeoutMs` passed without it settling: a deadline on waiting, never a measure of speed. */
@@ -95,13 +107,9 @@ export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, wh
   }
 }
 
-/** Polls `condition` every 20 ms; throws after `timeoutMs`. */
-export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await sleep(20);
-  }
+/** `until` for a condition that needs no await, with its own default deadline. */
+export function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  return until(condition, 'a condition', { timeoutMs });
 }
 
 /** A PATCH sent over a raw socket with its headers and only the first 5 bytes of `body`: a request in flight on purpose. */

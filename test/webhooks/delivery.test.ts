@@ -5,6 +5,7 @@ import { newEndpointId, newWebhookSecret } from '../../src/webhooks/secret.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
+import { until } from '../support/process.js';
 
 const PET = { petId: 1n, quantity: 0, status: 'available' as const };
 
@@ -43,17 +44,10 @@ const quantities = (receiver: Receiver) => receiver.received.map((r) => r.json.d
 /** How long a wait goes on before the test gives up: a deadline on waiting for what must happen, never a measure of speed. */
 const LIVENESS_MS = 60_000;
 
-/** Resolves once `condition` holds, checking every 20 ms; fails after LIVENESS_MS, so a wait that never ends names itself. */
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  for (const giveUpAt = Date.now() + LIVENESS_MS; !(await condition()); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() > giveUpAt) assert.fail(`a condition still false after ${LIVENESS_MS} ms: ${condition.toString().slice(0, 200)}`);
-  }
-}
-
 /** The endpoint as stored once `condition` holds for it. */
 async function storedWhen(api: TestApp, id: string, condition: (e: WebhookEndpoint) => boolean): Promise<WebhookEndpoint> {
   let stored: WebhookEndpoint | undefined;
-  await until(async () => ((stored = await api.store.webhookEndpoints.getEndpoint(id)) !== undefined && condition(stored)));
+  await until(async () => ((stored = await api.store.webhookEndpoints.getEndpoint(id)) !== undefined && condition(stored)), `endpoint ${id} as expected`, { timeoutMs: LIVENESS_MS });
   return stored!;
 }
 
@@ -95,7 +89,7 @@ for (const backend of BACKENDS) {
       await receiver.close();
       const refusedAfter = Date.now();
       const log = () => api.store.webhookEndpoints.listDeliveries(endpoint.id, 10);
-      await until(async () => (await log()).some((a) => a.error !== null && a.attemptedAt.getTime() >= refusedAfter && !/timed out/.test(a.error)));
+      await until(async () => (await log()).some((a) => a.error !== null && a.attemptedAt.getTime() >= refusedAfter && !/timed out/.test(a.error)), 'a refused attempt logged', { timeoutMs: LIVENESS_MS });
       await receiver.listen();
       await receiver.waitFor(3);
       await patches(api, 2, 1);
@@ -105,7 +99,7 @@ for (const backend of BACKENDS) {
       assert.equal(ids[1], ids[2]);
       assert.notEqual(ids[2], ids[3]);
       assert.deepEqual(quantities(receiver), [1, 1, 1, 2]);
-      await until(async () => (await log()).filter((a) => a.status === 200).length === 2);
+      await until(async () => (await log()).filter((a) => a.status === 200).length === 2, 'two attempts answered 200', { timeoutMs: LIVENESS_MS });
       const attempts = (await log()).reverse();
       assert.equal(attempts[0]!.status, 500);
       assert.match(attempts[1]!.error ?? '', /timed out/);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { newEndpointId, newWebhookSecret } from '../../src/webhooks/secret.js';
 import { BACKENDS, backendSkip } from '../support/backends.js';
-import { startServerProcess, waitFor, type ServerProcess } from '../support/process.js';
+import { startServerProcess, until, waitFor, type ServerProcess } from '../support/process.js';
 import { pets, startService, type Service } from '../support/service.js';
 import { startReceiver, type Received, type Receiver } from '../support/webhook-receiver.js';
 
@@ -31,11 +31,6 @@ function firstArrivals(receiver: Receiver): string[] {
 
 async function addEndpoint(service: Service, receiver: Receiver, maxInFlight = 1) {
   return service.store.webhookEndpoints.addEndpoint({ id: newEndpointId(), url: receiver.url, description: null, secret: newWebhookSecret(), createdAt: new Date(), maxInFlight });
-}
-
-/** Resolves once `condition` holds, checking every 20 ms (the test's timeout bounds the wait). */
-async function untilTrue(condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 const petOf = (r: Received) => Number(r.json.data.petId);
@@ -91,7 +86,7 @@ for (const backend of BACKENDS) {
       const ids = await loggedIds(service, endpoint.deliveredSeq);
       await receiver.waitFor(11);
       // Every delivery recorded: the place stays below pet 1's first event, the other pets' above it.
-      await untilTrue(async () => (await service.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredAbove.length === 10);
+      await until(async () => (await service.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredAbove.length === 10);
       const before = receiver.received.length;
       service.server.proc.kill('SIGKILL');
       await service.server.exited;
@@ -102,7 +97,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(again, [ids[0], ids[11]], 'only the event in flight, with its webhook-id, then the one held back behind it');
       assert.deepEqual(new Set(receiver.received.map((r) => String(r.headers['webhook-id']))), new Set(ids), 'nothing lost');
       assertPerPetOrder(receiver.received);
-      await untilTrue(async () => (await service.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredSeq === Number(ids[11]!.slice(4)));
+      await until(async () => (await service.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredSeq === Number(ids[11]!.slice(4)));
     });
   });
 }
@@ -150,7 +145,7 @@ describe('webhooks by pet with two instances on one PostgreSQL database', { skip
     const first = await loggedIds(service, endpoint.deliveredSeq);
     await receiver.waitFor(20);
     // Answered, then recorded (a flush follows within a tenth of a second) before the kill.
-    await untilTrue(async () => (await service.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredSeq === Number(first.at(-1)!.slice(4)));
+    await until(async () => (await service.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredSeq === Number(first.at(-1)!.slice(4)));
     assert.deepEqual(receiver.received.map((r) => String(r.headers['webhook-id'])).sort(), [...first].sort(), 'each event once in the normal case');
     assertPerPetOrder(receiver.received);
     assert.equal(instances.filter((s) => claimed(s) > 0).length, 1, 'exactly one instance held the endpoint');
