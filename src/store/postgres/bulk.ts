@@ -1,5 +1,5 @@
 import type { PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
-import { beginStatement, BULK_STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_GRACE_MS, type StorePool } from './connection.js';
+import { beginStatement, BULK_STATEMENT_TIMEOUT_MS, onConnection, QUERY_TIMEOUT_GRACE_MS, type StorePool } from './connection.js';
 
 /** The driver gives up on the answer to a bulk statement (a COPY's included) only after this, for when the server stops answering. */
 export const BULK_READ_TIMEOUT_MS = BULK_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_GRACE_MS;
@@ -21,26 +21,16 @@ export interface BulkWork<T> {
  * cancel an index built over a large table, a wait for another instance's migrations, or, on a
  * loaded machine, the migrations of a store opened with a timeout of a few hundred ms.
  */
-export async function inBulkTransaction<T>(pool: StorePool, work: BulkWork<T>): Promise<T> {
-  const client = await pool.connect();
-  // A connection dropping between statements fails the next one; unhandled, the event would kill the process.
-  client.on('error', ignore);
-  const query: BulkQuery = <R extends QueryResultRow>(text: string, values: unknown[] = []) =>
-    client.query<R>({ text, values, query_timeout: BULK_READ_TIMEOUT_MS } as QueryConfig);
-  let reusable = false;
-  try {
-    // Read within the store's own timeouts (the pool's), as the server answers a BEGIN at once: a server that took the
-    // connection and fell silent is found out then, not after a bulk statement's wait.
-    await client.query(beginStatement({ ...pool.settings, statementTimeoutMs: BULK_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: BULK_STATEMENT_TIMEOUT_MS }));
+export function inBulkTransaction<T>(pool: StorePool, work: BulkWork<T>): Promise<T> {
+  // The pool's connection handling: a failure rolls back, or drops a connection that cannot.
+  return onConnection(pool, undefined, async (client, send) => {
+    const query: BulkQuery = <R extends QueryResultRow>(text: string, values: unknown[] = []) =>
+      client.query<R>({ text, values, query_timeout: BULK_READ_TIMEOUT_MS } as QueryConfig);
+    // Sent as any statement without a deadline, so read within the store's own timeouts: the server answers a BEGIN at
+    // once, and one that took the connection and fell silent is found out then, not after a bulk statement's wait.
+    await send(beginStatement({ ...pool.settings, statementTimeoutMs: BULK_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: BULK_STATEMENT_TIMEOUT_MS }), 'BEGIN');
     const result = await work.run(query, client);
     await query((work.keep?.(result) ?? true) ? 'COMMIT' : 'ROLLBACK');
-    reusable = true;
     return result;
-  } finally {
-    client.off('error', ignore);
-    // After a failure the transaction may still be open: dropping the connection rolls it back, where a ROLLBACK could wait as long again.
-    client.release(!reusable);
-  }
+  });
 }
-
-function ignore(): void {}

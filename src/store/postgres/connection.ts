@@ -191,7 +191,7 @@ export function queryOnPool<R extends QueryResultRow>(pool: StorePool, statement
 type Send = (text: string, name?: string) => Promise<QueryResult>;
 
 /** Runs fn on one pooled connection (by `deadline` when given), rolling back after a failure, or dropping a connection that cannot. */
-async function onConnection<T>(pool: StorePool, deadline: number | undefined, fn: (client: PoolClient, send: Send) => Promise<T>): Promise<T> {
+export async function onConnection<T>(pool: StorePool, deadline: number | undefined, fn: (client: PoolClient, send: Send) => Promise<T>): Promise<T> {
   const client = deadline === undefined ? await pool.connect() : await connectBy(pool, deadline);
   // A connection dropping between our statements fails the next one; unhandled, the event would kill the process.
   client.on('error', ignore);
