@@ -65,7 +65,6 @@ function assertPerPetOrder(received: readonly Received[]): void {
   }
 }
 
-
 for (const backend of BACKENDS) {
   describe(`webhook deliveries by pet on ${backend}`, { skip: await backendSkip(backend) }, () => {
     test('a receiver answering in random order and delays gets each pet\'s events in seq order, one at a time, at most N open', async (t) => {

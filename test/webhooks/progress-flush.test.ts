@@ -9,8 +9,6 @@ import { sleep, until } from '../support/process.js';
 import { pets } from '../support/service.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 
-
-
 for (const backend of BACKENDS) {
   describe(`webhook progress records on ${backend}`, { skip: await backendSkip(backend) }, () => {
     test('a trickle of changes is recorded at most once a flush period, each attempt once, and the place ends at the last event', async (t) => {
