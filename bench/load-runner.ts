@@ -22,10 +22,8 @@ const stops = new Map<number, AbortController>();
 process.on('message', (message: LoadJob | StopJob) => {
   if ('stop' in message) return void stops.get(message.stop)?.abort();
   const job = message;
-  const stop = new AbortController();
-  stops.set(job.id, stop);
-  // A fixed rate needs requests spaced evenly; autocannon's rate sends each second's quota in one burst.
-  const ran = job.spec.rate === undefined ? runAutocannon(job.spec) : runPaced(job.spec, stop.signal);
+  // A fixed rate needs requests spaced evenly; autocannon's rate sends each second's quota in one burst (and cannot be stopped).
+  const ran = job.spec.rate === undefined ? runAutocannon(job.spec) : runPaced(job.spec, stoppable(job.id));
   const cpuBefore = process.cpuUsage();
   const wallBefore = performance.now();
   ran.finally(() => stops.delete(job.id)).then(
@@ -37,5 +35,12 @@ process.on('message', (message: LoadJob | StopJob) => {
     (err: unknown) => process.send?.({ id: job.id, error: (err as Error).message } satisfies LoadReply),
   );
 });
+/** The signal a StopJob naming job `id` aborts. */
+function stoppable(id: number): AbortSignal {
+  const stop = new AbortController();
+  stops.set(id, stop);
+  return stop.signal;
+}
+
 // The harness going away closes the channel: nothing left to do.
 process.on('disconnect', () => process.exit(0));
