@@ -148,15 +148,19 @@ function output(io: CliIO, signal: AbortSignal): (text: string) => Promise<void>
   };
 }
 
-/** One event as a line a person reads: seq, when, what, which pet, from and to, and who. */
+/** One event as a line a person reads: seq, when, what, which pet (a reservation: its id and every pet it holds), from and to, and who. */
 export function eventLine(e: InventoryEvent): string {
+  const who = whoMade(e);
   if (isReservationEvent(e)) {
-    const who = e.source === 'cli' ? 'cli' : `key ${e.keyId ?? '-'} request ${e.requestId ?? '-'}`;
     const items = e.items.map((i) => `pet ${i.petId} x${i.quantity}`).join(', ');
     return [`${e.seq}`, e.occurredAt.toISOString(), e.type, e.reservationId, items, e.status, e.reference ?? '-', who].join('  ');
   }
   const what = e.type.replace(/^inventory\./, '');
   const change = `${e.previousQuantity ?? '-'} -> ${e.quantity ?? '-'}`;
-  const who = e.source === 'cli' ? 'cli' : `key ${e.keyId ?? '-'} request ${e.requestId ?? '-'}`;
   return [`${e.seq}`, e.occurredAt.toISOString(), what, `pet ${e.petId}`, change, e.status, e.reason ?? '-', who].join('  ');
+}
+
+/** Who made an event's change: a request's key and id, or its source when no request made it (cli, expiry). */
+function whoMade(e: InventoryEvent): string {
+  return e.source === 'api' ? `key ${e.keyId ?? '-'} request ${e.requestId ?? '-'}` : e.source;
 }

@@ -6,7 +6,8 @@ import { eventJson } from '../../src/domain/event.js';
 import { main } from '../../src/cli/main.js';
 import { BACKENDS, backendSkip, createTestDatabase } from '../support/backends.js';
 import { runCli, runOn, type Run } from '../support/cli.js';
-import { BIN, tempDir, waitFor } from '../support/process.js';
+import { BIN, tempDir, until, waitFor } from '../support/process.js';
+import { created, newReservation, testOrigin } from '../support/reservations.js';
 import { change } from '../support/store.js';
 
 const ABOVE_SAFE = 2n ** 53n + 1n; // 9007199254740993: a double would print ...992
@@ -95,6 +96,36 @@ for (const backend of BACKENDS) {
       assert.deepEqual(lines, [
         `${updated!.seq}  ${updated!.occurredAt.toISOString()}  updated  pet -5  1 -> 4  pending  returned  key key_x request req-9`,
         `${created!.seq}  ${created!.occurredAt.toISOString()}  created  pet ${ABOVE_SAFE}  - -> 2  sold  -  cli`,
+      ]);
+      assert.equal((await tail.stop()).code, 0);
+    });
+
+    test('a reservation\'s events print as lines too: its id, every pet it holds, its status, reference and who; an expiry says expiry', async (t) => {
+      const db = await createTestDatabase(backend, t);
+      const store = await db.open();
+      await store.changes.addItems([{ petId: 5n, quantity: 19, status: 'available' }, { petId: ABOVE_SAFE, quantity: 2, status: 'available' }]);
+      const head = await store.events.head();
+
+      const tail = await startTail(t, db.databaseUrl);
+      const sold = created(await store.reservations.create(newReservation([[5n, 2]], { reference: 'order-1234', origin: { keyId: 'key_s', requestId: 'req-a' } })));
+      await store.reservations.end(sold.id, 'commit', testOrigin({ keyId: 'key_s', requestId: 'req-b' }));
+      const given = created(await store.reservations.create(newReservation([[5n, 1], [ABOVE_SAFE, 1]], { origin: { keyId: 'key_s', requestId: 'req-c' } })));
+      await store.reservations.end(given.id, 'release', testOrigin({ source: 'cli', keyId: 'cli:reservations', keyName: 'reservations', requestId: 'release-1' }));
+      const lapsing = created(await store.reservations.create(newReservation([[5n, 1]], { ttlSeconds: 1, origin: { keyId: 'key_s', requestId: 'req-d' } })));
+      // The store's clock decides expiry; this waits only until it has passed, however long that takes.
+      await until(async () => (await store.reservations.expireDue()).length > 0, 'the lapsed reservation marked', { timeoutMs: 20_000, everyMs: 100 });
+
+      const lines = await linesOf(tail, 7);
+      const events = (await store.events.readEvents(head, 10)).items;
+      const at = (i: number) => `${events[i]!.seq}  ${events[i]!.occurredAt.toISOString()}`;
+      assert.deepEqual(lines, [
+        `${at(0)}  reservation.created  ${sold.id}  pet 5 x2  active  order-1234  key key_s request req-a`,
+        `${at(1)}  updated  pet 5  19 -> 17  available  sold  key key_s request req-b`,
+        `${at(2)}  reservation.committed  ${sold.id}  pet 5 x2  committed  order-1234  key key_s request req-b`,
+        `${at(3)}  reservation.created  ${given.id}  pet 5 x1, pet ${ABOVE_SAFE} x1  active  -  key key_s request req-c`,
+        `${at(4)}  reservation.released  ${given.id}  pet 5 x1, pet ${ABOVE_SAFE} x1  released  -  cli`,
+        `${at(5)}  reservation.created  ${lapsing.id}  pet 5 x1  active  -  key key_s request req-d`,
+        `${at(6)}  reservation.expired  ${lapsing.id}  pet 5 x1  expired  -  expiry`,
       ]);
       assert.equal((await tail.stop()).code, 0);
     });
