@@ -62,5 +62,5 @@ function missingStoreFile(databaseUrl: string): string | undefined {
 function noStoreMessage(path: string, databaseUrl: string): string {
   // The relative default is what surprises: it names another file in every directory.
   const source = databaseUrl === DEFAULT_DATABASE_URL ? `DATABASE_URL is the default, ${databaseUrl}, relative to the working directory` : `DATABASE_URL=${databaseUrl}`;
-  return `no store at ${path} (${source}): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; "serve" or "keys create" makes a new one`;
+  return `no store at ${path} (${source}): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; "serve", "keys create", "pets add", "pets import" or "webhooks add" makes a new one`;
 }

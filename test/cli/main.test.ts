@@ -91,7 +91,7 @@ test('a command that only reads creates no store: it fails naming the absolute p
   const { dir, file, env } = tempStore(t);
   const message =
     `petstore-inventory: no store at ${file} (DATABASE_URL=sqlite:${file}): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; ` +
-    '"serve" or "keys create" makes a new one\n';
+    '"serve", "keys create", "pets add", "pets import" or "webhooks add" makes a new one\n';
   for (const argv of [['pets', 'list'], ['pets', 'list', '--json'], ['pets', 'history', '5'], ['pets', 'history', '5', '--json'], ['keys', 'list'], ['keys', 'list', '--json'], ['keys', 'revoke', 'key_x']]) {
     assert.deepEqual(await runCli(env, ...argv), { code: 1, out: '', err: message }, argv.join(' '));
   }
@@ -113,7 +113,8 @@ test('the default store is looked for in the working directory, and the message 
   assert.equal(
     r.stderr,
     `petstore-inventory: no store at ${join(dir, 'data', 'inventory.db')} (DATABASE_URL is the default, sqlite:./data/inventory.db, ` +
-      'relative to the working directory): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; "serve" or "keys create" makes a new one\n',
+      'relative to the working directory): set DATABASE_URL=sqlite:/path/to/inventory.db to use another; ' +
+      '"serve", "keys create", "pets add", "pets import" or "webhooks add" makes a new one\n',
   );
   assert.deepEqual(readdirSync(dir), [], 'no data/ directory either');
 });
