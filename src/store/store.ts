@@ -238,9 +238,10 @@ export interface WebhookDeliveries {
   releaseLeases(holder: string): Promise<void>;
   /**
    * Appends the attempts and sets the endpoint's progress (and disables it when `disable` is set),
-   * in one transaction, only if `holder` still holds its lease (the claim of `claimedAt`, when
-   * given) and it is enabled; false otherwise (another holder took it over, or an operator
-   * disabled, enabled, replayed or removed it): nothing is recorded.
+   * in one transaction, the progress only if `holder` still holds its lease (the claim of
+   * `claimedAt`, when given) and it is enabled; false otherwise (another holder took it over, or an
+   * operator disabled, enabled, replayed or removed it): the progress is not recorded, the attempts
+   * are (they were sent), but those of an endpoint removed.
    */
   recordProgress(id: string, holder: string, progress: DeliveryProgress, claimedAt?: Date): Promise<boolean>;
   /**

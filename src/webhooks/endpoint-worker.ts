@@ -291,8 +291,9 @@ export class EndpointWorker {
   }
 
   /**
-   * Records the attempts since the last flush and where the endpoint stands, while the lease
-   * holds; false (and the worker stops) once the store refuses. A store that cannot be reached is
+   * Records the attempts since the last flush and where the endpoint stands, the place only while
+   * the lease holds; false (and the worker stops) once the store refuses it (the attempts are
+   * logged all the same: they were sent, decisions 10.10). A store that cannot be reached is
    * tried again (the worker sends nothing once its lease may have run out: leaseFresh), unless the
    * worker is stopping (what was not recorded is sent again).
    */

@@ -366,7 +366,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_4']);
     });
 
-    it('an expired lease goes to the next holder, and the old holder can no longer record', async (t) => {
+    it('an expired lease goes to the next holder, and the old holder can no longer record its progress', async (t) => {
       const store = await openTestStore(backend, t);
       await store.webhookEndpoints.addEndpoint(endpoint(1));
       await store.webhookEndpoints.addEndpoint(endpoint(2));
@@ -377,7 +377,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(ids(await store.webhookDeliveries.leaseEndpoints('b', LONG_LEASE_MS)), ['whk_1', 'whk_2']);
       assert.deepEqual(await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS), []);
       assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
-      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+      // What the old holder sent before it stopped is logged, twice here as it was sent twice; its progress is not.
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt('whk_1', 1), attempt('whk_1', 1)]);
       assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
       assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', progress(1, [attempt('whk_1', 1)])), true);
     });
@@ -394,7 +395,7 @@ for (const backend of BACKENDS) {
       assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [])), false);
     });
 
-    it("records the holder's attempts and progress together, and nothing for anyone else", async (t) => {
+    it("records the holder's attempts and progress together, and no one else's progress", async (t) => {
       const store = await openTestStore(backend, t);
       await store.webhookEndpoints.addEndpoint(endpoint(1));
       await appendEvents(store, 1n, 3);
@@ -408,8 +409,7 @@ for (const backend of BACKENDS) {
       ];
       const flushed = progress(2, attempts, { failures: 1, nextAttemptAt: retryAt, lastFailureAt: failedAt, lastFailure: 'ECONNREFUSED' });
 
-      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', flushed), false, 'not the holder');
-      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', { ...flushed, attempts: [] }), false, 'not the holder');
       assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
 
       assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', flushed), true);
@@ -455,16 +455,18 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 200), attempts.toReversed());
     });
 
-    it('refuses the progress of a disabled or removed endpoint, recording nothing', async (t) => {
+    it('refuses the progress of a disabled or removed endpoint; logs the attempts sent to the disabled one', async (t) => {
       const store = await openTestStore(backend, t);
       await store.webhookEndpoints.addEndpoint(endpoint(1));
       await store.webhookEndpoints.addEndpoint(endpoint(2));
       await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
 
       await store.webhookEndpoints.disableEndpoint('whk_1', DISABLED_BY_OPERATOR);
-      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt('whk_1', 1)])), false);
-      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
-      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0);
+      const sent = [attempt('whk_1', 1), attempt('whk_1', 2, 2, { status: 500, responseBody: 'no' })];
+      assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, sent, { failures: 1, lastFailure: 'HTTP 500' })), false);
+      assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), sent.toReversed(), 'the receiver got them: they are in the log');
+      const stands = (await store.webhookEndpoints.getEndpoint('whk_1'))!;
+      assert.deepEqual([stands.enabled, stands.deliveredSeq, stands.failures, stands.lastFailure], [false, 0, 0, null], 'the progress is not recorded');
 
       await store.webhookEndpoints.removeEndpoint('whk_2');
       assert.equal(await store.webhookDeliveries.recordProgress('whk_2', 'a', progress(1, [attempt('whk_2', 1)])), false);
@@ -506,7 +508,7 @@ for (const backend of BACKENDS) {
       }
     });
 
-    it('a renewal keeps the claim time; a new claim after enable, replay or release moves it on, and the old claim records nothing', async (t) => {
+    it('a renewal keeps the claim time; a new claim after enable, replay or release moves it on, and the old claim records no progress', async (t) => {
       const store = await openTestStore(backend, t);
       await store.webhookEndpoints.addEndpoint(endpoint(1));
       await appendEvents(store, 1n, 4);
@@ -526,7 +528,9 @@ for (const backend of BACKENDS) {
         assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, []), before!.leaseClaimedAt), false, 'the old claim is fenced off');
         assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, []), again!.leaseClaimedAt), true);
       }
-      assert.equal((await store.webhookEndpoints.listDeliveries('whk_1', 10)).length, 1, 'only the first claim recorded an attempt');
+      const logged = await store.webhookEndpoints.listDeliveries('whk_1', 10);
+      assert.deepEqual(logged.map((a) => a.seq), [2, 2, 2, 1], 'an ended claim records no progress, but its attempts are logged');
+      assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 2, 'the progress is the live claims\'');
     });
   });
 }

@@ -211,6 +211,31 @@ for (const backend of BACKENDS) {
       assert.equal(receiver.concurrency.max, 1);
     });
 
+    test('an attempt answered after the operator disabled the endpoint is in its delivery log', async (t) => {
+      const receiver = await startReceiver(t);
+      const api = await deliveringApp(t, backend);
+      const endpoint = await endpointFor(api, receiver);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      receiver.answer = (_r, i) => (i === 0 ? { status: 204, until: released } : { status: 204 });
+      await patches(api, 1, 1);
+      await receiver.waitFor(1);
+      await api.store.webhookEndpoints.disableEndpoint(endpoint.id, 'test');
+      await api.app.webhookDispatcher.leaseNow();
+      release();
+      const log = () => api.store.webhookEndpoints.listDeliveries(endpoint.id, 10);
+      await until(async () => (await log()).length === 1, 'the attempt logged', { timeoutMs: LIVENESS_MS });
+      const [sent] = await log();
+      assert.deepEqual([sent!.eventId, sent!.status], [receiver.received[0]!.headers['webhook-id'], 204]);
+      assert.equal((await api.store.webhookEndpoints.getEndpoint(endpoint.id))!.deliveredSeq, endpoint.deliveredSeq, 'no progress recorded once disabled');
+      // Enabled again, it resumes from its recorded place: the event is sent again (at least once), and logged again.
+      await api.store.webhookEndpoints.enableEndpoint(endpoint.id);
+      await api.app.webhookDispatcher.leaseNow();
+      await receiver.waitFor(2);
+      assert.equal(receiver.received[1]!.headers['webhook-id'], sent!.eventId);
+      await until(async () => (await log()).length === 2, 'the second attempt logged', { timeoutMs: LIVENESS_MS });
+    });
+
     test('an endpoint behind the retention gets webhook.reset with the head, then what follows', async (t) => {
       const receiver = await startReceiver(t);
       const api = await deliveringApp(t, backend);

@@ -22,9 +22,10 @@ const STATEMENTS = {
            SELECT * FROM held ORDER BY "createdAt", id`,
   },
   release: { name: 'webhook-release', text: 'UPDATE webhook_endpoints SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = $1' },
-  // One statement, so atomic: the UPDATE checks the lease and locks the row (as FOR UPDATE would), and
-  // the attempts are inserted only for the row it updated. A takeover or an operator's disable or
-  // removal either commits first (then no row matches: nothing is written) or waits for this one.
+  // One statement, so atomic: the UPDATE checks the lease and locks the row (as FOR UPDATE would). A
+  // takeover or an operator's disable or removal either commits first (then no row matches: the
+  // progress is not written) or waits for this one. The attempts are logged either way, as they
+  // were sent, unless the endpoint is gone (decisions 10.10).
   progress: {
     name: 'webhook-progress',
     text: `WITH e AS (
@@ -35,10 +36,15 @@ const STATEMENTS = {
                delivered_above = $18, retrying = $19
              WHERE id = $1 AND lease_holder = $2 AND lease_until > now() AND enabled AND ($17::timestamptz IS NULL OR lease_since = $17)
              RETURNING id),
+           -- The row kept from a removal until the attempts are in (one removed meanwhile has none logged):
+           -- by the UPDATE, or when the fence refused it by a lock of its own (a row this statement updates
+           -- is not locked again by it: the lock would skip it).
+           locked AS (SELECT id FROM webhook_endpoints WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM e) FOR KEY SHARE),
+           kept AS (SELECT id FROM e UNION ALL SELECT id FROM locked),
            inserted AS (
              INSERT INTO webhook_deliveries (endpoint_id, event_id, seq, attempted_at, status, error, duration_ms, response_body)
-             SELECT e.id, a.event_id, a.seq, a.attempted_at, a.status, a.error, a.duration_ms, a.response_body
-             FROM e, ${ATTEMPTS(9)}
+             SELECT kept.id, a.event_id, a.seq, a.attempted_at, a.status, a.error, a.duration_ms, a.response_body
+             FROM kept, ${ATTEMPTS(9)}
              ORDER BY a.ordinality),
            -- A worker's own disable (410, the schedule used up) is a change of the endpoints every dispatcher acts on.
            ${endpointsBump('$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM e)', '$20')}

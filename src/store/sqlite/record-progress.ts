@@ -79,9 +79,10 @@ export function deliveryRow(a: DeliveryAttempt, endpointId = a.endpointId): Deli
 }
 
 /**
- * Records an endpoint's progress and its attempts together in one IMMEDIATE transaction, only while
- * `holder`'s lease is live, the endpoint enabled and (with a claim time) the claim the same: the
- * fence and the write under one write lock. False, writing nothing, when the fence refuses.
+ * Records an endpoint's progress and its attempts together in one IMMEDIATE transaction, the
+ * progress only while `holder`'s lease is live, the endpoint enabled and (with a claim time) the
+ * claim the same: the fence and the write under one write lock. When the fence refuses (false),
+ * the attempts are still logged, unless the endpoint is gone: they were sent (decisions 10.10).
  */
 export function recordProgress(db: Database.Database, write: ProgressWrite): boolean {
   return writesOn(db).progress.immediate(write);
@@ -115,7 +116,8 @@ function writesFor(db: Database.Database): Writes {
        lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)
      WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1 AND (@since IS NULL OR lease_since = @since)`,
   );
-  // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key.
+  // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key
+  // (a test delivery's, or a refused flush's).
   const insertAttempt = db.prepare<[DeliveryRow]>(
     `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
      SELECT @endpoint_id, @event_id, @seq, @attempted_at, @status, @error, @duration_ms, @response_body
@@ -126,7 +128,10 @@ function writesFor(db: Database.Database): Writes {
   return {
     progress: db.transaction((write: ProgressWrite) => {
       // Leases run on Date.now(): every process and thread on the file runs on this one machine.
-      if (progress.run({ ...write.row, now: Date.now() }).changes === 0) return false;
+      if (progress.run({ ...write.row, now: Date.now() }).changes === 0) {
+        for (const attempt of write.attempts) insertAttempt.run(attempt);
+        return false;
+      }
       // A worker's own disable (410, the schedule used up) is a change of the endpoints every dispatcher acts on.
       if (write.row.disable !== null) bumpEndpointsVersion(db);
       insertFenced(write.attempts);

@@ -66,10 +66,11 @@ test("a ':memory:' store records webhook progress on its own connection, fenced 
   const [leased] = await store.webhookDeliveries.leaseEndpoints('a', LONG_LEASE_MS);
   assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'b', progress(1, [attempt(1)])), false, 'not the holder');
   assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt(1)]), new Date(leased!.leaseClaimedAt.getTime() - 1)), false, 'an old claim');
-  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), []);
+  assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 0, 'no progress recorded');
+  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt(1), attempt(1)], 'the attempts sent are logged');
   assert.equal(await store.webhookDeliveries.recordProgress('whk_1', 'a', progress(1, [attempt(1)]), leased!.leaseClaimedAt), true);
   await store.webhookEndpoints.recordAttempts([attempt(2)]);
-  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt(2), attempt(1)]);
+  assert.deepEqual(await store.webhookEndpoints.listDeliveries('whk_1', 10), [attempt(2), attempt(1), attempt(1), attempt(1)]);
   assert.equal((await store.webhookEndpoints.getEndpoint('whk_1'))!.deliveredSeq, 1);
   await store.close();
   await assert.rejects(store.webhookDeliveries.recordProgress('whk_1', 'a', progress(2, [])), (err) => err instanceof StoreUnavailableError);
