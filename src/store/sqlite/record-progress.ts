@@ -116,20 +116,23 @@ function writesFor(db: Database.Database): Writes {
        lease_holder = iif(@disable IS NULL, lease_holder, NULL), lease_until = iif(@disable IS NULL, lease_until, NULL)
      WHERE id = @id AND lease_holder = @holder AND lease_until > @now AND enabled = 1 AND (@since IS NULL OR lease_since = @since)`,
   );
-  // An attempt to an endpoint removed meanwhile is dropped with its log, not refused by the foreign key
-  // (a test delivery's, or a refused flush's).
   const insertAttempt = db.prepare<[DeliveryRow]>(
     `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
      SELECT @endpoint_id, @event_id, @seq, @attempted_at, @status, @error, @duration_ms, @response_body
      WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @endpoint_id)`,
   );
+  // Attempts outside the fence (a test delivery's, or a refused flush's): one to an endpoint removed meanwhile is
+  // dropped with its log, not refused by the foreign key.
+  const logAttempts = (attempts: readonly DeliveryRow[]) => {
+    for (const attempt of attempts) insertAttempt.run(attempt);
+  };
   // Under the fenced UPDATE the endpoint's row exists, in this transaction: its attempts need no such check each.
   const insertFenced = fencedInserts(db);
   return {
     progress: db.transaction((write: ProgressWrite) => {
       // Leases run on Date.now(): every process and thread on the file runs on this one machine.
       if (progress.run({ ...write.row, now: Date.now() }).changes === 0) {
-        for (const attempt of write.attempts) insertAttempt.run(attempt);
+        logAttempts(write.attempts);
         return false;
       }
       // A worker's own disable (410, the schedule used up) is a change of the endpoints every dispatcher acts on.
@@ -137,9 +140,7 @@ function writesFor(db: Database.Database): Writes {
       insertFenced(write.attempts);
       return true;
     }),
-    attempts: db.transaction((attempts: readonly DeliveryRow[]) => {
-      for (const attempt of attempts) insertAttempt.run(attempt);
-    }),
+    attempts: db.transaction(logAttempts),
   };
 }
 
