@@ -35,6 +35,7 @@ process.on('message', (message: LoadJob | StopJob) => {
     (err: unknown) => process.send?.({ id: job.id, error: (err as Error).message } satisfies LoadReply),
   );
 });
+
 /** The signal a StopJob naming job `id` aborts. */
 function stoppable(id: number): AbortSignal {
   const stop = new AbortController();
